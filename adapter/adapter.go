@@ -1,0 +1,219 @@
+// Package adapter owns the Sandbox interface that every backend implements, the Command and Result
+// types, capabilities as data, and the optional interfaces that FileSync and the CLI use.
+//
+// It holds only types and small helpers shared by every adapter (path normalisation, capped output
+// buffers); the adapters live in adapter/local, adapter/docker and adapter/memory, and
+// adapter/adaptertest is the conformance suite each of them runs.
+package adapter
+
+import (
+	"context"
+	"io"
+	"io/fs"
+	"time"
+)
+
+// DefaultMaxOutputBytes bounds each output stream when Command.MaxOutputBytes is 0.
+const DefaultMaxOutputBytes = 200000
+
+// DefaultWorkspace is where the workspace is mounted in adapters that have their own file system
+// namespace (docker, memory).
+const DefaultWorkspace = "/workspace"
+
+// Sandbox runs commands and moves files inside one isolated workspace.
+//
+// Paths are relative to the workspace root, or absolute inside it. Every method fails with
+// errs.SandboxUnavailable once Stop has been called or when the backend cannot be reached.
+type Sandbox interface {
+	// ExecuteCommand runs cmd.Args (argv, never a joined string) and waits for it.
+	//
+	// A non-zero exit is data: it is in Result.ExitCode and the error is nil. A process killed by a
+	// signal reports 128+signo. The error means the command could not run or did not finish:
+	//   - errs.InvalidInput: empty Args or a negative limit;
+	//   - errs.PathEscape / errs.PathInvalid / errs.NotFound: a bad Dir;
+	//   - errs.ProcessFailed: the executable could not be started (not found, not executable);
+	//   - errs.ProcessTimeout: cmd.Timeout or the context's deadline passed; the whole process tree
+	//     was killed and the returned Result holds the partial output;
+	//   - an error matching context.Canceled when ctx was cancelled (the tree is killed too);
+	//   - errs.SandboxUnavailable: the sandbox is stopped or its backend is gone.
+	// When the main process exits, whatever it left running in the background is killed, and a
+	// descendant holding stdout or stderr open cannot stall the call.
+	ExecuteCommand(ctx context.Context, cmd Command) (Result, error)
+
+	// ReadFile returns the content of a regular file. Errors: errs.PathInvalid (empty path),
+	// errs.PathEscape (outside the workspace, also through a symlink), errs.NotFound (missing or
+	// not a regular file), errs.SandboxUnavailable.
+	ReadFile(ctx context.Context, path string) ([]byte, error)
+
+	// WriteFile creates or replaces a file atomically (a reader never sees a torn file), creating
+	// parent directories as needed. Errors as ReadFile; a symlink that leads outside, dangling or
+	// not, is errs.PathEscape and nothing is written.
+	WriteFile(ctx context.Context, path string, data []byte) error
+
+	// Stop releases everything the sandbox holds (processes, containers, temporary directories).
+	// It is idempotent: a second call returns nil.
+	Stop(ctx context.Context) error
+}
+
+// Command is one program to run. Only Args is required.
+type Command struct {
+	Args []string // argv; Args[0] is looked up on the sandbox's PATH unless it contains a slash
+	Dir  string   // working directory, relative to the workspace (or absolute inside it); "" is the root
+	// Env is added to the adapter's minimal environment (PATH, HOME, LANG, TZ) as "KEY=VALUE"
+	// entries. The server's own environment is never passed on.
+	Env []string
+	// Stdin is the command's standard input; nil means none (reads see end of file).
+	Stdin io.Reader
+	// Timeout ends the command and its whole process tree; 0 means only the context bounds it.
+	Timeout time.Duration
+	// MaxOutputBytes is the capture budget of each stream; 0 means DefaultMaxOutputBytes.
+	MaxOutputBytes int
+	// AllowNetwork lets the command reach the network where the adapter can cut it off per command.
+	AllowNetwork bool
+	// Stdout and Stderr, when set, receive a live copy of each stream as it is produced (for a
+	// terminal); the captured Result is capped all the same.
+	Stdout, Stderr io.Writer
+}
+
+// Limit returns the per-stream capture budget of c.
+func (c Command) Limit() int {
+	if c.MaxOutputBytes <= 0 {
+		return DefaultMaxOutputBytes
+	}
+	return c.MaxOutputBytes
+}
+
+// Result is what a finished (or timed-out) command produced.
+type Result struct {
+	Stdout   []byte
+	Stderr   []byte
+	ExitCode int // 128+signo for a process killed by a signal
+	// StdoutTruncated and StderrTruncated say the stream went over its budget; the kept part is
+	// the head, cut on a UTF-8 boundary, and the Dropped counts say how many bytes were left out.
+	StdoutTruncated, StderrTruncated bool
+	StdoutDropped, StderrDropped     int64
+	Duration                         time.Duration
+	// Isolation says what was enforced for this command, as opposed to merely inspected.
+	Isolation Isolation
+}
+
+// Truncated reports whether either stream was cut.
+func (r Result) Truncated() bool { return r.StdoutTruncated || r.StderrTruncated }
+
+// Isolation lists the enforcement layers that were in force for one command.
+type Isolation struct {
+	Network     bool     `json:"network"`     // no route out: container network "none", network namespace, or no network at all
+	Filesystem  bool     `json:"filesystem"`  // writes confined by the kernel or by construction, not only by the path jail of file calls
+	ProcessTree bool     `json:"processTree"` // every descendant dies with the command, even one that left the process group
+	Layers      []string `json:"layers,omitempty"`
+}
+
+// FSIsolation says how file access of commands is confined.
+type FSIsolation string
+
+const (
+	FSNone    FSIsolation = "none"    // commands see the host file system; file calls are jailed by os.Root
+	FSJail    FSIsolation = "jail"    // commands are confined to the workspace by the kernel (Landlock)
+	FSImage   FSIsolation = "image"   // commands see a container's own root file system
+	FSVirtual FSIsolation = "virtual" // there is no host file system at all (in-memory tree)
+)
+
+// NetworkIsolation says how the adapter can cut commands off the network.
+type NetworkIsolation string
+
+const (
+	NetHost      NetworkIsolation = "host"      // cannot enforce: only command inspection applies
+	NetNamespace NetworkIsolation = "namespace" // a network namespace per command
+	NetContainer NetworkIsolation = "container" // the container's network mode
+	NetVirtual   NetworkIsolation = "virtual"   // no network exists in the sandbox
+)
+
+// ExecSupport says what runs a command.
+type ExecSupport string
+
+const (
+	ExecHost        ExecSupport = "host"        // a host process
+	ExecContainer   ExecSupport = "container"   // a process in a container
+	ExecInterpreted ExecSupport = "interpreted" // a Go shell interpreter with built-in utilities
+)
+
+// Capabilities describe an adapter as data; the conformance suite and the CLI branch on them.
+type Capabilities struct {
+	Adapter     string           `json:"adapter"`
+	FSIsolation FSIsolation      `json:"fsIsolation"`
+	Network     NetworkIsolation `json:"network"`
+	Exec        ExecSupport      `json:"exec"`
+	// Signals: a process can be killed by a signal, and then reports 128+signo.
+	Signals bool `json:"signals"`
+	// Symlinks: commands can create symbolic links in the workspace.
+	Symlinks bool `json:"symlinks"`
+	// Workspace is the workspace root as commands see it (a host directory or "/workspace").
+	Workspace string `json:"workspace"`
+}
+
+// Capable is implemented by every adapter of this module.
+type Capable interface {
+	Capabilities() Capabilities
+}
+
+// Identified is a sandbox that can be found again by its id (CLI --sandbox, persist).
+type Identified interface {
+	ID() string
+}
+
+// FileInfo describes one workspace entry.
+type FileInfo struct {
+	Path    string      // slash-separated, relative to the workspace root
+	Size    int64       // bytes
+	Mode    fs.FileMode // type bits and permissions
+	ModTime time.Time
+	Inode   uint64 // 0 where the adapter has no inodes
+}
+
+// Lister walks the workspace.
+type Lister interface {
+	// ListFiles returns every regular file under dir ("" or "." for the whole workspace), with
+	// paths relative to the workspace root, without following symlinks (they are not listed).
+	// A walk that cannot complete returns an error and no partial list: callers such as FileSync
+	// must never mistake an unreadable directory for deleted files.
+	ListFiles(ctx context.Context, dir string) ([]FileInfo, error)
+}
+
+// Statter reports one entry without following a final symlink.
+type Statter interface {
+	// StatFile errors: errs.PathInvalid, errs.PathEscape, errs.NotFound, errs.SandboxUnavailable.
+	StatFile(ctx context.Context, path string) (FileInfo, error)
+}
+
+// Remover deletes files.
+type Remover interface {
+	// RemoveFile deletes one file or empty directory. A missing file is errs.NotFound; other
+	// errors as ReadFile.
+	RemoveFile(ctx context.Context, path string) error
+}
+
+// File is a path and its content, for bulk transfers.
+type File struct {
+	Path string
+	Data []byte
+}
+
+// BulkReader reads many files in one round trip (one archive stream, one walk), for adapters where a
+// call per file is expensive.
+type BulkReader interface {
+	// ReadFiles calls fn for each of paths in an unspecified order. A missing path is errs.NotFound
+	// and stops the call; an error from fn stops it and is returned.
+	ReadFiles(ctx context.Context, paths []string, fn func(path string, data []byte) error) error
+}
+
+// BulkWriter writes many files in one round trip. Each file is written atomically; the set as a
+// whole is not.
+type BulkWriter interface {
+	WriteFiles(ctx context.Context, files []File) error
+}
+
+// Forker can start a new, independent sandbox from a copy of its workspace at this moment.
+type Forker interface {
+	// Fork never changes the source; several forks are independent; a fork can be forked.
+	Fork(ctx context.Context) (Sandbox, error)
+}
