@@ -1,0 +1,373 @@
+// Package journal owns the tool-call journal: one SQLite row per tool call (SPEC.md section 5), the
+// per-call-position sequence numbers that keep idempotency keys stable across processes, and the
+// retry warning an agent gets on attempt > 1.
+//
+// The journal is a plain SQLite file (modernc.org/sqlite, no cgo) in WAL mode with
+// synchronous=NORMAL and a busy timeout, so several processes (two CLI invocations, an MCP server
+// and `sandboxer log`) can share one file. Every statement used per call is prepared once at Open:
+// recording a call is one short write transaction.
+//
+// The journal never stores what it is not given: callers redact inputs before Record (write and
+// edit keep only the SHA-256 and size of content and patch; see RedactFields). JSON fields larger
+// than the configured limit are replaced by a {"truncated":true,"bytes":N,"preview":"..."} object.
+package journal
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	_ "modernc.org/sqlite" // registers the "sqlite" driver
+)
+
+// Status is the outcome of one call, as stored.
+type Status string
+
+const (
+	StatusSuccess Status = "success"
+	StatusError   Status = "error"
+)
+
+// Position identifies the call position of a task attempt: the run, the node (task) inside it, the
+// loop iteration and the retry attempt. Seq numbers are allocated per Position.
+type Position struct {
+	RunID     string `json:"runId"`
+	NodeID    string `json:"nodeId"`
+	Iteration int    `json:"iteration"`
+	Attempt   int    `json:"attempt"`
+}
+
+// Entry is one journal row. The JSON names are the SPEC.md section 5 field names.
+type Entry struct {
+	RunID          string `json:"runId"`
+	NodeID         string `json:"nodeId"`
+	Iteration      int    `json:"iteration"`
+	Attempt        int    `json:"attempt"`
+	Seq            int    `json:"seq"`
+	ToolName       string `json:"toolName"`
+	InputJSON      string `json:"inputJson"`
+	OutputJSON     string `json:"outputJson"`
+	StartedAtMs    int64  `json:"startedAtMs"`
+	FinishedAtMs   int64  `json:"finishedAtMs"`
+	Status         Status `json:"status"`
+	ErrorJSON      string `json:"errorJson"`
+	IdempotencyKey string `json:"idempotencyKey"`
+	SideEffect     bool   `json:"sideEffect"`
+	Idempotent     bool   `json:"idempotent"`
+}
+
+// Position returns the call position of e.
+func (e Entry) Position() Position {
+	return Position{RunID: e.RunID, NodeID: e.NodeID, Iteration: e.Iteration, Attempt: e.Attempt}
+}
+
+// DefaultMaxFieldBytes bounds each stored JSON field when Options.MaxFieldBytes is 0 (the tools'
+// default maxOutputBytes).
+const DefaultMaxFieldBytes = 200000
+
+// DefaultBusyTimeout is how long a writer waits for another process's write transaction.
+const DefaultBusyTimeout = 10 * time.Second
+
+// Options configure Open. The zero value is usable.
+type Options struct {
+	// MaxFieldBytes bounds inputJson, outputJson and errorJson; a larger field is stored as
+	// {"truncated":true,"bytes":N,"preview":"..."}. 0 means DefaultMaxFieldBytes.
+	MaxFieldBytes int
+	// BusyTimeout is how long to wait for a lock held by another connection; 0 means
+	// DefaultBusyTimeout.
+	BusyTimeout time.Duration
+}
+
+// Journal is an open journal file. It is safe for concurrent use by several goroutines, and the
+// file is safe to share between processes.
+type Journal struct {
+	db       *sql.DB
+	path     string
+	maxField int
+
+	insert  *sql.Stmt
+	reserve *sql.Stmt
+	earlier *sql.Stmt
+}
+
+const schemaVersion = 1
+
+const schema = `
+CREATE TABLE IF NOT EXISTS tool_calls (
+	id              INTEGER PRIMARY KEY,
+	run_id          TEXT    NOT NULL,
+	node_id         TEXT    NOT NULL,
+	iteration       INTEGER NOT NULL,
+	attempt         INTEGER NOT NULL,
+	seq             INTEGER NOT NULL,
+	tool_name       TEXT    NOT NULL,
+	input_json      TEXT    NOT NULL,
+	output_json     TEXT    NOT NULL,
+	started_at_ms   INTEGER NOT NULL,
+	finished_at_ms  INTEGER NOT NULL,
+	status          TEXT    NOT NULL CHECK (status IN ('success', 'error')),
+	error_json      TEXT    NOT NULL,
+	idempotency_key TEXT    NOT NULL,
+	side_effect     INTEGER NOT NULL,
+	idempotent      INTEGER NOT NULL,
+	UNIQUE (run_id, node_id, iteration, attempt, seq)
+);
+CREATE INDEX IF NOT EXISTS tool_calls_node ON tool_calls (node_id);
+CREATE TABLE IF NOT EXISTS tool_call_seqs (
+	run_id    TEXT    NOT NULL,
+	node_id   TEXT    NOT NULL,
+	iteration INTEGER NOT NULL,
+	attempt   INTEGER NOT NULL,
+	last_seq  INTEGER NOT NULL,
+	PRIMARY KEY (run_id, node_id, iteration, attempt)
+) WITHOUT ROWID;
+`
+
+// Open opens (creating if needed) the journal at path, creating its parent directory. The schema is
+// created here, once; the per-call statements are prepared here too. Errors: the file cannot be
+// created or opened, is not an SQLite database, or has a newer schema than this build knows.
+func Open(ctx context.Context, path string, opts Options) (*Journal, error) {
+	if path == "" {
+		return nil, errors.New("journal: empty path")
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("journal: %w", err)
+	}
+	if err := os.MkdirAll(filepath.Dir(abs), 0o755); err != nil {
+		return nil, fmt.Errorf("journal: %w", err)
+	}
+	busy := opts.BusyTimeout
+	if busy <= 0 {
+		busy = DefaultBusyTimeout
+	}
+	// A file: URI, escaped, so that a '?' or '#' in the path is part of the name. _txlock=immediate
+	// makes every transaction take the write lock at BEGIN: two processes reserving a seq for the
+	// same position serialise instead of failing with SQLITE_BUSY_SNAPSHOT.
+	dsn := "file:" + (&url.URL{Path: abs}).EscapedPath() + "?" + url.Values{
+		"_busy_timeout": {fmt.Sprint(busy.Milliseconds())},
+		"_journal_mode": {"WAL"},
+		"_synchronous":  {"NORMAL"},
+		"_txlock":       {"immediate"},
+	}.Encode()
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("journal: open %s: %w", path, err)
+	}
+	j := &Journal{db: db, path: abs, maxField: opts.MaxFieldBytes}
+	if j.maxField <= 0 {
+		j.maxField = DefaultMaxFieldBytes
+	}
+	if err := j.init(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("journal: open %s: %w", path, err)
+	}
+	return j, nil
+}
+
+func (j *Journal) init(ctx context.Context) error {
+	tx, err := j.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	var v int
+	if err := tx.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
+		return err
+	}
+	if v > schemaVersion {
+		return fmt.Errorf("schema version %d is newer than this build (%d)", v, schemaVersion)
+	}
+	if v < schemaVersion {
+		if _, err := tx.ExecContext(ctx, schema); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", schemaVersion)); err != nil {
+			return err
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return err
+	}
+	prep := func(dst **sql.Stmt, q string) {
+		if err == nil {
+			*dst, err = j.db.PrepareContext(ctx, q)
+		}
+	}
+	prep(&j.insert, `INSERT INTO tool_calls (run_id, node_id, iteration, attempt, seq, tool_name,
+		input_json, output_json, started_at_ms, finished_at_ms, status, error_json, idempotency_key,
+		side_effect, idempotent) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+	// Run inside BEGIN IMMEDIATE (see Reserve): the counter is read and bumped under the write
+	// lock. It also starts above the highest seq already recorded for the position, so a journal
+	// whose counter table was lost cannot hand out a used seq.
+	prep(&j.reserve, `INSERT INTO tool_call_seqs (run_id, node_id, iteration, attempt, last_seq)
+		VALUES (?1, ?2, ?3, ?4, 1 + COALESCE((SELECT MAX(seq) FROM tool_calls
+			WHERE run_id = ?1 AND node_id = ?2 AND iteration = ?3 AND attempt = ?4), 0))
+		ON CONFLICT (run_id, node_id, iteration, attempt) DO UPDATE SET last_seq = last_seq + 1
+		RETURNING last_seq`)
+	prep(&j.earlier, `SELECT tool_name, attempt, seq, status FROM tool_calls
+		WHERE run_id = ? AND node_id = ? AND iteration = ? AND attempt < ?
+			AND side_effect = 1 AND idempotent = 0
+		ORDER BY attempt, seq`)
+	return err
+}
+
+// Path returns the absolute path of the journal file.
+func (j *Journal) Path() string { return j.path }
+
+// Close closes the journal. The last connection to close checkpoints the WAL into the main file.
+func (j *Journal) Close() error {
+	for _, s := range []*sql.Stmt{j.insert, j.reserve, j.earlier} {
+		if s != nil {
+			s.Close()
+		}
+	}
+	return j.db.Close()
+}
+
+// Reserve allocates the next seq (1, 2, 3, ...) for pos, atomically across goroutines and
+// processes sharing the file: no two callers ever get the same seq for the same position.
+// Errors: the database is unreachable or stayed locked past the busy timeout.
+func (j *Journal) Reserve(ctx context.Context, pos Position) (int, error) {
+	tx, err := j.db.BeginTx(ctx, nil) // BEGIN IMMEDIATE (see Open)
+	if err != nil {
+		return 0, fmt.Errorf("journal: reserve seq: %w", err)
+	}
+	defer tx.Rollback()
+	var seq int
+	err = tx.StmtContext(ctx, j.reserve).QueryRowContext(ctx, pos.RunID, pos.NodeID, pos.Iteration, pos.Attempt).Scan(&seq)
+	if err == nil {
+		err = tx.Commit()
+	}
+	if err != nil {
+		return 0, fmt.Errorf("journal: reserve seq: %w", err)
+	}
+	return seq, nil
+}
+
+// Record stores one call. Oversized JSON fields are truncated (see Options.MaxFieldBytes); status
+// must be success or error. Errors: an invalid entry, a seq already recorded for the position, or
+// a database failure. A caller must never let a Record error hide the tool's own result.
+func (j *Journal) Record(ctx context.Context, e Entry) error {
+	if err := j.check(&e); err != nil {
+		return err
+	}
+	if _, err := j.insert.ExecContext(ctx, j.args(&e)...); err != nil {
+		return fmt.Errorf("journal: record %s seq %d: %w", e.ToolName, e.Seq, err)
+	}
+	return nil
+}
+
+// RecordBatch stores several calls in one transaction: all of them or none. It is the fast path for
+// importing or replaying many rows. Errors as Record.
+func (j *Journal) RecordBatch(ctx context.Context, es []Entry) error {
+	tx, err := j.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("journal: record batch: %w", err)
+	}
+	defer tx.Rollback()
+	st := tx.StmtContext(ctx, j.insert)
+	for i := range es {
+		e := es[i]
+		if err := j.check(&e); err != nil {
+			return err
+		}
+		if _, err := st.ExecContext(ctx, j.args(&e)...); err != nil {
+			return fmt.Errorf("journal: record %s seq %d: %w", e.ToolName, e.Seq, err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("journal: record batch: %w", err)
+	}
+	return nil
+}
+
+func (j *Journal) check(e *Entry) error {
+	if e.Status != StatusSuccess && e.Status != StatusError {
+		return fmt.Errorf("journal: record %s: status %q is not success or error", e.ToolName, e.Status)
+	}
+	if e.ToolName == "" {
+		return errors.New("journal: record: empty tool name")
+	}
+	if e.InputJSON == "" {
+		e.InputJSON = "{}"
+	}
+	if e.OutputJSON == "" {
+		e.OutputJSON = "null"
+	}
+	if e.ErrorJSON == "" {
+		e.ErrorJSON = "null"
+	}
+	e.InputJSON = Truncate(e.InputJSON, j.maxField)
+	e.OutputJSON = Truncate(e.OutputJSON, j.maxField)
+	e.ErrorJSON = Truncate(e.ErrorJSON, j.maxField)
+	return nil
+}
+
+func (j *Journal) args(e *Entry) []any {
+	return []any{e.RunID, e.NodeID, e.Iteration, e.Attempt, e.Seq, e.ToolName, e.InputJSON,
+		e.OutputJSON, e.StartedAtMs, e.FinishedAtMs, string(e.Status), e.ErrorJSON, e.IdempotencyKey,
+		e.SideEffect, e.Idempotent}
+}
+
+// Filter selects rows for List. Empty fields match everything.
+type Filter struct {
+	RunID  string
+	NodeID string
+	Limit  int // 0: no limit; otherwise the last Limit matching rows
+}
+
+// List returns the matching rows in the order they were recorded. Errors: a database failure.
+func (j *Journal) List(ctx context.Context, f Filter) ([]Entry, error) {
+	var where []string
+	var args []any
+	if f.RunID != "" {
+		where = append(where, "run_id = ?")
+		args = append(args, f.RunID)
+	}
+	if f.NodeID != "" {
+		where = append(where, "node_id = ?")
+		args = append(args, f.NodeID)
+	}
+	q := `SELECT run_id, node_id, iteration, attempt, seq, tool_name, input_json, output_json,
+		started_at_ms, finished_at_ms, status, error_json, idempotency_key, side_effect, idempotent, id
+		FROM tool_calls`
+	if len(where) > 0 {
+		q += " WHERE " + strings.Join(where, " AND ")
+	}
+	q += " ORDER BY id DESC"
+	if f.Limit > 0 {
+		q += fmt.Sprintf(" LIMIT %d", f.Limit)
+	}
+	rows, err := j.db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("journal: list: %w", err)
+	}
+	defer rows.Close()
+	var out []Entry
+	for rows.Next() {
+		var e Entry
+		var status string
+		var id int64
+		if err := rows.Scan(&e.RunID, &e.NodeID, &e.Iteration, &e.Attempt, &e.Seq, &e.ToolName,
+			&e.InputJSON, &e.OutputJSON, &e.StartedAtMs, &e.FinishedAtMs, &status, &e.ErrorJSON,
+			&e.IdempotencyKey, &e.SideEffect, &e.Idempotent, &id); err != nil {
+			return nil, fmt.Errorf("journal: list: %w", err)
+		}
+		e.Status = Status(status)
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("journal: list: %w", err)
+	}
+	for l, r := 0, len(out)-1; l < r; l, r = l+1, r-1 {
+		out[l], out[r] = out[r], out[l]
+	}
+	return out, nil
+}
