@@ -1,0 +1,618 @@
+// Package local is the adapter that runs commands as host processes in a workspace directory.
+//
+// Every file call goes through an os.Root opened on the workspace, so "..", absolute paths
+// elsewhere and symlinks that lead out (dangling ones and symlinked parents included) are refused
+// by the kernel-backed resolver, not by string prefixes. Writes are atomic (a temporary file in the
+// target's directory, then rename). Commands run from argv (no shell) in their own process group
+// with a minimal environment and no stdin unless given; on timeout or cancellation the group gets
+// SIGTERM, then SIGKILL after a short grace, and whatever a command leaves in its group when it exits
+// is killed too.
+//
+// What this adapter does not enforce on its own: a command can read and write anything the host user
+// can outside the workspace, reach the network, and escape the kill by calling setsid. Result.Isolation
+// says so for every command.
+package local
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/sandboxer/sandboxer/adapter"
+	"github.com/sandboxer/sandboxer/errs"
+)
+
+// DefaultPath is the PATH commands get when Config.Path is empty.
+const DefaultPath = "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin"
+
+// Config configures a local sandbox. The zero value is valid: a fresh temporary workspace that Stop
+// removes, the default PATH and kill timings.
+type Config struct {
+	// Root is the workspace directory; it is created if missing and kept by Stop. Empty means a new
+	// temporary directory that Stop removes.
+	Root string `mapstructure:"root"`
+	// Path is the PATH of commands, also used to find Args[0]. Empty means DefaultPath.
+	Path string `mapstructure:"path"`
+	// KillGrace is how long a process group has between SIGTERM and SIGKILL on timeout or
+	// cancellation. Zero means 200ms.
+	KillGrace time.Duration `mapstructure:"kill_grace"`
+	// WaitDelay bounds how long a call waits, once the command has exited and its group is killed,
+	// for a descendant that left the group and still holds stdout or stderr. Zero means 100ms.
+	WaitDelay time.Duration `mapstructure:"wait_delay"`
+	// Env is added to every command's environment ("KEY=VALUE"), before Command.Env.
+	Env []string `mapstructure:"env"`
+}
+
+// Validate reports a configuration that cannot work.
+func (c Config) Validate() error {
+	if c.KillGrace < 0 || c.WaitDelay < 0 {
+		return errs.New(errs.InvalidInput, "local", "", "kill_grace and wait_delay must not be negative")
+	}
+	for _, kv := range c.Env {
+		if k, _, ok := strings.Cut(kv, "="); !ok || k == "" {
+			return errs.New(errs.InvalidInput, "local", "", "env entry %q is not KEY=VALUE", kv)
+		}
+	}
+	return nil
+}
+
+// Sandbox is a local workspace. It is safe for concurrent use.
+type Sandbox struct {
+	cfg     Config
+	dir     string // absolute, symlinks resolved
+	given   string // absolute as configured (may differ from dir by symlinks)
+	root    *os.Root
+	temp    bool // dir was created by New and is removed by Stop
+	env     []string
+	pathDir []string
+
+	mu      sync.Mutex
+	stopped bool
+	running map[int]struct{} // process group ids of running commands
+}
+
+var _ interface {
+	adapter.Sandbox
+	adapter.Capable
+	adapter.Identified
+	adapter.Lister
+	adapter.Statter
+	adapter.Remover
+	adapter.Forker
+} = (*Sandbox)(nil)
+
+// New opens (or creates) the workspace and returns a started sandbox.
+func New(cfg Config) (*Sandbox, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Path == "" {
+		cfg.Path = DefaultPath
+	}
+	if cfg.KillGrace == 0 {
+		cfg.KillGrace = 200 * time.Millisecond
+	}
+	if cfg.WaitDelay == 0 {
+		cfg.WaitDelay = 100 * time.Millisecond
+	}
+	s := &Sandbox{cfg: cfg, running: map[int]struct{}{}}
+	if cfg.Root == "" {
+		d, err := os.MkdirTemp("", "sandboxer-local-")
+		if err != nil {
+			return nil, errs.Wrap(errs.SandboxUnavailable, "new", "", err)
+		}
+		cfg.Root, s.temp = d, true
+	} else if err := os.MkdirAll(cfg.Root, 0o755); err != nil {
+		return nil, errs.Wrap(errs.SandboxUnavailable, "new", cfg.Root, err)
+	}
+	given, err := filepath.Abs(cfg.Root)
+	if err != nil {
+		return nil, errs.Wrap(errs.SandboxUnavailable, "new", cfg.Root, err)
+	}
+	dir, err := filepath.EvalSymlinks(given)
+	if err != nil {
+		return nil, errs.Wrap(errs.SandboxUnavailable, "new", cfg.Root, err)
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, errs.Wrap(errs.SandboxUnavailable, "new", cfg.Root, err)
+	}
+	s.cfg, s.dir, s.given, s.root = cfg, dir, given, root
+	s.pathDir = filepath.SplitList(cfg.Path)
+	s.env = append([]string{
+		"PATH=" + cfg.Path,
+		"HOME=" + dir,
+		"LANG=C.UTF-8",
+		"TZ=UTC",
+	}, cfg.Env...)
+	return s, nil
+}
+
+// Dir returns the workspace directory (absolute, symlinks resolved).
+func (s *Sandbox) Dir() string { return s.dir }
+
+// ID returns the workspace directory: a local sandbox is found again by its directory.
+func (s *Sandbox) ID() string { return s.dir }
+
+// Capabilities of the local adapter without kernel isolation.
+func (s *Sandbox) Capabilities() adapter.Capabilities {
+	return adapter.Capabilities{
+		Adapter:     "local",
+		FSIsolation: adapter.FSNone,
+		Network:     adapter.NetHost,
+		Exec:        adapter.ExecHost,
+		Signals:     true,
+		Symlinks:    true,
+		Workspace:   s.dir,
+	}
+}
+
+func (s *Sandbox) checkOpen(op string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopped {
+		return errs.New(errs.SandboxUnavailable, op, "", "sandbox is stopped")
+	}
+	return nil
+}
+
+// rel jails a caller's path lexically, accepting absolute paths under either spelling of the root.
+func (s *Sandbox) rel(op, p string) (string, error) {
+	r, err := adapter.Rel(op, s.dir, p)
+	if err != nil && s.given != s.dir && filepath.IsAbs(p) {
+		if r2, err2 := adapter.Rel(op, s.given, p); err2 == nil {
+			return r2, nil
+		}
+	}
+	return r, err
+}
+
+// Stop kills running commands, closes the workspace and removes it if New created it.
+func (s *Sandbox) Stop(ctx context.Context) error {
+	s.mu.Lock()
+	if s.stopped {
+		s.mu.Unlock()
+		return nil
+	}
+	s.stopped = true
+	for pgid := range s.running {
+		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	}
+	s.mu.Unlock()
+	err := s.root.Close()
+	if s.temp {
+		err = errors.Join(err, os.RemoveAll(s.dir))
+	}
+	return errs.Wrap(errs.Internal, "stop", "", err)
+}
+
+// ---- files ----
+
+// mapErr turns an error of an os.Root call into a coded error.
+func mapErr(op, p string, err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case isEscape(err):
+		return errs.Wrap(errs.PathEscape, op, p, err)
+	case errors.Is(err, fs.ErrNotExist):
+		return errs.Wrap(errs.NotFound, op, p, err)
+	case errors.Is(err, syscall.ENOTDIR):
+		return errs.Wrap(errs.NotFound, op, p, err)
+	case errors.Is(err, syscall.ELOOP):
+		return errs.Wrap(errs.PathEscape, op, p, err)
+	}
+	return errs.Wrap(errs.Internal, op, p, err)
+}
+
+// escapeErr is the error os.Root returns for a path that leaves it. The standard library does not
+// export it, so it is captured once from a path that must escape.
+var escapeErr = sync.OnceValue(func() error {
+	r, err := os.OpenRoot(os.TempDir())
+	if err != nil {
+		return nil
+	}
+	defer r.Close()
+	_, err = r.Open("../")
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return nil
+})
+
+func isEscape(err error) bool {
+	e := escapeErr()
+	return e != nil && errors.Is(err, e)
+}
+
+// ReadFile reads a regular file of the workspace.
+func (s *Sandbox) ReadFile(ctx context.Context, p string) ([]byte, error) {
+	if err := s.checkOpen("read"); err != nil {
+		return nil, err
+	}
+	r, err := s.rel("read", p)
+	if err != nil {
+		return nil, err
+	}
+	// O_NONBLOCK: a FIFO planted in the workspace must not hang the call.
+	f, err := s.root.OpenFile(r, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, mapErr("read", p, err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, mapErr("read", p, err)
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, errs.New(errs.NotFound, "read", p, "not a regular file (%s)", fi.Mode().Type())
+	}
+	data := make([]byte, 0, fi.Size()+1)
+	for {
+		n, err := f.Read(data[len(data):cap(data)])
+		data = data[:len(data)+n]
+		if err == io.EOF {
+			return data, nil
+		}
+		if err != nil {
+			return nil, mapErr("read", p, err)
+		}
+		if len(data) == cap(data) {
+			data = append(data, 0)[:len(data)]
+		}
+	}
+}
+
+// resolve follows a final symlink of r (the parent directories are resolved safely by os.Root)
+// and returns the workspace-relative path a write must replace. A link chain that leaves the
+// workspace, dangling or not, is errs.PathEscape.
+func (s *Sandbox) resolve(op, p, r string) (target string, mode fs.FileMode, err error) {
+	for range 40 {
+		fi, err := s.root.Lstat(r)
+		if errors.Is(err, fs.ErrNotExist) {
+			return r, 0o644, nil
+		}
+		if err != nil {
+			return "", 0, mapErr(op, p, err)
+		}
+		if fi.Mode()&fs.ModeSymlink == 0 {
+			if !fi.Mode().IsRegular() {
+				return "", 0, errs.New(errs.InvalidInput, op, p, "not a regular file (%s)", fi.Mode().Type())
+			}
+			return r, fi.Mode().Perm(), nil
+		}
+		link, err := s.root.Readlink(r)
+		if err != nil {
+			return "", 0, mapErr(op, p, err)
+		}
+		if filepath.IsAbs(link) {
+			r, err = s.rel(op, link)
+		} else {
+			r, err = adapter.Rel(op, s.dir, path.Join(path.Dir(r), link)) // a leading ".." is an escape
+		}
+		if err != nil {
+			return "", 0, errs.New(errs.PathEscape, op, p, "symlink leads outside the workspace")
+		}
+	}
+	return "", 0, errs.New(errs.PathEscape, op, p, "too many levels of symbolic links")
+}
+
+// WriteFile writes data atomically: a temporary file next to the target, then rename.
+func (s *Sandbox) WriteFile(ctx context.Context, p string, data []byte) error {
+	if err := s.checkOpen("write"); err != nil {
+		return err
+	}
+	r, err := s.rel("write", p)
+	if err != nil {
+		return err
+	}
+	if r == "." {
+		return errs.New(errs.InvalidInput, "write", p, "the workspace root is a directory")
+	}
+	target, perm, err := s.resolve("write", p, r)
+	if err != nil {
+		return err
+	}
+	dir := path.Dir(target)
+	if dir != "." {
+		if err := s.root.MkdirAll(dir, 0o755); err != nil {
+			return mapErr("write", p, err)
+		}
+	}
+	tmp := path.Join(dir, ".sandboxer-"+randomSuffix())
+	f, err := s.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+	if err != nil {
+		return mapErr("write", p, err)
+	}
+	_, werr := f.Write(data)
+	cerr := f.Close()
+	if err := errors.Join(werr, cerr); err != nil {
+		_ = s.root.Remove(tmp)
+		return mapErr("write", p, err)
+	}
+	if err := s.root.Rename(tmp, target); err != nil {
+		_ = s.root.Remove(tmp)
+		return mapErr("write", p, err)
+	}
+	return nil
+}
+
+func randomSuffix() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// ---- exec ----
+
+// ExecuteCommand runs argv in its own process group. See adapter.Sandbox for the contract.
+func (s *Sandbox) ExecuteCommand(ctx context.Context, c adapter.Command) (adapter.Result, error) {
+	if err := s.checkOpen("exec"); err != nil {
+		return adapter.Result{}, err
+	}
+	if len(c.Args) == 0 || c.Args[0] == "" {
+		return adapter.Result{}, errs.New(errs.InvalidInput, "exec", "", "args must name a program")
+	}
+	if c.MaxOutputBytes < 0 || c.Timeout < 0 {
+		return adapter.Result{}, errs.New(errs.InvalidInput, "exec", "", "limits must not be negative")
+	}
+	dir, err := s.workDir(c.Dir)
+	if err != nil {
+		return adapter.Result{}, err
+	}
+	prog, err := s.lookPath(c.Args[0], dir)
+	if err != nil {
+		return adapter.Result{}, err
+	}
+	return s.run(ctx, c, prog, dir)
+}
+
+// workDir resolves Command.Dir to a host directory inside the workspace.
+func (s *Sandbox) workDir(d string) (string, error) {
+	if d == "" {
+		return s.dir, nil
+	}
+	r, err := s.rel("exec", d)
+	if err != nil {
+		return "", err
+	}
+	if r == "." {
+		return s.dir, nil
+	}
+	// Open through the root (refusing escapes), then use the directory's real path.
+	sub, err := s.root.OpenRoot(r)
+	if err != nil {
+		return "", mapErr("exec", d, err)
+	}
+	defer sub.Close()
+	real, err := filepath.EvalSymlinks(filepath.Join(s.dir, filepath.FromSlash(r)))
+	if err != nil {
+		return "", mapErr("exec", d, err)
+	}
+	if real != s.dir && !strings.HasPrefix(real, s.dir+string(filepath.Separator)) {
+		return "", errs.New(errs.PathEscape, "exec", d, "working directory leaves the workspace")
+	}
+	return real, nil
+}
+
+// lookPath finds a program on the sandbox's PATH (never the server's).
+func (s *Sandbox) lookPath(name, dir string) (string, error) {
+	if strings.Contains(name, "/") {
+		p := name
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(dir, p)
+		}
+		if err := executable(p); err != nil {
+			return "", errs.Wrap(errs.ProcessFailed, "exec", name, err)
+		}
+		return p, nil
+	}
+	for _, d := range s.pathDir {
+		if d == "" {
+			continue
+		}
+		p := filepath.Join(d, name)
+		if executable(p) == nil {
+			return p, nil
+		}
+	}
+	return "", errs.New(errs.ProcessFailed, "exec", name, "executable not found in PATH %s", s.cfg.Path)
+}
+
+func executable(p string) error {
+	fi, err := os.Stat(p)
+	if err != nil {
+		return err
+	}
+	if fi.IsDir() || fi.Mode().Perm()&0o111 == 0 {
+		return fmt.Errorf("%s is not an executable file", p)
+	}
+	return nil
+}
+
+// stream reads one pipe into its capped buffer (and the live copy, if any) until end of file.
+// When the read deadline is set because a descendant still holds the pipe, it takes what is
+// already buffered in the pipe without waiting, and stops.
+func stream(r *os.File, buf *adapter.CappedBuffer, live io.Writer, done chan<- struct{}) {
+	defer close(done)
+	var w io.Writer = buf
+	if live != nil {
+		w = io.MultiWriter(buf, live)
+	}
+	b := make([]byte, 32*1024)
+	for {
+		n, err := r.Read(b)
+		if n > 0 {
+			_, _ = w.Write(b[:n])
+		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			drain(r, b, w)
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// drain copies what is buffered in the pipe now, without waiting for more.
+func drain(r *os.File, b []byte, w io.Writer) {
+	_ = r.SetReadDeadline(time.Time{})
+	rc, err := r.SyscallConn()
+	if err != nil {
+		return
+	}
+	_ = rc.Read(func(fd uintptr) bool {
+		for {
+			n, err := syscall.Read(int(fd), b)
+			if n <= 0 || err != nil {
+				return true
+			}
+			_, _ = w.Write(b[:n])
+		}
+	})
+}
+
+func (s *Sandbox) run(ctx context.Context, c adapter.Command, prog, dir string) (adapter.Result, error) {
+	start := time.Now()
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		return adapter.Result{}, errs.Wrap(errs.Internal, "exec", "", err)
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		outR.Close()
+		outW.Close()
+		return adapter.Result{}, errs.Wrap(errs.Internal, "exec", "", err)
+	}
+	cmd := &exec.Cmd{
+		Path:        prog,
+		Args:        c.Args,
+		Dir:         dir,
+		Env:         append(append([]string(nil), s.env...), c.Env...),
+		Stdin:       c.Stdin,
+		Stdout:      outW,
+		Stderr:      errW,
+		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
+	}
+	err = cmd.Start()
+	outW.Close()
+	errW.Close()
+	if err != nil {
+		outR.Close()
+		errR.Close()
+		return adapter.Result{}, errs.Wrap(errs.ProcessFailed, "exec", c.Args[0], err)
+	}
+	pgid := cmd.Process.Pid
+	if !s.track(pgid) { // stopped meanwhile
+		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	}
+	defer s.untrack(pgid)
+
+	limit := c.Limit()
+	stdout, stderr := adapter.NewCappedBuffer(limit), adapter.NewCappedBuffer(limit)
+	outDone, errDone := make(chan struct{}), make(chan struct{})
+	go stream(outR, stdout, c.Stdout, outDone)
+	go stream(errR, stderr, c.Stderr, errDone)
+
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+
+	var timer <-chan time.Time
+	if c.Timeout > 0 {
+		t := time.NewTimer(c.Timeout)
+		defer t.Stop()
+		timer = t.C
+	}
+	var cause error // why the command was ended early, nil if it exited on its own
+	var werr error
+	select {
+	case werr = <-exited:
+	case <-timer:
+		cause = errs.New(errs.ProcessTimeout, "exec", "", "command outlived its timeout of %s", c.Timeout)
+		werr = s.terminate(pgid, exited)
+	case <-ctx.Done():
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			cause = errs.Wrap(errs.ProcessTimeout, "exec", "", ctx.Err())
+		} else {
+			cause = ctx.Err()
+		}
+		werr = s.terminate(pgid, exited)
+	}
+	// Whatever the command left in its process group dies with it.
+	_ = syscall.Kill(-pgid, syscall.SIGKILL)
+
+	// A descendant that left the group may still hold the pipes: wait a little, then cut them.
+	grace := time.NewTimer(s.cfg.WaitDelay)
+	defer grace.Stop()
+	for _, done := range []chan struct{}{outDone, errDone} {
+		select {
+		case <-done:
+		case <-grace.C:
+			_ = outR.SetReadDeadline(time.Now())
+			_ = errR.SetReadDeadline(time.Now())
+			<-done
+		}
+	}
+	outR.Close()
+	errR.Close()
+
+	res := adapter.Result{Duration: time.Since(start), ExitCode: exitCode(cmd.ProcessState, werr)}
+	adapter.Capture(&res, stdout, stderr)
+	if cause != nil {
+		if e, ok := cause.(*errs.Error); ok {
+			e.Details = map[string]any{"stdout": string(res.Stdout), "stderr": string(res.Stderr)}
+		}
+		return res, cause
+	}
+	return res, nil
+}
+
+// terminate sends SIGTERM to the group, then SIGKILL after the grace, and returns Wait's error.
+func (s *Sandbox) terminate(pgid int, exited <-chan error) error {
+	_ = syscall.Kill(-pgid, syscall.SIGTERM)
+	t := time.NewTimer(s.cfg.KillGrace)
+	defer t.Stop()
+	select {
+	case err := <-exited:
+		return err
+	case <-t.C:
+		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		return <-exited
+	}
+}
+
+func exitCode(ps *os.ProcessState, err error) int {
+	if ps == nil {
+		return -1
+	}
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	return ps.ExitCode()
+}
+
+func (s *Sandbox) track(pgid int) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.running[pgid] = struct{}{}
+	return !s.stopped
+}
+
+func (s *Sandbox) untrack(pgid int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.running, pgid)
+}
