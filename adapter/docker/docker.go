@@ -1,0 +1,432 @@
+// Package docker is the sandbox adapter that runs each sandbox as one container of the Docker
+// Engine, driven through its API (github.com/moby/moby/client) with the workspace at /workspace.
+//
+// Containers are hardened by default (see Config): no network, every capability dropped,
+// no-new-privileges, a read-only root file system with a writable /workspace (an anonymous volume)
+// and /tmp (tmpfs), a non-root user, memory, CPU and pids limits, the daemon's default seccomp
+// profile, docker-init as PID 1, and labels that mark them as sandboxer's. The Docker socket is
+// never mounted.
+//
+// Commands run under a small sh wrapper that gives each one its own session and process group,
+// so that a timeout, a cancelled context or the end of the main process kills the whole tree; file
+// calls run short busybox scripts that resolve every path through its symlinks inside the
+// container and refuse anything that leaves /workspace. The image is built locally by the
+// adapter/docker/image package (`sandboxer image build`).
+package docker
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/client"
+
+	"github.com/sandboxer/sandboxer/adapter"
+	"github.com/sandboxer/sandboxer/adapter/docker/image"
+	"github.com/sandboxer/sandboxer/errs"
+)
+
+// Labels put on every container of this adapter.
+const (
+	LabelManaged = "org.sandboxer.managed" // "true"
+	LabelID      = "org.sandboxer.sandbox" // the sandbox id
+	LabelOwner   = "org.sandboxer.owner"   // "hostname:pid" of the process that created it
+	LabelPersist = "org.sandboxer.persist" // "true": outlives its creator, Prune leaves it
+	LabelPool    = "org.sandboxer.pool"    // id of the warm pool that started it, if any
+)
+
+// Defaults of the zero Config.
+const (
+	DefaultMemoryBytes = 512 << 20
+	DefaultNanoCPUs    = 1_000_000_000
+	DefaultPids        = 256
+	DefaultTmpBytes    = 64 << 20
+)
+
+// namePrefix + id is the container name of a sandbox.
+const namePrefix = "sandboxer-"
+
+// Config configures a docker sandbox. The zero value is the hardened default: image
+// image.DefaultTag, network mode "none", all capabilities dropped, no-new-privileges, read-only root
+// file system, user 1000:1000, 512 MiB of memory without swap, 1 CPU, 256 pids, a 64 MiB /tmp,
+// the daemon's default seccomp profile, docker-init as PID 1, against DOCKER_HOST or the default
+// socket.
+type Config struct {
+	// Host is the Docker Engine endpoint ("unix:///var/run/docker.sock", "tcp://host:2375"); ""
+	// uses DOCKER_HOST and the default socket.
+	Host string `mapstructure:"host"`
+	// Image is the image to run; "" is image.DefaultTag. It must contain busybox (sh, setsid,
+	// readlink, stat, find, tar, grep, kill) as the default image does.
+	Image string `mapstructure:"image"`
+	// AllowNetwork connects the container to Network instead of network mode "none".
+	AllowNetwork bool `mapstructure:"allow_network"`
+	// Network is the network mode used when AllowNetwork is set; "" is "bridge". "host" is refused.
+	Network string `mapstructure:"network"`
+	// User runs the container and its commands; "" is image.User (1000:1000). "0" or "root" is
+	// allowed but loses one layer of defence.
+	User string `mapstructure:"user"`
+	// MemoryBytes limits memory (swap included); 0 is DefaultMemoryBytes, -1 is unlimited.
+	MemoryBytes int64 `mapstructure:"memory_bytes"`
+	// NanoCPUs limits CPU time in 1e-9 CPUs; 0 is DefaultNanoCPUs (1 CPU), -1 is unlimited.
+	NanoCPUs int64 `mapstructure:"nano_cpus"`
+	// Pids limits the number of processes; 0 is DefaultPids, -1 is unlimited.
+	Pids int64 `mapstructure:"pids"`
+	// TmpBytes is the size of the /tmp tmpfs; 0 is DefaultTmpBytes.
+	TmpBytes int64 `mapstructure:"tmp_bytes"`
+	// WritableRootfs makes the root file system writable (read-only by default).
+	WritableRootfs bool `mapstructure:"writable_rootfs"`
+	// CapAdd gives capabilities back (all are dropped by default), e.g. "NET_BIND_SERVICE".
+	CapAdd []string `mapstructure:"cap_add"`
+	// AllowPrivilegeEscalation drops the no-new-privileges flag.
+	AllowPrivilegeEscalation bool `mapstructure:"allow_privilege_escalation"`
+	// Seccomp is a seccomp profile (JSON text) or "unconfined"; "" keeps the daemon's default.
+	Seccomp string `mapstructure:"seccomp"`
+	// NoInit runs the container without docker-init as PID 1 (zombies are then not reaped).
+	NoInit bool `mapstructure:"no_init"`
+	// Persist marks the container as outliving the process that created it (CLI `sandbox
+	// create`): Prune leaves it unless asked for all.
+	Persist bool `mapstructure:"persist"`
+	// Env is added to the minimal environment of every command.
+	Env []string `mapstructure:"env"`
+	// Labels are added to the container's labels (the org.sandboxer.* ones cannot be overridden).
+	Labels map[string]string `mapstructure:"labels"`
+}
+
+// Validate reports a configuration that cannot be used, as errs.InvalidInput.
+func (c Config) Validate() error {
+	bad := func(f string, a ...any) error { return errs.New(errs.InvalidInput, "docker config", "", f, a...) }
+	for name, v := range map[string]int64{"MemoryBytes": c.MemoryBytes, "NanoCPUs": c.NanoCPUs, "Pids": c.Pids} {
+		if v < -1 {
+			return bad("%s must be -1 (unlimited), 0 (default) or positive, not %d", name, v)
+		}
+	}
+	if c.MemoryBytes > 0 && c.MemoryBytes < 6<<20 {
+		return bad("MemoryBytes must be at least 6 MiB")
+	}
+	if c.TmpBytes < 0 {
+		return bad("TmpBytes must not be negative")
+	}
+	if c.AllowNetwork && c.Network == "host" {
+		return bad("Network \"host\" would share the host's network stack; use a bridge network")
+	}
+	if !c.AllowNetwork && c.Network != "" {
+		return bad("Network is set but AllowNetwork is false")
+	}
+	for _, e := range c.Env {
+		if k, _, ok := cutEnv(e); !ok || k == "" {
+			return bad("Env entry %q is not KEY=VALUE", e)
+		}
+	}
+	return nil
+}
+
+func cutEnv(e string) (k, v string, ok bool) {
+	for i := 0; i < len(e); i++ {
+		if e[i] == '=' {
+			return e[:i], e[i+1:], true
+		}
+	}
+	return "", "", false
+}
+
+func (c Config) image() string {
+	if c.Image == "" {
+		return image.DefaultTag
+	}
+	return c.Image
+}
+
+func (c Config) user() string {
+	if c.User == "" {
+		return image.User
+	}
+	return c.User
+}
+
+func orDefault(v, def int64) int64 {
+	switch {
+	case v == 0:
+		return def
+	case v < 0:
+		return 0
+	}
+	return v
+}
+
+// Sandbox is one container. It implements adapter.Sandbox, Capable, Identified, Lister, Statter,
+// Remover, BulkReader, BulkWriter and Forker. Safe for concurrent use.
+type Sandbox struct {
+	cfg         Config
+	eng         engine
+	ownEngine   bool
+	id          string
+	containerID string
+
+	mu      sync.Mutex
+	stopped bool
+}
+
+var (
+	_ adapter.Sandbox    = (*Sandbox)(nil)
+	_ adapter.Capable    = (*Sandbox)(nil)
+	_ adapter.Identified = (*Sandbox)(nil)
+	_ adapter.Lister     = (*Sandbox)(nil)
+	_ adapter.Statter    = (*Sandbox)(nil)
+	_ adapter.Remover    = (*Sandbox)(nil)
+	_ adapter.BulkReader = (*Sandbox)(nil)
+	_ adapter.BulkWriter = (*Sandbox)(nil)
+	_ adapter.Forker     = (*Sandbox)(nil)
+)
+
+// New creates and starts a container for a new sandbox. Errors: errs.InvalidInput (bad Config),
+// errs.SandboxUnavailable (daemon unreachable, or the image is missing: the message says to run
+// `sandboxer image build`), errs.Internal.
+func New(ctx context.Context, cfg Config) (*Sandbox, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	eng, err := newEngine(ctx, cfg.Host)
+	if err != nil {
+		return nil, err
+	}
+	s, err := create(ctx, eng, cfg, "")
+	if err != nil {
+		eng.Close()
+		return nil, err
+	}
+	s.ownEngine = true
+	return s, nil
+}
+
+// newID returns a random sandbox id (16 hex digits).
+func newID() string {
+	var b [8]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+func owner() string {
+	h, _ := os.Hostname()
+	return h + ":" + strconv.Itoa(os.Getpid())
+}
+
+// create makes and starts a container on eng; the sandbox shares eng (the caller closes it).
+func create(ctx context.Context, eng engine, cfg Config, pool string) (*Sandbox, error) {
+	id := newID()
+	labels := map[string]string{}
+	for k, v := range cfg.Labels {
+		labels[k] = v
+	}
+	labels[LabelManaged] = "true"
+	labels[LabelID] = id
+	labels[LabelOwner] = owner()
+	labels[LabelPersist] = strconv.FormatBool(cfg.Persist)
+	if pool != "" {
+		labels[LabelPool] = pool
+	}
+	network := container.NetworkMode("none")
+	if cfg.AllowNetwork {
+		network = "bridge"
+		if cfg.Network != "" {
+			network = container.NetworkMode(cfg.Network)
+		}
+	}
+	sec := []string{}
+	if !cfg.AllowPrivilegeEscalation {
+		sec = append(sec, "no-new-privileges:true")
+	}
+	if cfg.Seccomp != "" {
+		sec = append(sec, "seccomp="+cfg.Seccomp)
+	}
+	mem := orDefault(cfg.MemoryBytes, DefaultMemoryBytes)
+	pids := orDefault(cfg.Pids, DefaultPids)
+	tmp := cfg.TmpBytes
+	if tmp == 0 {
+		tmp = DefaultTmpBytes
+	}
+	init := !cfg.NoInit
+	hc := &container.HostConfig{
+		NetworkMode:    network,
+		CapDrop:        []string{"ALL"},
+		CapAdd:         cfg.CapAdd,
+		SecurityOpt:    sec,
+		ReadonlyRootfs: !cfg.WritableRootfs,
+		Tmpfs:          map[string]string{"/tmp": fmt.Sprintf("rw,nosuid,nodev,size=%d,mode=1777", tmp)},
+		Init:           &init,
+		Resources: container.Resources{
+			Memory:    mem,
+			NanoCPUs:  orDefault(cfg.NanoCPUs, DefaultNanoCPUs),
+			PidsLimit: &pids,
+		},
+	}
+	if mem > 0 {
+		hc.Resources.MemorySwap = mem // no swap: a memory hog is killed, not slowed down
+	}
+	cc := &container.Config{
+		Image:      cfg.image(),
+		User:       cfg.user(),
+		Labels:     labels,
+		Cmd:        []string{"/bin/sleep", "infinity"},
+		WorkingDir: adapter.DefaultWorkspace,
+		Env:        baseEnv,
+		Volumes:    map[string]struct{}{adapter.DefaultWorkspace: {}},
+	}
+	res, err := eng.ContainerCreate(ctx, client.ContainerCreateOptions{Config: cc, HostConfig: hc, Name: namePrefix + id})
+	if err != nil {
+		if cerrdefs.IsNotFound(err) {
+			return nil, errs.New(errs.SandboxUnavailable, "docker create", "",
+				"image %s not found: build it with `sandboxer image build` (Go: image.Build) first", cfg.image())
+		}
+		return nil, classify("docker create", err)
+	}
+	s := &Sandbox{cfg: cfg, eng: eng, id: id, containerID: res.ID}
+	if _, err := eng.ContainerStart(ctx, res.ID, client.ContainerStartOptions{}); err != nil {
+		s.remove(context.WithoutCancel(ctx))
+		return nil, classify("docker start", err)
+	}
+	return s, nil
+}
+
+// Attach returns the sandbox with the given id, created earlier (possibly by another process).
+// Errors: errs.NotFound when no sandboxer container has that id, errs.SandboxUnavailable when the
+// daemon is unreachable or the container is not running.
+func Attach(ctx context.Context, cfg Config, id string) (*Sandbox, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	eng, err := newEngine(ctx, cfg.Host)
+	if err != nil {
+		return nil, err
+	}
+	s, err := attach(ctx, eng, cfg, id)
+	if err != nil {
+		eng.Close()
+		return nil, err
+	}
+	s.ownEngine = true
+	return s, nil
+}
+
+func attach(ctx context.Context, eng engine, cfg Config, id string) (*Sandbox, error) {
+	if id == "" || len(id) > 64 {
+		return nil, errs.New(errs.InvalidInput, "docker attach", "", "bad sandbox id %q", id)
+	}
+	ins, err := eng.ContainerInspect(ctx, namePrefix+id, client.ContainerInspectOptions{})
+	if cerrdefs.IsNotFound(err) {
+		return nil, errs.New(errs.NotFound, "docker attach", "", "no sandbox %s", id)
+	}
+	if err != nil {
+		return nil, classify("docker attach", err)
+	}
+	c := ins.Container
+	if c.Config == nil || c.Config.Labels[LabelID] != id || c.Config.Labels[LabelManaged] != "true" {
+		return nil, errs.New(errs.NotFound, "docker attach", "", "container %s is not a sandboxer sandbox", namePrefix+id)
+	}
+	if c.State == nil || !c.State.Running {
+		return nil, errs.New(errs.SandboxUnavailable, "docker attach", "", "sandbox %s is not running", id)
+	}
+	cfg.Image = c.Config.Image
+	cfg.User = c.Config.User
+	return &Sandbox{cfg: cfg, eng: eng, id: id, containerID: c.ID}, nil
+}
+
+// ID returns the sandbox id: Attach finds the sandbox again by it; the container is named
+// "sandboxer-" + ID and labelled org.sandboxer.sandbox=ID.
+func (s *Sandbox) ID() string { return s.id }
+
+// ContainerID returns the Docker container id.
+func (s *Sandbox) ContainerID() string { return s.containerID }
+
+// Capabilities describes the adapter.
+func (s *Sandbox) Capabilities() adapter.Capabilities {
+	return adapter.Capabilities{
+		Adapter:     "docker",
+		FSIsolation: adapter.FSImage,
+		Network:     adapter.NetContainer,
+		Exec:        adapter.ExecContainer,
+		Signals:     true,
+		Symlinks:    true,
+		Workspace:   adapter.DefaultWorkspace,
+	}
+}
+
+func (s *Sandbox) isStopped() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stopped
+}
+
+func (s *Sandbox) errStopped(op string) error {
+	return errs.New(errs.SandboxUnavailable, op, "", "sandbox %s is stopped", s.id)
+}
+
+// Stop removes the container and its workspace volume. It is idempotent; every other call fails
+// with errs.SandboxUnavailable afterwards. A container that is already gone is not an error.
+func (s *Sandbox) Stop(ctx context.Context) error {
+	s.mu.Lock()
+	if s.stopped {
+		s.mu.Unlock()
+		return nil
+	}
+	s.stopped = true
+	s.mu.Unlock()
+	err := s.remove(ctx)
+	if s.ownEngine {
+		s.eng.Close()
+	}
+	return err
+}
+
+func (s *Sandbox) remove(ctx context.Context) error {
+	_, err := s.eng.ContainerRemove(ctx, s.containerID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
+	if err != nil && !cerrdefs.IsNotFound(err) {
+		// Removal already in progress is fine too.
+		if cerrdefs.IsConflict(err) {
+			return nil
+		}
+		return classify("docker stop", err)
+	}
+	return nil
+}
+
+// Fork starts a new sandbox with the same configuration whose workspace is a copy of this one's at
+// this moment (one tar stream from the source into the new container). The source is not changed.
+func (s *Sandbox) Fork(ctx context.Context) (adapter.Sandbox, error) {
+	if s.isStopped() {
+		return nil, s.errStopped("fork")
+	}
+	eng, err := newEngine(ctx, s.cfg.Host)
+	if err != nil {
+		return nil, err
+	}
+	f, err := create(ctx, eng, s.cfg, "")
+	if err != nil {
+		eng.Close()
+		return nil, err
+	}
+	f.ownEngine = true
+	if err := s.copyWorkspaceTo(ctx, f); err != nil {
+		f.Stop(context.WithoutCancel(ctx))
+		return nil, err
+	}
+	return f, nil
+}
+
+// waitGone polls briefly until the container is not running, for callers that killed it.
+func waitGone(ctx context.Context, eng engine, id string, d time.Duration) {
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		ins, err := eng.ContainerInspect(ctx, id, client.ContainerInspectOptions{})
+		if err != nil || ins.Container.State == nil || !ins.Container.State.Running {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

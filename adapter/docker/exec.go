@@ -1,0 +1,312 @@
+package docker
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/moby/moby/api/pkg/stdcopy"
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/client"
+
+	"github.com/sandboxer/sandboxer/adapter"
+	"github.com/sandboxer/sandboxer/errs"
+)
+
+// baseEnv is the minimal environment of every command (and of the container itself).
+var baseEnv = []string{
+	"PATH=/usr/local/bin:/usr/bin:/bin",
+	"HOME=" + adapter.DefaultWorkspace,
+	"LANG=C.UTF-8",
+	"TZ=UTC",
+}
+
+// killGrace bounds how long a killed command's stream may take to close before the connection is
+// dropped.
+const killGrace = 2 * time.Second
+
+// rawExec is one exec in the container: argv, optional stdin, stdout and stderr writers.
+type rawExec struct {
+	args           []string
+	env            []string
+	stdin          io.Reader
+	stdout, stderr io.Writer
+	// onCancel runs (once) when ctx ends before the stream does; the stream is then given
+	// killGrace to close.
+	onCancel func()
+}
+
+// run executes e and returns its exit code. The error is a classified engine error, or ctx.Err()
+// when ctx ended first (after onCancel ran).
+func (s *Sandbox) run(ctx context.Context, op string, e rawExec) (int, error) {
+	if s.isStopped() {
+		return 0, s.errStopped(op)
+	}
+	cr, err := s.eng.ExecCreate(ctx, s.containerID, client.ExecCreateOptions{
+		AttachStdin:  e.stdin != nil,
+		AttachStdout: true,
+		AttachStderr: true,
+		Env:          e.env,
+		WorkingDir:   adapter.DefaultWorkspace,
+		Cmd:          e.args,
+	})
+	if err != nil {
+		return 0, s.unavailable(op, err)
+	}
+	att, err := s.eng.ExecAttach(ctx, cr.ID, client.ExecAttachOptions{})
+	if err != nil {
+		return 0, s.unavailable(op, err)
+	}
+	defer att.Close()
+
+	if e.stdin != nil {
+		go func() {
+			io.Copy(att.Conn, e.stdin)
+			att.CloseWrite()
+		}()
+	}
+	stdout, stderr := e.stdout, e.stderr
+	if stdout == nil {
+		stdout = io.Discard
+	}
+	if stderr == nil {
+		stderr = io.Discard
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := stdcopy.StdCopy(stdout, stderr, att.Reader)
+		done <- err
+	}()
+	var ctxErr error
+	select {
+	case err = <-done:
+	case <-ctx.Done():
+		ctxErr = ctx.Err()
+		if e.onCancel != nil {
+			e.onCancel()
+		}
+		select {
+		case err = <-done:
+		case <-time.After(killGrace):
+			att.Close()
+			err = <-done
+		}
+	}
+	_ = err // a broken stream shows up in the inspection below
+	ictx := ctx
+	if ctxErr != nil {
+		var cancel context.CancelFunc
+		ictx, cancel = context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+	}
+	code, ierr := s.exitCode(ictx, cr.ID)
+	if ctxErr != nil {
+		return code, ctxErr
+	}
+	if ierr != nil {
+		return 0, s.unavailable(op, ierr)
+	}
+	return code, nil
+}
+
+// exitCode waits (briefly) for the exec to be reported finished and returns its exit code. An exec
+// still running after its stream closed, or a container that stopped under it, is
+// errs.SandboxUnavailable.
+func (s *Sandbox) exitCode(ctx context.Context, execID string) (int, error) {
+	for i := 0; ; i++ {
+		ins, err := s.eng.ExecInspect(ctx, execID, client.ExecInspectOptions{})
+		if err != nil {
+			return 0, err
+		}
+		if !ins.Running {
+			if ins.ExitCode >= 128 && !s.running(ctx) {
+				return ins.ExitCode, errs.New(errs.SandboxUnavailable, "exec", "", "sandbox %s stopped during the command", s.id)
+			}
+			return ins.ExitCode, nil
+		}
+		if i > 100 {
+			return 0, errs.New(errs.SandboxUnavailable, "exec", "", "command output closed but the process is still running")
+		}
+		select {
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		case <-time.After(time.Duration(min(i+1, 20)) * time.Millisecond):
+		}
+	}
+}
+
+// running reports whether the container is still running.
+func (s *Sandbox) running(ctx context.Context) bool {
+	ins, err := s.eng.ContainerInspect(ctx, s.containerID, client.ContainerInspectOptions{})
+	return err == nil && ins.Container.State != nil && ins.Container.State.Running
+}
+
+// unavailable classifies an engine error; a container that is gone or not running says so.
+func (s *Sandbox) unavailable(op string, err error) error {
+	err = classify(op, err)
+	if errs.CodeOf(err) == errs.Internal && !s.running(context.Background()) {
+		return errs.Wrap(errs.SandboxUnavailable, op, "", err)
+	}
+	return err
+}
+
+// syncWriter serialises writes of the demultiplexer to a caller's writer and a capped buffer.
+type teeCapped struct {
+	buf  *adapter.CappedBuffer
+	live io.Writer
+	mu   *sync.Mutex
+}
+
+func (t teeCapped) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	t.buf.Write(p)
+	t.mu.Unlock()
+	if t.live != nil {
+		t.live.Write(p) // a failing live copy never stops the capture
+	}
+	return len(p), nil
+}
+
+// ExecuteCommand runs cmd in the container under the process-group wrapper (see package doc).
+// Errors as adapter.Sandbox documents; on a timeout or a cancelled context the command's tree is
+// killed by a second exec and the partial output is returned with the error.
+func (s *Sandbox) ExecuteCommand(ctx context.Context, cmd adapter.Command) (adapter.Result, error) {
+	const op = "exec"
+	if len(cmd.Args) == 0 || cmd.Args[0] == "" {
+		return adapter.Result{}, errs.New(errs.InvalidInput, op, "", "empty command")
+	}
+	if cmd.MaxOutputBytes < 0 || cmd.Timeout < 0 {
+		return adapter.Result{}, errs.New(errs.InvalidInput, op, "", "negative limit")
+	}
+	for _, a := range cmd.Args {
+		if bytes.IndexByte([]byte(a), 0) >= 0 {
+			return adapter.Result{}, errs.New(errs.InvalidInput, op, "", "argument contains a NUL byte")
+		}
+	}
+	dir := "."
+	if cmd.Dir != "" {
+		d, err := adapter.Rel(op, adapter.DefaultWorkspace, cmd.Dir)
+		if err != nil {
+			return adapter.Result{}, err
+		}
+		dir = d
+	}
+	env := make([]string, 0, len(baseEnv)+len(s.cfg.Env)+len(cmd.Env))
+	env = append(append(append(env, baseEnv...), s.cfg.Env...), cmd.Env...)
+	for _, e := range cmd.Env {
+		if k, _, ok := cutEnv(e); !ok || k == "" || bytes.IndexByte([]byte(e), 0) >= 0 {
+			return adapter.Result{}, errs.New(errs.InvalidInput, op, "", "Env entry %q is not KEY=VALUE", e)
+		}
+	}
+	if s.isStopped() {
+		return adapter.Result{}, s.errStopped(op)
+	}
+
+	runCtx := ctx
+	if cmd.Timeout > 0 {
+		var cancel context.CancelFunc
+		runCtx, cancel = context.WithTimeout(ctx, cmd.Timeout)
+		defer cancel()
+	}
+	id, nonce := newID(), newID()
+	var mu sync.Mutex
+	outBuf, errBuf := adapter.NewCappedBuffer(cmd.Limit()), adapter.NewCappedBuffer(cmd.Limit())
+	// The wrapper's own failure line is small; keep stderr's head visible to the check below
+	// even when the caller's budget is tiny.
+	errHead := &headBuffer{n: 128}
+	args := append([]string{"/bin/sh", "-c", execWrapper, "sandboxer", id, nonce, dir}, cmd.Args...)
+	start := time.Now()
+	code, err := s.run(runCtx, op, rawExec{
+		args:   args,
+		env:    env,
+		stdin:  cmd.Stdin,
+		stdout: teeCapped{buf: outBuf, live: cmd.Stdout, mu: &mu},
+		stderr: io.MultiWriter(errHead, teeCapped{buf: errBuf, live: cmd.Stderr, mu: &mu}),
+		onCancel: func() {
+			kctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+			defer cancel()
+			s.kill(kctx, id)
+		},
+	})
+	res := adapter.Result{ExitCode: code, Duration: time.Since(start), Isolation: s.isolation()}
+	mu.Lock()
+	adapter.Capture(&res, outBuf, errBuf)
+	mu.Unlock()
+	if err != nil {
+		switch {
+		case errors.Is(err, context.DeadlineExceeded):
+			e := errs.New(errs.ProcessTimeout, op, "", "command timed out after %s; its process tree was killed", res.Duration.Round(time.Millisecond))
+			e.Err = err
+			e.Details = map[string]any{"stdout": string(res.Stdout), "stderr": string(res.Stderr), "exitCode": res.ExitCode}
+			return res, e
+		}
+		return res, err
+	}
+	if code == 199 {
+		if c, ok := errHead.marker(nonce); ok {
+			switch c {
+			case "escape":
+				return adapter.Result{}, errs.New(errs.PathEscape, op, cmd.Dir, "working directory leaves the workspace")
+			case "notfound":
+				return adapter.Result{}, errs.New(errs.NotFound, op, cmd.Dir, "working directory does not exist")
+			case "noexec":
+				return adapter.Result{}, errs.New(errs.ProcessFailed, op, "", "executable %q not found or not executable", cmd.Args[0])
+			}
+		}
+	}
+	return res, nil
+}
+
+func (s *Sandbox) isolation() adapter.Isolation {
+	layers := []string{"container", "pgroup"}
+	if !s.cfg.AllowNetwork {
+		layers = append(layers, "network:none")
+	}
+	return adapter.Isolation{Network: !s.cfg.AllowNetwork, Filesystem: true, ProcessTree: false, Layers: layers}
+}
+
+// kill ends the process tree of the command with wrapper id. When the container has no room for
+// another process (pids limit reached, e.g. by a fork bomb), the limit is raised for the kill and
+// put back.
+func (s *Sandbox) kill(ctx context.Context, id string) {
+	_, err := s.run(ctx, "kill", rawExec{args: []string{"/bin/sh", "-c", killScript, "sandboxer-kill", id}})
+	if err == nil {
+		return
+	}
+	limit := orDefault(s.cfg.Pids, DefaultPids)
+	if limit <= 0 {
+		return
+	}
+	more := limit + 32
+	if _, uerr := s.eng.ContainerUpdate(ctx, s.containerID, client.ContainerUpdateOptions{Resources: &container.Resources{PidsLimit: &more}}); uerr != nil {
+		return
+	}
+	s.run(ctx, "kill", rawExec{args: []string{"/bin/sh", "-c", killScript, "sandboxer-kill", id}})
+	s.eng.ContainerUpdate(ctx, s.containerID, client.ContainerUpdateOptions{Resources: &container.Resources{PidsLimit: &limit}})
+}
+
+// headBuffer keeps the first n bytes written to it.
+type headBuffer struct {
+	n   int
+	buf []byte
+}
+
+func (h *headBuffer) Write(p []byte) (int, error) {
+	if room := h.n - len(h.buf); room > 0 {
+		h.buf = append(h.buf, p[:min(room, len(p))]...)
+	}
+	return len(p), nil
+}
+
+// marker returns CODE when the buffer is exactly the wrapper's failure line for nonce.
+func (h *headBuffer) marker(nonce string) (string, bool) {
+	prefix := "sandboxer:" + nonce + ":"
+	b := string(h.buf)
+	if len(b) < len(prefix)+2 || b[:len(prefix)] != prefix || b[len(b)-1] != '\n' {
+		return "", false
+	}
+	return b[len(prefix) : len(b)-1], true
+}

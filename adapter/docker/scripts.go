@@ -1,0 +1,183 @@
+package docker
+
+// The shell code below runs inside the container under busybox sh. It is kept in constants so
+// that each call is one exec with fixed text and the caller's data only in argv or stdin.
+
+// jailFn resolves a workspace-relative path (already lexically clean, from adapter.Rel) through
+// every symlink, component by component, inside the container. It sets R to the real absolute
+// path and returns 3 as soon as the walk leaves /workspace (an absolute link elsewhere, ".."
+// above the root, dangling or not), 5 on a symlink loop. Components that do not exist are taken
+// as they are: they cannot be links.
+const jailFn = `
+jail() {
+	R=/workspace; _rest=$1; _n=0
+	while [ -n "$_rest" ]; do
+		_c=${_rest%%/*}
+		case $_rest in */*) _rest=${_rest#*/};; *) _rest=;; esac
+		case $_c in
+		''|.) continue;;
+		..) [ "$R" = /workspace ] && return 3; R=${R%/*}; continue;;
+		esac
+		if [ -L "$R/$_c" ]; then
+			_n=$((_n+1)); [ $_n -gt 40 ] && return 5
+			_t=$(readlink -- "$R/$_c") || return 5
+			case $_t in
+			/workspace) R=/workspace; _t=;;
+			/workspace/*) R=/workspace; _t=${_t#/workspace/};;
+			/*) return 3;;
+			esac
+			_rest=$_t${_rest:+/$_rest}
+		else
+			R=$R/$_c
+		fi
+	done
+	return 0
+}
+`
+
+// Exit codes of the file scripts.
+const (
+	exitEscape   = 3
+	exitNotFound = 4
+	exitLoop     = 5
+	exitIsDir    = 6
+	exitNotDir   = 7
+	exitIO       = 8
+	exitInvalid  = 9
+)
+
+// execWrapper runs a command: argv is id nonce dir args... . It resolves dir in the jail, checks
+// the program exists, then starts it with setsid (its own session and process group) carrying
+// SANDBOXER_EXEC_ID in its environment, records the group id in /tmp for the killer, waits, and
+// then kills the group and every process still carrying the marker, so nothing started by the
+// command survives it or holds its output open. Failures before the start are reported as exit
+// 199 plus a line "sandboxer:NONCE:CODE" on stderr (nothing else has written there yet).
+const execWrapper = jailFn + `
+set -f
+_id=$1 _nonce=$2 _dir=$3; shift 3
+fail() { printf 'sandboxer:%s:%s\n' "$_nonce" "$1" >&2; exit 199; }
+jail "$_dir"; case $? in 0) ;; 3) fail escape;; *) fail notfound;; esac
+[ -d "$R" ] || fail notfound
+cd "$R" 2>/dev/null || fail notfound
+case $1 in
+*/*) [ -f "$1" ] && [ -x "$1" ] || fail noexec;;
+*) _ok=; _ifs=$IFS; IFS=:
+	for _d in $PATH; do [ -f "${_d:-.}/$1" ] && [ -x "${_d:-.}/$1" ] && { _ok=1; break; }; done
+	IFS=$_ifs; [ -n "$_ok" ] || fail noexec;;
+esac
+exec 3<&0
+SANDBOXER_EXEC_ID=$_id setsid "$@" <&3 3<&- &
+_p=$!
+exec 3<&-
+echo $_p >/tmp/.sandboxer-exec-$_id 2>/dev/null
+wait $_p; _rc=$?
+kill -9 -$_p 2>/dev/null
+for _f in $(grep -lzxs "SANDBOXER_EXEC_ID=$_id" /proc/[0-9]*/environ); do _f=${_f#/proc/}; kill -9 ${_f%/environ} 2>/dev/null; done
+rm -f /tmp/.sandboxer-exec-$_id
+exit $_rc
+`
+
+// killScript ends the tree of one command (argv: id): SIGTERM to its process group and to every
+// process carrying its marker, a short grace, then SIGKILL.
+const killScript = `
+_id=$1
+_p=$(cat /tmp/.sandboxer-exec-$_id 2>/dev/null)
+sig() {
+	[ -n "$_p" ] && kill -$1 -$_p 2>/dev/null
+	for _f in $(grep -lzxs "SANDBOXER_EXEC_ID=$_id" /proc/[0-9]*/environ); do _f=${_f#/proc/}; kill -$1 ${_f%/environ} 2>/dev/null; done
+}
+sig TERM; sleep 0.2; sig KILL
+exit 0
+`
+
+// readScript: argv path; stdout the content.
+const readScript = jailFn + `
+jail "$1" || exit $?
+[ -f "$R" ] || exit 4
+exec cat -- "$R"
+`
+
+// writeScript: argv path; stdin the content. Writes a temporary file beside the target and
+// renames it over the target; a replaced file keeps its permissions.
+const writeScript = jailFn + `
+jail "$1" || exit $?
+[ "$R" = /workspace ] && exit 6
+[ -e "$R" ] && [ ! -f "$R" ] && exit 6
+_d=${R%/*}
+[ -d "$_d" ] || mkdir -p -- "$_d" 2>/dev/null || exit 7
+_t=$_d/.sandboxer-tmp-$$
+cat >"$_t" || { rm -f -- "$_t"; exit 8; }
+[ -f "$R" ] && chmod "$(stat -c %a -- "$R")" "$_t" 2>/dev/null
+mv -f -- "$_t" "$R" || { rm -f -- "$_t"; exit 8; }
+`
+
+// statScript: argv path; resolves the parent, does not follow the final component.
+// stdout: "size rawmode inode date time zone".
+const statScript = jailFn + `
+case $1 in */*) jail "${1%/*}" || exit $?; R=$R/${1##*/};; .) R=/workspace;; *) R=/workspace/$1;; esac
+[ -e "$R" ] || [ -L "$R" ] || exit 4
+exec stat -c '%s %f %i %y' -- "$R"
+`
+
+// removeScript: argv path; removes a file, a symlink (not its target) or an empty directory.
+const removeScript = jailFn + `
+case $1 in */*) jail "${1%/*}" || exit $?; R=$R/${1##*/};; .) exit 9;; *) R=/workspace/$1;; esac
+[ -e "$R" ] || [ -L "$R" ] || exit 4
+if [ -d "$R" ] && [ ! -L "$R" ]; then rmdir -- "$R" || exit 8; else rm -f -- "$R" || exit 8; fi
+`
+
+// listScript: argv dir. stdout: NUL-terminated names of regular files (not following symlinks);
+// stderr: one "size rawmode inode date time zone" line per name, in the same order.
+const listScript = jailFn + `
+jail "$1" || exit $?
+[ -d "$R" ] || exit 4
+cd /workspace || exit 8
+_r=${R#/workspace}; _r=.${_r}
+exec find "$_r" -type f -print0 -exec sh -c 'exec stat -c "%s %f %i %y" -- "$@" >&2' sh {} +
+`
+
+// readManyScript: argv paths. stderr: the real path of each, NUL-terminated, in order; stdout: a
+// tar of them relative to /workspace. A missing path exits 4 after printing "index" to stderr.
+const readManyScript = jailFn + `
+_i=0
+for _a; do
+	jail "$_a"; _rc=$?
+	[ $_rc = 0 ] || { printf 'index %s\n' $_i >&2; exit $_rc; }
+	[ -f "$R" ] || { printf 'index %s\n' $_i >&2; exit 4; }
+	_i=$((_i+1))
+done
+for _a; do jail "$_a"; printf '%s\0' "${R#/workspace/}" >&2; done
+cd /workspace || exit 8
+for _a; do jail "$_a"; set -- "$@" "${R#/workspace/}"; shift; done
+exec tar -cf - -- "$@"
+`
+
+// writeManyScript: argv paths; stdin a tar whose entries are named 0, 1, ... in the order of the
+// paths. Every path is checked before anything is moved into place.
+const writeManyScript = jailFn + `
+_i=0
+for _a; do
+	jail "$_a"; _rc=$?
+	[ $_rc = 0 ] || { printf 'index %s\n' $_i >&2; exit $_rc; }
+	{ [ "$R" = /workspace ] || [ -d "$R" ]; } && { printf 'index %s\n' $_i >&2; exit 6; }
+	_i=$((_i+1))
+done
+_s=/workspace/.sandboxer-tmp-$$
+mkdir -- "$_s" || exit 8
+trap 'rm -rf -- "$_s"' EXIT
+tar -xf - -C "$_s" || exit 8
+_i=0
+for _a; do
+	jail "$_a"
+	_d=${R%/*}
+	[ -d "$_d" ] || mkdir -p -- "$_d" 2>/dev/null || { printf 'index %s\n' $_i >&2; exit 7; }
+	mv -f -- "$_s/$_i" "$R" || exit 8
+	_i=$((_i+1))
+done
+`
+
+// tarOutScript / tarInScript copy a whole workspace (Fork).
+const (
+	tarOutScript = `cd /workspace && exec tar -cf - .`
+	tarInScript  = `cd /workspace && exec tar -xf -`
+)
