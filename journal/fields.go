@@ -2,8 +2,6 @@ package journal
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"unicode/utf8"
 )
@@ -35,44 +33,4 @@ func Truncate(s string, limit int) string {
 	enc.SetEscapeHTML(false)
 	_ = enc.Encode(truncated{Truncated: true, Bytes: len(s), Preview: s[:n]})
 	return string(bytes.TrimSuffix(b.Bytes(), []byte("\n")))
-}
-
-// Digest is what the journal keeps of a large or sensitive string input (write content, edit
-// patch): its SHA-256 and its size in bytes.
-type Digest struct {
-	SHA256 string `json:"sha256"`
-	Bytes  int    `json:"bytes"`
-}
-
-// DigestOf returns the Digest of s.
-func DigestOf(s string) Digest {
-	sum := sha256.Sum256([]byte(s))
-	return Digest{SHA256: hex.EncodeToString(sum[:]), Bytes: len(s)}
-}
-
-// RedactFields returns inputJSON with each named top-level string field replaced by its Digest:
-// {"path":"a","content":"secret"} with "content" becomes
-// {"path":"a","content":{"sha256":"…","bytes":6}}. Other fields are kept as given. Input that is
-// not a JSON object is replaced by the Digest of the whole text, so nothing unredacted is kept by
-// mistake.
-func RedactFields(inputJSON []byte, fields ...string) []byte {
-	var obj map[string]json.RawMessage
-	dec := json.NewDecoder(bytes.NewReader(inputJSON))
-	if err := dec.Decode(&obj); err != nil || obj == nil {
-		b, _ := json.Marshal(map[string]Digest{"input": DigestOf(string(inputJSON))})
-		return b
-	}
-	for _, f := range fields {
-		raw, ok := obj[f]
-		if !ok {
-			continue
-		}
-		var s string
-		if err := json.Unmarshal(raw, &s); err != nil {
-			s = string(raw) // not a string: digest its JSON text instead of keeping it
-		}
-		obj[f], _ = json.Marshal(DigestOf(s))
-	}
-	b, _ := json.Marshal(obj)
-	return b
 }

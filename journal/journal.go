@@ -7,8 +7,8 @@
 // and `sandboxer log`) can share one file. Every statement used per call is prepared once at Open:
 // recording a call is one short write transaction.
 //
-// The journal never stores what it is not given: callers redact inputs before Record (write and
-// edit keep only the SHA-256 and size of content and patch; see RedactFields). JSON fields larger
+// The journal stores what it is given: callers redact inputs before Record (write and edit keep
+// only the SHA-256 and size of content and patch; see tools.Meta.Redact). JSON fields larger
 // than the configured limit are replaced by a {"truncated":true,"bytes":N,"preview":"..."} object.
 package journal
 
