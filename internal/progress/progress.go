@@ -1,0 +1,85 @@
+// Package progress owns the CLI's progress bars: one line on stderr, redrawn in place, shown only
+// when stderr is a terminal (never in pipes, CI logs or MCP's stdio).
+package progress
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// IsTerminal reports whether w is a terminal.
+func IsTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
+}
+
+// Bar is a progress bar. A nil *Bar (or one on a writer that is not a terminal) does nothing, so
+// callers never branch on it. Safe for concurrent use.
+type Bar struct {
+	mu    sync.Mutex
+	w     io.Writer
+	label string
+	total int64 // <= 0: unknown, show a count
+	done  int64
+	last  time.Time
+}
+
+// New returns a bar on w, or nil when w is not a terminal.
+func New(w io.Writer, label string, total int64) *Bar {
+	if !IsTerminal(w) {
+		return nil
+	}
+	return newBar(w, label, total)
+}
+
+func newBar(w io.Writer, label string, total int64) *Bar {
+	return &Bar{w: w, label: label, total: total}
+}
+
+// Add records n more units of work and redraws at most every 100ms.
+func (b *Bar) Add(n int64) {
+	if b == nil {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.done += n
+	if now := time.Now(); now.Sub(b.last) >= 100*time.Millisecond {
+		b.last = now
+		b.draw()
+	}
+}
+
+// Done draws the final state and ends the line.
+func (b *Bar) Done() {
+	if b == nil {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.draw()
+	fmt.Fprintln(b.w)
+}
+
+const width = 30
+
+func (b *Bar) draw() {
+	if b.total <= 0 {
+		fmt.Fprintf(b.w, "\r%s %d", b.label, b.done)
+		return
+	}
+	done := min(b.done, b.total)
+	fill := int(done * width / b.total)
+	fmt.Fprintf(b.w, "\r%s [%s%s] %3d%% (%d/%d)", b.label, strings.Repeat("=", fill),
+		strings.Repeat(" ", width-fill), done*100/b.total, done, b.total)
+}

@@ -1,0 +1,168 @@
+// Package state owns the CLI's records of long-lived sandboxes in the state directory, so that
+// `sandboxer sandbox create` in one process and `sandboxer tool --sandbox ID` in another find the
+// same sandbox.
+//
+// Layout under the state directory:
+//
+//	sandboxes/<id>/sandbox.json   the Record
+//	sandboxes/<id>/workspace/     the workspace of a local sandbox
+//
+// Ids are generated here ("sbx-" and 12 hex digits) and validated on every lookup, so an id given on
+// the command line can never name a path outside the state directory.
+package state
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"time"
+
+	"github.com/sandboxer/sandboxer/errs"
+)
+
+// Record describes one long-lived sandbox.
+type Record struct {
+	ID        string    `json:"id"`
+	Adapter   string    `json:"adapter"`
+	Workspace string    `json:"workspace,omitempty"` // local: the workspace directory
+	Image     string    `json:"image,omitempty"`     // docker: the image it was created from
+	Backend   string    `json:"backend,omitempty"`   // the adapter's own id (docker: the container)
+	ForkOf    string    `json:"forkOf,omitempty"`
+	CreatedAt time.Time `json:"createdAt"`
+}
+
+// Dir is a state directory.
+type Dir struct{ root string }
+
+// Open returns the state directory at root (created lazily by Save).
+func Open(root string) Dir { return Dir{root: root} }
+
+// Root returns the state directory's path.
+func (d Dir) Root() string { return d.root }
+
+var idPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`)
+
+// NewID returns a fresh sandbox id.
+func NewID() string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return "sbx-" + hex.EncodeToString(b[:])
+}
+
+// CheckID rejects ids that are not of the form this package generates (lower-case letters, digits
+// and '-', at most 63): errs.InvalidInput.
+func CheckID(id string) error {
+	if !idPattern.MatchString(id) {
+		return errs.New(errs.InvalidInput, "sandbox", "", "invalid sandbox id %q", id)
+	}
+	return nil
+}
+
+// SandboxDir returns the directory of sandbox id.
+func (d Dir) SandboxDir(id string) string { return filepath.Join(d.root, "sandboxes", id) }
+
+// WorkspaceDir returns where a local sandbox id keeps its workspace.
+func (d Dir) WorkspaceDir(id string) string { return filepath.Join(d.SandboxDir(id), "workspace") }
+
+// Save writes r atomically, creating its directory. Errors: an invalid id, or I/O.
+func (d Dir) Save(r Record) error {
+	if err := CheckID(r.ID); err != nil {
+		return err
+	}
+	dir := d.SandboxDir(r.ID)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("state: %w", err)
+	}
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return fmt.Errorf("state: %w", err)
+	}
+	tmp, err := os.CreateTemp(dir, ".sandbox-*.json")
+	if err != nil {
+		return fmt.Errorf("state: %w", err)
+	}
+	_, err = tmp.Write(append(b, '\n'))
+	err = errors.Join(err, tmp.Close())
+	if err == nil {
+		err = os.Rename(tmp.Name(), filepath.Join(dir, "sandbox.json"))
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("state: %w", err)
+	}
+	return nil
+}
+
+// Get returns the record of id. Errors: errs.InvalidInput for a malformed id, errs.NotFound when
+// there is no such sandbox, or I/O and decoding errors.
+func (d Dir) Get(id string) (Record, error) {
+	if err := CheckID(id); err != nil {
+		return Record{}, err
+	}
+	b, err := os.ReadFile(filepath.Join(d.SandboxDir(id), "sandbox.json"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return Record{}, errs.New(errs.NotFound, "sandbox", "", "no sandbox %q in %s", id, d.root)
+	}
+	if err != nil {
+		return Record{}, fmt.Errorf("state: %w", err)
+	}
+	var r Record
+	if err := json.Unmarshal(b, &r); err != nil {
+		return Record{}, fmt.Errorf("state: sandbox %s: %w", id, err)
+	}
+	if r.ID != id {
+		return Record{}, fmt.Errorf("state: sandbox %s: record names %q", id, r.ID)
+	}
+	return r, nil
+}
+
+// List returns every record, oldest first. A directory without a readable record is skipped.
+func (d Dir) List() ([]Record, error) {
+	ents, err := os.ReadDir(filepath.Join(d.root, "sandboxes"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("state: %w", err)
+	}
+	var out []Record
+	for _, e := range ents {
+		if !e.IsDir() || CheckID(e.Name()) != nil {
+			continue
+		}
+		r, err := d.Get(e.Name())
+		if err != nil {
+			continue
+		}
+		out = append(out, r)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if !out[i].CreatedAt.Equal(out[j].CreatedAt) {
+			return out[i].CreatedAt.Before(out[j].CreatedAt)
+		}
+		return out[i].ID < out[j].ID
+	})
+	return out, nil
+}
+
+// Delete removes the record of id and its directory (the local workspace with it). Errors as Get.
+func (d Dir) Delete(id string) error {
+	if err := CheckID(id); err != nil {
+		return err
+	}
+	dir := d.SandboxDir(id)
+	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+		return errs.New(errs.NotFound, "sandbox", "", "no sandbox %q in %s", id, d.root)
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return fmt.Errorf("state: %w", err)
+	}
+	return nil
+}
