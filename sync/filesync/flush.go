@@ -1,0 +1,476 @@
+package filesync
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/sandboxer/sandboxer/adapter"
+	"github.com/sandboxer/sandboxer/errs"
+)
+
+// applyBudget bounds the content a flush holds in memory before it applies a batch to the store.
+const applyBudget = 64 << 20
+
+// hashed is one file read and hashed by a flush.
+type hashed struct {
+	f    adapter.FileInfo
+	hash string
+	data []byte // kept only when the content differs from the base
+	err  error
+}
+
+// pending is one change a flush will send to the store.
+type pending struct {
+	path string
+	hash string // "" for a delete
+	data []byte
+	coll string // owning collection; "" until resolveOwners picks one for a new path
+	base string // the agreed hash, or Absent when the sandbox never saw a store entry here
+	del  bool
+}
+
+func (s *Sync) flush(ctx context.Context) (Report, error) {
+	start := time.Now()
+	rep := Report{Mode: s.opts.Mode}
+	files, statted, err := s.listAll(ctx)
+	if err != nil {
+		return rep, walkErr(err) // nothing written, nothing deleted
+	}
+	// Decide from the stat cache what needs reading.
+	var toHash []adapter.FileInfo
+	seenKnown, seenCached := 0, 0
+	n := 0
+	for _, f := range files {
+		if !s.filtered(f.Path) {
+			continue
+		}
+		files[n] = f
+		n++
+		k, isKnown := s.known[f.Path]
+		if isKnown {
+			seenKnown++
+		}
+		c, isCached := s.cache[f.Path]
+		if isCached {
+			seenCached++
+		}
+		if s.opts.Mode == ModeDiff && statted && isCached && c.matches(f) && isKnown && k.Hash == c.Hash {
+			continue // unchanged since it was last hashed, and the store agreed then
+		}
+		toHash = append(toHash, f)
+	}
+	files = files[:n]
+	rep.Listed = len(files)
+	var present map[string]struct{}
+	if seenKnown < len(s.known) || seenCached < len(s.cache) {
+		present = make(map[string]struct{}, len(files))
+		for _, f := range files {
+			present[f.Path] = struct{}{}
+		}
+	}
+
+	// Read and hash; apply in batches bounded by applyBudget.
+	var batch []pending
+	var batchBytes int
+	var applyErr error
+	results, stop := s.hashAll(ctx, toHash)
+	for r := range results {
+		if applyErr != nil {
+			continue // drain
+		}
+		if r.err != nil {
+			if errs.CodeOf(r.err) == errs.NotFound {
+				rep.Skipped = append(rep.Skipped, r.f.Path) // vanished since the walk
+				delete(s.cache, r.f.Path)
+				continue
+			}
+			applyErr = r.err
+			stop()
+			continue
+		}
+		rep.Hashed++
+		if statted {
+			s.cache[r.f.Path] = s.cacheEntry(r.f, r.hash, start)
+		} else {
+			delete(s.cache, r.f.Path)
+		}
+		s.dirty = true
+		k, ok := s.known[r.f.Path]
+		if ok && k.Hash == r.hash {
+			continue
+		}
+		pc := pending{path: r.f.Path, hash: r.hash, data: r.data, coll: k.Coll, base: k.Hash}
+		if !ok {
+			pc.base = Absent
+		}
+		batch = append(batch, pc)
+		batchBytes += len(r.data)
+		if batchBytes >= applyBudget {
+			applyErr = s.apply(ctx, batch, &rep)
+			batch, batchBytes = nil, 0
+			if applyErr != nil {
+				stop()
+			}
+		}
+	}
+	stop()
+	if applyErr != nil {
+		s.saveState()
+		return rep.finish(start), applyErr
+	}
+
+	// Deletions: files the sandbox saw (hydrated or flushed) that are gone from a complete walk.
+	if present != nil {
+		skipped := map[string]bool{}
+		for _, p := range rep.Skipped {
+			skipped[p] = true
+		}
+		for p, k := range s.known {
+			if _, ok := present[p]; ok || skipped[p] || !s.filtered(p) {
+				continue
+			}
+			batch = append(batch, pending{path: p, coll: k.Coll, base: k.Hash, del: true})
+		}
+		for p := range s.cache {
+			if _, ok := present[p]; !ok {
+				delete(s.cache, p)
+				s.dirty = true
+			}
+		}
+	}
+	if len(batch) > 0 {
+		if err := s.apply(ctx, batch, &rep); err != nil {
+			s.saveState()
+			return rep.finish(start), err
+		}
+	}
+	rep.finish(start)
+	if err := s.saveState(); err != nil {
+		return rep, err
+	}
+	if len(rep.Conflicts) > 0 {
+		return rep, conflictErr(rep.Conflicts)
+	}
+	return rep, nil
+}
+
+func (r *Report) finish(start time.Time) Report {
+	slices.Sort(r.Added)
+	slices.Sort(r.Updated)
+	slices.Sort(r.Deleted)
+	slices.Sort(r.Skipped)
+	slices.SortFunc(r.Conflicts, func(a, b Conflict) int { return strings.Compare(a.Path, b.Path) })
+	r.Duration = time.Since(start)
+	return *r
+}
+
+// apply sends one batch to the store and records the outcome.
+func (s *Sync) apply(ctx context.Context, batch []pending, rep *Report) error {
+	if err := s.resolveOwners(ctx, batch); err != nil {
+		return err
+	}
+	changes := make([]Change, len(batch))
+	for i, p := range batch {
+		changes[i] = Change{Collection: p.coll, Path: p.path, Delete: p.del, Content: p.data, Hash: p.hash, Base: p.base}
+	}
+	conflicts, err := s.store.Apply(ctx, changes)
+	if err != nil {
+		return err
+	}
+	lost := make(map[string]Conflict, len(conflicts))
+	for _, c := range conflicts {
+		lost[c.Path] = c
+	}
+	s.dirty = true
+	for i, p := range batch {
+		ch := changes[i]
+		if c, ok := lost[p.path]; ok {
+			c.Ours = p.hash
+			if ch.Base == Absent {
+				c.Base = ""
+			}
+			switch {
+			case p.del || c.Theirs == "":
+				c.Kind = "delete"
+			case c.Base == "":
+				c.Kind = "add"
+			default:
+				c.Kind = "modify"
+			}
+			rep.Conflicts = append(rep.Conflicts, c)
+			continue
+		}
+		switch {
+		case p.del:
+			delete(s.known, p.path)
+			rep.Deleted = append(rep.Deleted, p.path)
+		case ch.Base == Absent:
+			s.known[p.path] = known{Coll: ch.Collection, Hash: p.hash}
+			rep.Added = append(rep.Added, p.path)
+		default:
+			s.known[p.path] = known{Coll: ch.Collection, Hash: p.hash}
+			rep.Updated = append(rep.Updated, p.path)
+		}
+	}
+	return nil
+}
+
+// resolveOwners picks the collection of each new path: the first collection that already holds
+// the path (an entry without content, or one the sandbox never saw), else the first collection.
+func (s *Sync) resolveOwners(ctx context.Context, batch []pending) error {
+	var unknown []int
+	for i := range batch {
+		if batch[i].coll == "" {
+			unknown = append(unknown, i)
+		}
+	}
+	if len(unknown) == 0 {
+		return nil
+	}
+	if len(s.opts.Collections) > 1 {
+		for _, c := range s.opts.Collections {
+			var holds func(p string) (bool, error)
+			if len(unknown) > 64 {
+				entries, err := s.store.List(ctx, c)
+				if err != nil {
+					return err
+				}
+				held := make(map[string]bool, len(entries))
+				for _, e := range entries {
+					held[e.Path] = true
+				}
+				holds = func(p string) (bool, error) { return held[p], nil }
+			} else {
+				holds = func(p string) (bool, error) {
+					_, err := s.store.Get(ctx, c, p)
+					if errs.CodeOf(err) == errs.NotFound {
+						return false, nil
+					}
+					return err == nil, err
+				}
+			}
+			for _, i := range unknown {
+				if batch[i].coll != "" {
+					continue
+				}
+				ok, err := holds(batch[i].path)
+				if err != nil {
+					return err
+				}
+				if ok {
+					batch[i].coll = c
+				}
+			}
+		}
+	}
+	for _, i := range unknown {
+		if batch[i].coll == "" {
+			batch[i].coll = s.opts.Collections[0]
+		}
+	}
+	return nil
+}
+
+// hashAll reads and hashes files with Options.Workers workers, through the sandbox's BulkReader
+// when it has one. stop cancels the outstanding work; the channel is closed when all is done.
+func (s *Sync) hashAll(ctx context.Context, files []adapter.FileInfo) (<-chan hashed, func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	out := make(chan hashed, 64)
+	if len(files) == 0 {
+		close(out)
+		return out, cancel
+	}
+	workers := min(s.opts.Workers, len(files))
+	var wg sync.WaitGroup
+	// Workers decide whether to keep a file's content from a snapshot of the bases: the consumer
+	// updates s.known while they run.
+	bases := make(map[string]string, len(files))
+	for _, f := range files {
+		if k, ok := s.known[f.Path]; ok {
+			bases[f.Path] = k.Hash
+		}
+	}
+	keep := func(p, h string) bool {
+		b, ok := bases[p]
+		return !ok || b != h
+	}
+	send := func(r hashed) bool {
+		select {
+		case out <- r:
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
+	if br, ok := s.sb.(adapter.BulkReader); ok {
+		byPath := make(map[string]adapter.FileInfo, len(files))
+		for _, f := range files {
+			byPath[f.Path] = f
+		}
+		per := (len(files) + workers - 1) / workers
+		for lo := 0; lo < len(files); lo += per {
+			part := files[lo:min(lo+per, len(files))]
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				done := make(map[string]bool, len(part))
+				paths := make([]string, len(part))
+				for i, f := range part {
+					paths[i] = f.Path
+				}
+				err := br.ReadFiles(ctx, paths, func(p string, data []byte) error {
+					f, ok := byPath[p]
+					if !ok || done[p] {
+						return nil
+					}
+					done[p] = true
+					r := hashed{f: f, hash: hashOf(data)}
+					if keep(p, r.hash) {
+						r.data = bytes.Clone(data)
+						if r.data == nil {
+							r.data = []byte{}
+						}
+					}
+					if !send(r) {
+						return ctx.Err()
+					}
+					return nil
+				})
+				if err == nil || ctx.Err() != nil {
+					if err != nil {
+						send(hashed{f: part[0], err: err})
+					}
+					return
+				}
+				if errs.CodeOf(err) != errs.NotFound {
+					send(hashed{f: part[0], err: err})
+					return
+				}
+				// A file vanished, which stops a bulk read: finish this part file by file.
+				for _, f := range part {
+					if done[f.Path] {
+						continue
+					}
+					if !send(s.readOne(ctx, f, keep)) {
+						return
+					}
+				}
+			}()
+		}
+	} else {
+		next := make(chan adapter.FileInfo)
+		go func() {
+			defer close(next)
+			for _, f := range files {
+				select {
+				case next <- f:
+				case <-ctx.Done():
+					return
+				}
+			}
+		}()
+		for range workers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for f := range next {
+					if !send(s.readOne(ctx, f, keep)) {
+						return
+					}
+				}
+			}()
+		}
+	}
+	go func() {
+		wg.Wait()
+		close(out)
+	}()
+	return out, cancel
+}
+
+func (s *Sync) readOne(ctx context.Context, f adapter.FileInfo, keep func(p, h string) bool) hashed {
+	data, err := s.sb.ReadFile(ctx, f.Path)
+	if err != nil {
+		return hashed{f: f, err: err}
+	}
+	r := hashed{f: f, hash: hashOf(data)}
+	if keep(f.Path, r.hash) {
+		r.data = data
+		if r.data == nil {
+			r.data = []byte{}
+		}
+	}
+	return r
+}
+
+func hashOf(data []byte) string {
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:])
+}
+
+// listAll lists the workspace's regular files. statted says whether the list carries stat data
+// (size, mtime, inode) the cache can trust.
+func (s *Sync) listAll(ctx context.Context) ([]adapter.FileInfo, bool, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, false, err
+	}
+	if l, ok := s.sb.(adapter.Lister); ok {
+		files, err := l.ListFiles(ctx, "")
+		if err != nil {
+			return nil, false, err
+		}
+		return validPaths(files), true, nil
+	}
+	files, err := s.listByFind(ctx)
+	return files, false, err
+}
+
+func (s *Sync) list(ctx context.Context) ([]adapter.FileInfo, error) {
+	files, statted, err := s.listAll(ctx)
+	if err != nil || !statted {
+		return nil, errors.New("no stat data")
+	}
+	return files, nil
+}
+
+// validPaths drops what no store can hold (paths CheckPath rejects).
+func validPaths(files []adapter.FileInfo) []adapter.FileInfo {
+	n := 0
+	for _, f := range files {
+		if CheckPath("", f.Path) == nil {
+			files[n] = f
+			n++
+		}
+	}
+	return files[:n]
+}
+
+// listByFind lists files with one `find` command, for sandboxes without adapter.Lister. It has no
+// stat data, so every flush hashes every file. Any failure (non-zero exit, cut output) is an error.
+func (s *Sync) listByFind(ctx context.Context) ([]adapter.FileInfo, error) {
+	res, err := s.sb.ExecuteCommand(ctx, adapter.Command{Args: []string{"find", ".", "-type", "f", "-print0"}, MaxOutputBytes: 10 << 20})
+	if err != nil {
+		return nil, err
+	}
+	if res.ExitCode != 0 {
+		return nil, errs.New(errs.Internal, "flush", "", "find exited with %d: %s", res.ExitCode, bytes.TrimSpace(res.Stderr))
+	}
+	if res.StdoutTruncated {
+		return nil, errs.New(errs.LimitExceeded, "flush", "", "the workspace listing is larger than 10 MB")
+	}
+	var out []adapter.FileInfo
+	for _, p := range bytes.Split(res.Stdout, []byte{0}) {
+		if len(p) == 0 {
+			continue
+		}
+		out = append(out, adapter.FileInfo{Path: strings.TrimPrefix(string(p), "./")})
+	}
+	return validPaths(out), nil
+}

@@ -1,0 +1,82 @@
+package filesync
+
+import (
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/sandboxer/sandboxer/errs"
+)
+
+// stateFile is the JSON form of Options.StateFile.
+type stateFile struct {
+	Version int               `json:"version"`
+	Known   map[string]known  `json:"known"` // path -> collection and agreed hash
+	Cache   map[string]cached `json:"cache"` // path -> stat when hashed, and the hash
+}
+
+func (s *Sync) loadState() error {
+	b, err := os.ReadFile(s.opts.StateFile)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return errs.Wrap(errs.Internal, "filesync.state", s.opts.StateFile, err)
+	}
+	var st stateFile
+	if err := json.Unmarshal(b, &st); err != nil || st.Version != 1 {
+		if err == nil {
+			err = errors.New("unsupported state version")
+		}
+		return errs.Wrap(errs.Internal, "filesync.state", s.opts.StateFile, err)
+	}
+	configured := map[string]bool{}
+	for _, c := range s.opts.Collections {
+		configured[c] = true
+	}
+	for p, k := range st.Known {
+		if configured[k.Coll] && CheckPath("", p) == nil {
+			s.known[p] = k
+		}
+	}
+	for p, c := range st.Cache {
+		if CheckPath("", p) == nil {
+			s.cache[p] = c
+		}
+	}
+	return nil
+}
+
+// saveState writes the state file atomically when it changed.
+func (s *Sync) saveState() error {
+	if s.opts.StateFile == "" || !s.dirty {
+		return nil
+	}
+	b, err := json.Marshal(stateFile{Version: 1, Known: s.known, Cache: s.cache})
+	if err != nil {
+		return errs.Wrap(errs.Internal, "filesync.state", s.opts.StateFile, err)
+	}
+	dir := filepath.Dir(s.opts.StateFile)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return errs.Wrap(errs.Internal, "filesync.state", s.opts.StateFile, err)
+	}
+	f, err := os.CreateTemp(dir, ".filesync-state-*")
+	if err != nil {
+		return errs.Wrap(errs.Internal, "filesync.state", s.opts.StateFile, err)
+	}
+	_, werr := f.Write(b)
+	serr := f.Sync()
+	cerr := f.Close()
+	if err := errors.Join(werr, serr, cerr); err != nil {
+		os.Remove(f.Name())
+		return errs.Wrap(errs.Internal, "filesync.state", s.opts.StateFile, err)
+	}
+	if err := os.Rename(f.Name(), s.opts.StateFile); err != nil {
+		os.Remove(f.Name())
+		return errs.Wrap(errs.Internal, "filesync.state", s.opts.StateFile, err)
+	}
+	s.dirty = false
+	return nil
+}

@@ -1,0 +1,216 @@
+package filesync
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"path"
+	"strings"
+	"time"
+
+	"github.com/sandboxer/sandboxer/errs"
+)
+
+// Entry is the metadata of one stored file. Content is read separately (Store.Read, Store.Scan).
+type Entry struct {
+	Collection string    `json:"collection"`
+	Path       string    `json:"path"`      // slash-separated, relative to the workspace root
+	Hash       string    `json:"hash"`      // lower-case hex SHA-256 of the content; "" when the entry has no content
+	Size       int64     `json:"size"`      // content bytes
+	UpdatedAt  time.Time `json:"updatedAt"` // set by the store when the entry was last written
+}
+
+// HasContent reports whether the entry holds content. An entry without content is metadata only:
+// Hydrate skips it and Flush never deletes it.
+func (e Entry) HasContent() bool { return e.Hash != "" }
+
+// Base values for Change.Base besides a hash.
+const (
+	// Any applies the change whatever the store holds.
+	Any = ""
+	// Absent applies the change only when the collection holds no entry at the path, or an entry
+	// without content.
+	Absent = "absent"
+)
+
+// Change is one conditional write of a Store.Apply batch.
+type Change struct {
+	Collection string
+	Path       string
+	// Delete removes the entry; otherwise the entry is created or replaced with Content.
+	Delete bool
+	// Content is the new content (binary-safe; nil and empty are both the empty file) unless
+	// NoContent or Delete is set.
+	Content []byte
+	// NoContent records a metadata-only entry (Hash "").
+	NoContent bool
+	// Hash is the SHA-256 hex of Content when the caller already has it; the store computes it
+	// when empty.
+	Hash string
+	// Base is what the store must hold for the change to apply: a content hash, Absent, or Any.
+	// A put whose content equals what the store holds, and a delete of an entry that is already
+	// gone, always succeed without writing.
+	Base string
+}
+
+// Conflict is a change that was not applied because the store did not hold its base.
+type Conflict struct {
+	Collection string `json:"collection"`
+	Path       string `json:"path"`
+	// Kind is "modify" (both sides changed the content), "add" (both sides created the path) or
+	// "delete" (one side deleted, the other changed the content).
+	Kind string `json:"kind"`
+	// Base is the hash both sides started from ("" when the path did not exist).
+	Base string `json:"base"`
+	// Ours is the sandbox's hash ("" when the sandbox deleted the file).
+	Ours string `json:"ours"`
+	// Theirs is the store's hash now ("" when the store no longer has the entry).
+	Theirs string `json:"theirs"`
+}
+
+// Store keeps named collections of files: the source of truth that Sync hydrates a workspace from
+// and flushes it back to. Implementations: sync/dirstore (plain files and a manifest) and
+// sync/sqlitestore (SQLite, the embedded default). The conformance suite is filesynctest.RunStore.
+//
+// Collection names match [A-Za-z0-9_-][A-Za-z0-9._-]* (at most 128 bytes); a bad one is
+// errs.InvalidInput. Paths are clean, slash-separated and relative (see CheckPath); a bad one is
+// errs.PathInvalid or errs.PathEscape. A collection exists once it holds an entry. Every method
+// can also fail with errs.Internal (I/O, database) or a context error, and with
+// errs.SandboxUnavailable after Close.
+type Store interface {
+	// List returns the metadata of every entry of collection, sorted by path. A collection that
+	// holds nothing gives an empty list, not an error.
+	List(ctx context.Context, collection string) ([]Entry, error)
+
+	// Get returns one entry's metadata; errs.NotFound when the collection has no entry there.
+	Get(ctx context.Context, collection, path string) (Entry, error)
+
+	// Read returns one entry's content; errs.NotFound when there is no entry or it has no content.
+	Read(ctx context.Context, collection, path string) ([]byte, error)
+
+	// Scan calls fn for every entry of collection, sorted by path, with its content (nil for an
+	// entry without content). content is only valid during the call, and fn must not call the
+	// same store. An error from fn stops the scan and is returned.
+	Scan(ctx context.Context, collection string, fn func(e Entry, content []byte) error) error
+
+	// Apply applies changes whose Base matches what the store holds and returns the others as
+	// conflicts (Kind left empty; Theirs is the store's hash). Two changes to the same collection
+	// and path in one batch are errs.InvalidInput, and so is a put that would make a file the
+	// parent directory of another entry of its collection. Writes are crash-safe: a process killed
+	// at any point during Apply leaves every entry at its old or its new state, never torn, and
+	// the store usable. Apply is safe for concurrent use, also from several processes.
+	Apply(ctx context.Context, changes []Change) ([]Conflict, error)
+
+	// Collections returns the names of the collections that hold at least one entry, sorted.
+	Collections(ctx context.Context) ([]string, error)
+
+	// Close releases the store. It is idempotent.
+	Close() error
+}
+
+// Hash returns the lower-case hex SHA-256 of data.
+func Hash(data []byte) string {
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:])
+}
+
+// CheckCollection validates a collection name.
+func CheckCollection(op, name string) error {
+	if name == "" || len(name) > 128 || name[0] == '.' {
+		return errs.New(errs.InvalidInput, op, name, "collection name must be 1-128 characters of [A-Za-z0-9._-], not starting with a dot")
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return errs.New(errs.InvalidInput, op, name, "collection name must be 1-128 characters of [A-Za-z0-9._-], not starting with a dot")
+		}
+	}
+	return nil
+}
+
+// CheckPath validates an entry path: non-empty, relative, slash-separated, already clean (no ".",
+// "..", empty or trailing components), no NUL byte. "" and "." are errs.PathInvalid; absolute or
+// ".." paths are errs.PathEscape.
+func CheckPath(op, p string) error {
+	switch {
+	case p == "" || p == ".":
+		return errs.New(errs.PathInvalid, op, p, "entry path is empty")
+	case strings.IndexByte(p, 0) >= 0:
+		return errs.New(errs.PathInvalid, op, p, "entry path contains a NUL byte")
+	case strings.HasPrefix(p, "/"):
+		return errs.New(errs.PathEscape, op, p, "entry path is absolute")
+	case p == ".." || strings.HasPrefix(p, "../"):
+		return errs.New(errs.PathEscape, op, p, "entry path leaves the workspace")
+	case path.Clean(p) != p:
+		return errs.New(errs.PathInvalid, op, p, "entry path is not clean (no '.', '..' or empty components, no trailing slash)")
+	}
+	return nil
+}
+
+// CheckChanges validates a batch for Store.Apply (names, paths, bases, no two changes to one
+// entry) and fills in missing hashes. A Hash given by the caller is trusted, not recomputed.
+func CheckChanges(op string, changes []Change) error {
+	seen := make(map[[2]string]struct{}, len(changes))
+	for i := range changes {
+		c := &changes[i]
+		if err := CheckCollection(op, c.Collection); err != nil {
+			return err
+		}
+		if err := CheckPath(op, c.Path); err != nil {
+			return err
+		}
+		k := [2]string{c.Collection, c.Path}
+		if _, dup := seen[k]; dup {
+			return errs.New(errs.InvalidInput, op, c.Path, "two changes to the same entry in one batch")
+		}
+		seen[k] = struct{}{}
+		if c.Base != Any && c.Base != Absent && !isHash(c.Base) {
+			return errs.New(errs.InvalidInput, op, c.Path, "base must be a SHA-256 hex hash, Absent or Any")
+		}
+		switch {
+		case c.Delete || c.NoContent:
+			c.Hash = ""
+		case c.Hash == "":
+			c.Hash = Hash(c.Content)
+		case !isHash(c.Hash):
+			return errs.New(errs.InvalidInput, op, c.Path, "hash must be a lower-case SHA-256 hex string")
+		}
+	}
+	return nil
+}
+
+// Holds reports whether an entry state (exists, hash) satisfies base.
+func Holds(base string, exists bool, hash string) bool {
+	switch base {
+	case Any:
+		return true
+	case Absent:
+		return !exists || hash == ""
+	}
+	return exists && hash == base
+}
+
+// Settled reports whether change c needs no write given what the store holds: the content is
+// already there, or the entry is already gone.
+func Settled(c Change, exists bool, hash string) bool {
+	switch {
+	case c.Delete:
+		return !exists
+	case c.NoContent:
+		return exists && hash == ""
+	}
+	return exists && hash == c.Hash
+}
+
+func isHash(s string) bool {
+	if len(s) != 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
