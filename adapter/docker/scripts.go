@@ -111,12 +111,15 @@ cat >"$_t" || { rm -f -- "$_t"; exit 8; }
 mv -f -- "$_t" "$R" || { rm -f -- "$_t"; exit 8; }
 `
 
-// statScript: argv path; resolves the parent, does not follow the final component.
+// statScript: argv path; resolves the parent and reports the final component itself (a symlink is
+// reported as a symlink, but one that leads outside the workspace is refused like any other path).
 // stdout: "size rawmode inode date time zone".
 const statScript = jailFn + `
 case $1 in */*) jail "${1%/*}" || exit $?; R=$R/${1##*/};; .) R=/workspace;; *) R=/workspace/$1;; esac
 [ -e "$R" ] || [ -L "$R" ] || exit 4
-exec stat -c '%s %f %i %y' -- "$R"
+_l=$R
+if [ -L "$_l" ]; then jail "$1" || exit $?; fi
+exec stat -c '%s %f %i %y' -- "$_l"
 `
 
 // removeScript: argv path; removes a file, a symlink (not its target) or an empty directory.
