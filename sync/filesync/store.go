@@ -139,7 +139,7 @@ func CheckPath(op, p string) error {
 		return errs.New(errs.PathInvalid, op, p, "entry path contains a NUL byte")
 	case strings.HasPrefix(p, "/"):
 		return errs.New(errs.PathEscape, op, p, "entry path is absolute")
-	case p == ".." || strings.HasPrefix(p, "../"):
+	case p == ".." || strings.HasPrefix(p, "../") || strings.HasPrefix(path.Clean(p), "../"):
 		return errs.New(errs.PathEscape, op, p, "entry path leaves the workspace")
 	case path.Clean(p) != p:
 		return errs.New(errs.PathInvalid, op, p, "entry path is not clean (no '.', '..' or empty components, no trailing slash)")
