@@ -83,3 +83,37 @@ func (b *Bar) draw() {
 	fmt.Fprintf(b.w, "\r%s [%s%s] %3d%% (%d/%d)", b.label, strings.Repeat("=", fill),
 		strings.Repeat(" ", width-fill), done*100/b.total, done, b.total)
 }
+
+// Spinner shows label and the elapsed time, redrawn every 100ms, for work that reports no
+// progress of its own (hydrating a store). It returns the function that stops it and ends the
+// line; on a writer that is not a terminal it does nothing.
+func Spinner(w io.Writer, label string) (stop func()) {
+	if !IsTerminal(w) {
+		return func() {}
+	}
+	start := time.Now()
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		t := time.NewTicker(100 * time.Millisecond)
+		defer t.Stop()
+		frames := `|/-\`
+		for i := 0; ; i++ {
+			select {
+			case <-done:
+				fmt.Fprintf(w, "\r%s done in %s\n", label, time.Since(start).Round(time.Millisecond))
+				return
+			case <-t.C:
+				fmt.Fprintf(w, "\r%s %c %s", label, frames[i%len(frames)], time.Since(start).Round(100*time.Millisecond))
+			}
+		}
+	}()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			close(done)
+			<-finished
+		})
+	}
+}

@@ -1,0 +1,178 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"sort"
+	"time"
+
+	"github.com/sandboxer/sandboxer/adapter"
+	"github.com/sandboxer/sandboxer/adapter/local"
+	"github.com/sandboxer/sandboxer/errs"
+	"github.com/sandboxer/sandboxer/internal/state"
+)
+
+// backend is one row of the adapter table: how the CLI opens, persists and removes sandboxes of one
+// adapter. Every function gets the resolved settings.
+type backend struct {
+	// open returns a sandbox for one invocation without --sandbox. Its Stop must leave the
+	// user's workspace in place.
+	open func(ctx context.Context, s Settings) (adapter.Sandbox, error)
+	// create makes a long-lived sandbox and fills rec's adapter-specific fields.
+	create func(ctx context.Context, s Settings, st state.Dir, rec *state.Record) error
+	// attach reopens a long-lived sandbox; errs.SandboxUnavailable when it is gone.
+	attach func(ctx context.Context, s Settings, st state.Dir, rec state.Record) (adapter.Sandbox, error)
+	// detach ends this process's use of an attached sandbox without destroying it.
+	detach func(ctx context.Context, sb adapter.Sandbox) error
+	// destroy releases what a long-lived sandbox holds outside the state directory.
+	destroy func(ctx context.Context, s Settings, rec state.Record) error
+	// alive reports whether the sandbox's backing (directory, container) still exists.
+	alive func(ctx context.Context, s Settings, rec state.Record) (bool, error)
+	// enforces says in a sentence what the adapter enforces (doctor, docs).
+	enforces string
+	// fork makes rec2 a copy of the attached sandbox src.
+	fork func(ctx context.Context, s Settings, st state.Dir, src adapter.Sandbox, rec2 *state.Record) error
+}
+
+// backends is the explicit adapter table: name -> constructor. No init() registration: what is
+// listed here is what this build can run.
+var backends = map[string]backend{
+	"local": localBackend,
+}
+
+// plannedBackends are adapter names of the contract that this build does not include.
+var plannedBackends = map[string]string{
+	"docker": "the docker adapter is not available in this build",
+	"memory": "the memory adapter is not available in this build",
+}
+
+func lookupBackend(name string) (backend, bool) {
+	b, ok := backends[name]
+	return b, ok
+}
+
+func backendNames() []string {
+	var n []string
+	for k := range backends {
+		n = append(n, k)
+	}
+	sort.Strings(n)
+	return n
+}
+
+func unknownAdapter(name string) error {
+	if msg, ok := plannedBackends[name]; ok {
+		return fmt.Errorf("--adapter %q: %s (available: %v)", name, msg, backendNames())
+	}
+	return fmt.Errorf("--adapter %q: want one of %v", name, backendNames())
+}
+
+var localBackend = backend{
+	enforces: "file calls jailed to the workspace by os.Root; commands in their own process group, " +
+		"killed as a tree on timeout; minimal environment. Commands themselves see the host file " +
+		"system and network unless the capabilities below say otherwise.",
+	open: func(ctx context.Context, s Settings) (adapter.Sandbox, error) {
+		return local.New(local.Config{Root: s.Root})
+	},
+	create: func(ctx context.Context, s Settings, st state.Dir, rec *state.Record) error {
+		rec.Workspace = st.WorkspaceDir(rec.ID)
+		return os.MkdirAll(rec.Workspace, 0o755)
+	},
+	attach: func(ctx context.Context, s Settings, st state.Dir, rec state.Record) (adapter.Sandbox, error) {
+		fi, err := os.Stat(rec.Workspace)
+		if err != nil || !fi.IsDir() {
+			return nil, errs.New(errs.SandboxUnavailable, "attach", "", "sandbox %s: workspace %s is gone", rec.ID, rec.Workspace)
+		}
+		return local.New(local.Config{Root: rec.Workspace})
+	},
+	detach: func(ctx context.Context, sb adapter.Sandbox) error {
+		return sb.Stop(ctx) // a configured Root is kept by Stop
+	},
+	destroy: func(ctx context.Context, s Settings, rec state.Record) error {
+		return nil // the workspace lives in the state directory, removed with the record
+	},
+	alive: func(ctx context.Context, s Settings, rec state.Record) (bool, error) {
+		fi, err := os.Stat(rec.Workspace)
+		if errors.Is(err, fs.ErrNotExist) {
+			return false, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		return fi.IsDir(), nil
+	},
+	fork: func(ctx context.Context, s Settings, st state.Dir, src adapter.Sandbox, rec *state.Record) error {
+		l, ok := src.(*local.Sandbox)
+		if !ok {
+			return errs.New(errs.Internal, "fork", "", "not a local sandbox")
+		}
+		rec.Workspace = st.WorkspaceDir(rec.ID)
+		// os.CopyFS copies files, directories and symlinks (as links) and never overwrites.
+		if err := os.CopyFS(rec.Workspace, os.DirFS(l.Dir())); err != nil {
+			os.RemoveAll(rec.Workspace)
+			return errs.Wrap(errs.Internal, "fork", "", err)
+		}
+		return nil
+	},
+}
+
+// session is the sandbox one invocation works in.
+type session struct {
+	Sandbox adapter.Sandbox
+	Record  *state.Record // nil for an ephemeral sandbox
+	close   func(ctx context.Context) error
+}
+
+// Close ends this invocation's use of the sandbox: an ephemeral one is stopped, a long-lived one
+// is detached and stays.
+func (s *session) Close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return s.close(ctx)
+}
+
+// openSession opens the sandbox named by --sandbox, or an ephemeral one of --adapter.
+func openSession(ctx context.Context, s Settings) (*session, error) {
+	if s.Sandbox == "" {
+		b, ok := lookupBackend(s.Adapter)
+		if !ok {
+			return nil, usage(unknownAdapter(s.Adapter))
+		}
+		sb, err := b.open(ctx, s)
+		if err != nil {
+			return nil, err
+		}
+		return &session{Sandbox: sb, close: sb.Stop}, nil
+	}
+	st := state.Open(s.StateDir)
+	rec, err := st.Get(s.Sandbox)
+	if err != nil {
+		if errors.Is(err, errs.InvalidInput) {
+			return nil, usage(err)
+		}
+		return nil, err
+	}
+	b, ok := lookupBackend(rec.Adapter)
+	if !ok {
+		return nil, fmt.Errorf("sandbox %s: %w", rec.ID, unknownAdapter(rec.Adapter))
+	}
+	sb, err := b.attach(ctx, s, st, rec)
+	if err != nil {
+		return nil, err
+	}
+	return &session{Sandbox: sb, Record: &rec, close: func(ctx context.Context) error { return b.detach(ctx, sb) }}, nil
+}
+
+func sortedUnique(s []string) []string {
+	sort.Strings(s)
+	out := s[:0]
+	for i, v := range s {
+		if i == 0 || v != s[i-1] {
+			out = append(out, v)
+		}
+	}
+	return out
+}

@@ -1,0 +1,261 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sandboxer/sandboxer/errs"
+	"github.com/sandboxer/sandboxer/journal"
+	"github.com/sandboxer/sandboxer/tools"
+)
+
+// WireError is the "error" member of a failed call's JSON.
+type WireError struct {
+	Code    errs.Code      `json:"code"`
+	Message string         `json:"message"`
+	Details map[string]any `json:"details"`
+}
+
+// Reply is the JSON object of one tool call, the same on the CLI (stdout of `sandboxer tool`) and
+// over MCP (structured content):
+//
+//	{"ok":true,"output":"<result text>"[,"exitCode":0,"stdout":"","stderr":"","truncated":false][,"warning":"..."]}
+//	{"ok":false,"error":{"code":"<CODE>","message":"...","details":{...}}[,"warning":"..."]}
+//
+// The bash members come from the tool's structured result (tools.BashResult).
+type Reply struct {
+	OK      bool
+	Output  string
+	Extra   []member // structured members of the result, after "output"
+	Error   *WireError
+	Warning string
+}
+
+type member struct {
+	key string
+	val json.RawMessage
+}
+
+// MarshalJSON writes the members in the documented order.
+func (r Reply) MarshalJSON() ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	put := func(key string, v any) error {
+		if b.Len() > 1 {
+			b.WriteByte(',')
+		}
+		k, _ := json.Marshal(key)
+		b.Write(k)
+		b.WriteByte(':')
+		if raw, ok := v.(json.RawMessage); ok {
+			b.Write(raw)
+			return nil
+		}
+		if err := enc.Encode(v); err != nil {
+			return err
+		}
+		b.Truncate(b.Len() - 1) // Encode's newline
+		return nil
+	}
+	b.WriteByte('{')
+	var err error
+	if err = put("ok", r.OK); err != nil {
+		return nil, err
+	}
+	if r.OK {
+		err = put("output", r.Output)
+		for _, m := range r.Extra {
+			if err == nil {
+				err = put(m.key, m.val)
+			}
+		}
+	} else {
+		err = put("error", r.Error)
+	}
+	if err == nil && r.Warning != "" {
+		err = put("warning", r.Warning)
+	}
+	if err != nil {
+		return nil, err
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
+}
+
+// errorReply turns a tool error into its wire form. The message is the error text without the
+// leading code ("read ../x: path leaves the workspace").
+func errorReply(err error) Reply {
+	e := errs.As(err)
+	msg := strings.TrimPrefix(e.Error(), string(e.Code)+": ")
+	details := e.Details
+	if details == nil {
+		details = map[string]any{}
+	}
+	return Reply{Error: &WireError{Code: e.Code, Message: msg, Details: details}}
+}
+
+// Text is the text an agent reads: the result, or the error starting with its code.
+func (r Reply) Text() string {
+	if r.OK {
+		return r.Output
+	}
+	if r.Error.Message == "" {
+		return string(r.Error.Code)
+	}
+	return string(r.Error.Code) + ": " + r.Error.Message
+}
+
+// resultReply turns a tool's result into its wire form: output is the result text; a Texter result
+// (bash) that encodes to a JSON object adds its members after "output".
+func resultReply(res *tools.Result) Reply {
+	r := Reply{OK: true, Output: res.Output}
+	if _, ok := res.Value.(tools.Texter); !ok {
+		return r
+	}
+	raw, err := json.Marshal(res.Value)
+	if err != nil {
+		return r
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return r
+	}
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return r
+		}
+		key, _ := t.(string)
+		var val json.RawMessage
+		if err := dec.Decode(&val); err != nil {
+			return r
+		}
+		switch key {
+		case "ok", "output", "error", "warning":
+			continue
+		}
+		r.Extra = append(r.Extra, member{key: key, val: val})
+	}
+	return r
+}
+
+// caller runs the tool calls of one task position (run, node, iteration, attempt) and journals
+// every one of them. A journal failure is reported on warn and never changes or hides the result.
+type caller struct {
+	base    tools.Context // template: sandbox, limits and position; Seq is set per call
+	pos     journal.Position
+	j       *journal.Journal // nil: journal off or could not be opened
+	warn    io.Writer
+	warnMu  sync.Mutex
+	seq     atomic.Int64 // in-process seq when there is no journal to continue from
+	after   func(ctx context.Context, tool *tools.Tool) error
+	warning struct {
+		once sync.Once
+		text string
+	}
+}
+
+func (c *caller) warnf(format string, args ...any) {
+	c.warnMu.Lock()
+	defer c.warnMu.Unlock()
+	fmt.Fprintf(c.warn, "sandboxer: warning: "+format+"\n", args...)
+}
+
+// resumeWarning is the retry warning of this position, computed once per process (earlier attempts
+// do not change while this one runs).
+func (c *caller) resumeWarning(ctx context.Context) string {
+	if c.pos.Attempt <= 1 || c.j == nil {
+		return ""
+	}
+	c.warning.once.Do(func() {
+		w, err := c.j.ResumeWarning(ctx, c.pos)
+		if err != nil {
+			c.warnf("journal: %v", err)
+		}
+		c.warning.text = w
+	})
+	return c.warning.text
+}
+
+// nextSeq reserves the call's seq in the journal (continuing across processes), or counts in
+// process when there is no journal.
+func (c *caller) nextSeq(ctx context.Context) int {
+	if c.j != nil {
+		s, err := c.j.Reserve(ctx, c.pos)
+		if err == nil {
+			c.seq.Store(int64(s))
+			return s
+		}
+		c.warnf("journal: %v (the call runs; its seq is counted in this process only)", err)
+	}
+	return int(c.seq.Add(1))
+}
+
+// call runs one tool call and returns its reply. input must be a JSON object (or empty).
+func (c *caller) call(ctx context.Context, t *tools.Tool, input json.RawMessage) Reply {
+	tc := c.base
+	tc.Seq = c.nextSeq(ctx)
+	warning := c.resumeWarning(ctx)
+
+	started := time.Now()
+	res, err := t.Call(ctx, input, &tc)
+	finished := time.Now()
+
+	var reply Reply
+	if err != nil {
+		reply = errorReply(err)
+	} else {
+		reply = resultReply(res)
+	}
+	reply.Warning = warning
+
+	if c.after != nil && t.Metadata().SideEffect {
+		if aerr := c.after(ctx, t); aerr != nil {
+			c.warnf("%v", aerr)
+		}
+	}
+	if c.j != nil {
+		c.record(ctx, t, input, &tc, res, reply, started, finished)
+	}
+	return reply
+}
+
+func (c *caller) record(ctx context.Context, t *tools.Tool, input json.RawMessage, tc *tools.Context,
+	res *tools.Result, reply Reply, started, finished time.Time) {
+	meta := t.Metadata()
+	if len(bytes.TrimSpace(input)) == 0 {
+		input = json.RawMessage("{}")
+	}
+	e := journal.Entry{
+		RunID: c.pos.RunID, NodeID: c.pos.NodeID, Iteration: c.pos.Iteration, Attempt: c.pos.Attempt,
+		Seq: tc.Seq, ToolName: meta.Name, InputJSON: string(meta.Redact(input)),
+		StartedAtMs: started.UnixMilli(), FinishedAtMs: finished.UnixMilli(),
+		IdempotencyKey: tc.Key(), SideEffect: meta.SideEffect, Idempotent: meta.Idempotent,
+	}
+	if reply.OK {
+		e.Status = journal.StatusSuccess
+		out, err := json.Marshal(res.Value)
+		if err != nil {
+			out, _ = json.Marshal(res.Output)
+		}
+		e.OutputJSON = string(out)
+	} else {
+		e.Status = journal.StatusError
+		out, _ := json.Marshal(reply.Error)
+		e.ErrorJSON = string(out)
+	}
+	// The journal write must not be cut short by a cancelled call (the row is the record of it).
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	if err := c.j.Record(rctx, e); err != nil {
+		c.warnf("journal: %v (the call's result is unaffected)", err)
+	}
+}

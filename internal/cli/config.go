@@ -1,0 +1,288 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+	"github.com/spf13/viper"
+
+	"github.com/sandboxer/sandboxer/adapter"
+)
+
+// Setting keys: the flag names, which are also the config file keys and, upper-cased with '-' as
+// '_' behind SANDBOXER_, the environment variables (SANDBOXER_MAX_OUTPUT_BYTES).
+const (
+	keyAdapter        = "adapter"
+	keyRoot           = "root"
+	keyImage          = "image"
+	keyAllowNetwork   = "allow-network"
+	keyMaxOutputBytes = "max-output-bytes"
+	keyTimeout        = "timeout"
+	keyJournal        = "journal"
+	keyStateDir       = "state-dir"
+	keyRunID          = "run-id"
+	keyNodeID         = "node-id"
+	keyIteration      = "iteration"
+	keyAttempt        = "attempt"
+	keySandbox        = "sandbox"
+	keyStore          = "store"
+)
+
+var knownKeys = map[string]bool{
+	keyAdapter: true, keyRoot: true, keyImage: true, keyAllowNetwork: true, keyMaxOutputBytes: true,
+	keyTimeout: true, keyJournal: true, keyStateDir: true, keyRunID: true, keyNodeID: true,
+	keyIteration: true, keyAttempt: true, keySandbox: true, keyStore: true,
+}
+
+// Defaults of the settings (the lowest layer).
+const (
+	DefaultAdapter        = "local"
+	DefaultImage          = "sandboxer/default:latest"
+	DefaultMaxOutputBytes = adapter.DefaultMaxOutputBytes
+	DefaultTimeout        = 60 * time.Second
+	DefaultRunID          = "default"
+	DefaultNodeID         = "default"
+	// MaxOutputBytesLimit and TimeoutLimit are the upper bounds of SPEC.md section 3.
+	MaxOutputBytesLimit = 10485760
+	TimeoutLimit        = time.Hour
+	// ConfigFileName is looked up in the current directory when --config is not given.
+	ConfigFileName = "sandboxer.yaml"
+	// JournalOff as --journal turns the journal off.
+	JournalOff = "off"
+)
+
+// Settings is the resolved configuration of one invocation.
+type Settings struct {
+	Adapter        string
+	Root           string // absolute
+	Image          string
+	AllowNetwork   bool
+	MaxOutputBytes int
+	Timeout        time.Duration
+	Journal        string // absolute path, or "" when off
+	StateDir       string // absolute
+	RunID          string
+	NodeID         string
+	Iteration      int
+	Attempt        int
+	Sandbox        string
+	Store          string
+	ConfigFile     string // the file that was read, if any
+}
+
+// DefaultStateDir is $XDG_STATE_HOME/sandboxer, or ~/.local/state/sandboxer, or (without a home
+// directory) sandboxer-state under the system temporary directory.
+func DefaultStateDir() string {
+	if x := os.Getenv("XDG_STATE_HOME"); filepath.IsAbs(x) {
+		return filepath.Join(x, "sandboxer")
+	}
+	if h, err := os.UserHomeDir(); err == nil && h != "" {
+		return filepath.Join(h, ".local", "state", "sandboxer")
+	}
+	return filepath.Join(os.TempDir(), "sandboxer-state")
+}
+
+// addCommonFlags declares the flags every sandbox-using command shares.
+func addCommonFlags(f *pflag.FlagSet) {
+	f.String("config", "", "config file (default ./"+ConfigFileName+" when present)")
+	f.String(keyAdapter, DefaultAdapter, "sandbox adapter: "+strings.Join(backendNames(), "|"))
+	f.String(keyRoot, "", "workspace directory of the local adapter (default the current directory)")
+	f.String(keyImage, DefaultImage, "image of the docker adapter")
+	f.Bool(keyAllowNetwork, false, "let commands reach the network")
+	f.Int(keyMaxOutputBytes, DefaultMaxOutputBytes, "per-stream output cap and file/content/patch size limit, in bytes")
+	f.Duration(keyTimeout, DefaultTimeout, "timeout of one command (bash, grep, exec)")
+	f.String(keyJournal, "", `tool-call journal (SQLite) path, or "off" (default STATE_DIR/journal.db)`)
+	f.String(keyStateDir, "", "where long-lived sandboxes and the default journal live (default $XDG_STATE_HOME/sandboxer or ~/.local/state/sandboxer)")
+	f.String(keyRunID, DefaultRunID, "run id recorded in the journal and used in idempotency keys")
+	f.String(keyNodeID, DefaultNodeID, "node (task) id recorded in the journal and used in idempotency keys")
+	f.Int(keyIteration, 0, "loop iteration of the task")
+	f.Int(keyAttempt, 1, "retry attempt of the task (>1 adds the retry warning)")
+	f.String(keySandbox, "", "id of a long-lived sandbox (see `sandboxer sandbox create`)")
+	f.String(keyStore, "", "FileSync store to hydrate the workspace from and flush back to")
+}
+
+// load resolves the settings: defaults < config file < SANDBOXER_* environment < flags that were
+// set on the command line. Every error is a usage error.
+func load(flags *pflag.FlagSet) (Settings, error) {
+	v := viper.New()
+	v.SetEnvPrefix("SANDBOXER")
+	v.SetEnvKeyReplacer(strings.NewReplacer("-", "_"))
+	v.AutomaticEnv()
+	if err := v.BindPFlags(flags); err != nil {
+		return Settings{}, err
+	}
+
+	var s Settings
+	cfg, _ := flags.GetString("config")
+	if cfg == "" {
+		cfg = os.Getenv("SANDBOXER_CONFIG")
+	}
+	if cfg == "" {
+		if _, err := os.Stat(ConfigFileName); err == nil {
+			cfg = ConfigFileName
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return Settings{}, fmt.Errorf("config file %s: %w", ConfigFileName, err)
+		}
+	}
+	if cfg != "" {
+		// Read into its own instance first, so that only the file's keys are checked.
+		cv := viper.New()
+		cv.SetConfigFile(cfg)
+		cv.SetConfigType("yaml")
+		if err := cv.ReadInConfig(); err != nil {
+			return Settings{}, fmt.Errorf("config file %s: %w", cfg, err)
+		}
+		for _, k := range cv.AllKeys() {
+			if !knownKeys[k] {
+				return Settings{}, fmt.Errorf("config file %s: unknown key %q", cfg, k)
+			}
+		}
+		if err := v.MergeConfigMap(cv.AllSettings()); err != nil {
+			return Settings{}, fmt.Errorf("config file %s: %w", cfg, err)
+		}
+		s.ConfigFile = cfg
+	}
+
+	has := func(k string) bool { return flags.Lookup(k) != nil }
+	var err error
+	s.Adapter = v.GetString(keyAdapter)
+	s.Image = v.GetString(keyImage)
+	s.RunID = v.GetString(keyRunID)
+	s.NodeID = v.GetString(keyNodeID)
+	s.Sandbox = v.GetString(keySandbox)
+	s.Store = v.GetString(keyStore)
+	s.MaxOutputBytes, s.Timeout, s.Attempt = DefaultMaxOutputBytes, DefaultTimeout, 1
+	if has(keyAllowNetwork) {
+		if s.AllowNetwork, err = boolSetting(v, keyAllowNetwork); err != nil {
+			return Settings{}, err
+		}
+	}
+	if has(keyMaxOutputBytes) {
+		if s.MaxOutputBytes, err = intSetting(v, keyMaxOutputBytes); err != nil {
+			return Settings{}, err
+		}
+	}
+	if has(keyIteration) {
+		if s.Iteration, err = intSetting(v, keyIteration); err != nil {
+			return Settings{}, err
+		}
+	}
+	if has(keyAttempt) {
+		if s.Attempt, err = intSetting(v, keyAttempt); err != nil {
+			return Settings{}, err
+		}
+	}
+	if has(keyTimeout) {
+		if s.Timeout, err = durationSetting(v, keyTimeout); err != nil {
+			return Settings{}, err
+		}
+	}
+
+	if has(keyAdapter) {
+		if _, ok := lookupBackend(s.Adapter); !ok {
+			return Settings{}, unknownAdapter(s.Adapter)
+		}
+	}
+	if s.MaxOutputBytes <= 0 || s.MaxOutputBytes > MaxOutputBytesLimit {
+		return Settings{}, fmt.Errorf("--max-output-bytes %d: want 1..%d", s.MaxOutputBytes, MaxOutputBytesLimit)
+	}
+	if s.Timeout <= 0 || s.Timeout > TimeoutLimit {
+		return Settings{}, fmt.Errorf("--timeout %s: want more than 0 and at most %s", s.Timeout, TimeoutLimit)
+	}
+	if s.Iteration < 0 {
+		return Settings{}, fmt.Errorf("--iteration %d: must not be negative", s.Iteration)
+	}
+	if s.Attempt < 1 {
+		return Settings{}, fmt.Errorf("--attempt %d: attempts count from 1", s.Attempt)
+	}
+	if has(keyRunID) && has(keyAttempt) && (s.RunID == "" || s.NodeID == "") {
+		return Settings{}, errors.New("--run-id and --node-id must not be empty")
+	}
+
+	if s.StateDir = v.GetString(keyStateDir); s.StateDir == "" {
+		s.StateDir = DefaultStateDir()
+	}
+	if s.StateDir, err = filepath.Abs(s.StateDir); err != nil {
+		return Settings{}, err
+	}
+	if s.Root = v.GetString(keyRoot); s.Root == "" {
+		s.Root = "."
+	}
+	if s.Root, err = filepath.Abs(s.Root); err != nil {
+		return Settings{}, err
+	}
+	switch j := v.GetString(keyJournal); j {
+	case JournalOff:
+		s.Journal = ""
+	case "":
+		s.Journal = filepath.Join(s.StateDir, "journal.db")
+	default:
+		if s.Journal, err = filepath.Abs(j); err != nil {
+			return Settings{}, err
+		}
+	}
+	return s, nil
+}
+
+// The typed getters of viper turn a malformed value into zero silently; these refuse it instead,
+// so SANDBOXER_TIMEOUT=soon is a usage error rather than "no timeout".
+
+func intSetting(v *viper.Viper, key string) (int, error) {
+	switch x := v.Get(key).(type) {
+	case int:
+		return x, nil
+	case int64:
+		return int(x), nil
+	case float64:
+		if x != float64(int(x)) {
+			return 0, fmt.Errorf("--%s %v: not an integer", key, x)
+		}
+		return int(x), nil
+	case string:
+		var n int
+		if _, err := fmt.Sscan(strings.TrimSpace(x), &n); err != nil || fmt.Sprint(n) != strings.TrimSpace(x) {
+			return 0, fmt.Errorf("--%s %q: not an integer", key, x)
+		}
+		return n, nil
+	default:
+		return 0, fmt.Errorf("--%s %v: not an integer", key, x)
+	}
+}
+
+func boolSetting(v *viper.Viper, key string) (bool, error) {
+	switch x := v.Get(key).(type) {
+	case bool:
+		return x, nil
+	case string:
+		switch strings.ToLower(strings.TrimSpace(x)) {
+		case "1", "t", "true", "yes", "on":
+			return true, nil
+		case "", "0", "f", "false", "no", "off":
+			return false, nil
+		}
+		return false, fmt.Errorf("--%s %q: not a boolean", key, x)
+	default:
+		return false, fmt.Errorf("--%s %v: not a boolean", key, x)
+	}
+}
+
+func durationSetting(v *viper.Viper, key string) (time.Duration, error) {
+	switch x := v.Get(key).(type) {
+	case time.Duration:
+		return x, nil
+	case string:
+		d, err := time.ParseDuration(strings.TrimSpace(x))
+		if err != nil {
+			return 0, fmt.Errorf("--%s %q: not a duration (like 30s or 2m)", key, x)
+		}
+		return d, nil
+	default:
+		return 0, fmt.Errorf("--%s %v: not a duration (like 30s or 2m)", key, x)
+	}
+}

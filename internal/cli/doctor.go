@@ -1,0 +1,123 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sandboxer/sandboxer/adapter"
+	"github.com/sandboxer/sandboxer/internal/doctor"
+)
+
+// doctorReport is `sandboxer doctor --json`.
+type doctorReport struct {
+	Checks   []doctor.Check  `json:"checks"`
+	Adapters []adapterReport `json:"adapters"`
+}
+
+type adapterReport struct {
+	Name         string                `json:"name"`
+	Available    bool                  `json:"available"`
+	Enforces     string                `json:"enforces"`
+	Capabilities *adapter.Capabilities `json:"capabilities,omitempty"`
+	Error        string                `json:"error,omitempty"`
+}
+
+func newDoctorCmd(std Streams) *cobra.Command {
+	var asJSON bool
+	c := &cobra.Command{
+		Use:   "doctor",
+		Short: "Show what works on this machine and what each adapter enforces",
+		Long: `Probe this machine: ripgrep, the Docker daemon and the --image, network namespaces (a child
+is started in new user+network namespaces) and Landlock (the kernel's ABI version), then list
+each adapter of this build with the capabilities it declares here. Exit status 0 when every
+probe passed, 1 otherwise (the report is printed either way).`,
+		Args: exactArgs(0),
+		RunE: runE(func(c *cobra.Command, args []string) error {
+			s, err := settingsOf(c)
+			if err != nil {
+				return err
+			}
+			ctx := c.Context()
+			daemon, img := doctor.Docker(ctx, s.Image)
+			rep := doctorReport{Checks: []doctor.Check{
+				doctor.Ripgrep(ctx), daemon, img, doctor.NetworkNamespace(ctx), doctor.Landlock(),
+			}}
+			for _, name := range allAdapterNames() {
+				rep.Adapters = append(rep.Adapters, describeAdapter(ctx, s, name))
+			}
+			if asJSON {
+				if err := printJSON(std, rep); err != nil {
+					return err
+				}
+			} else {
+				tw := tabwriter.NewWriter(std.Out, 0, 4, 2, ' ', 0)
+				for _, ch := range rep.Checks {
+					status := "ok"
+					if !ch.OK {
+						status = "FAIL"
+					}
+					fmt.Fprintf(tw, "%s\t%s\t%s\n", ch.Name, status, ch.Detail)
+				}
+				tw.Flush()
+				for _, a := range rep.Adapters {
+					fmt.Fprintf(std.Out, "\nadapter %s: ", a.Name)
+					switch {
+					case !a.Available:
+						fmt.Fprintf(std.Out, "not available: %s\n", a.Error)
+						continue
+					case a.Error != "":
+						fmt.Fprintf(std.Out, "cannot start here: %s\n", a.Error)
+					default:
+						fmt.Fprintf(std.Out, "fs=%s network=%s exec=%s signals=%t workspace=%s\n",
+							a.Capabilities.FSIsolation, a.Capabilities.Network, a.Capabilities.Exec,
+							a.Capabilities.Signals, a.Capabilities.Workspace)
+					}
+					fmt.Fprintf(std.Out, "  %s\n", a.Enforces)
+				}
+			}
+			for _, ch := range rep.Checks {
+				if !ch.OK {
+					return exit(1)
+				}
+			}
+			return nil
+		}),
+	}
+	c.Flags().BoolVar(&asJSON, "json", false, "print a JSON report")
+	c.Flags().String("config", "", "config file (default ./"+ConfigFileName+" when present)")
+	c.Flags().String(keyImage, DefaultImage, "image of the docker adapter to look for")
+	return c
+}
+
+// allAdapterNames lists the adapters of this build and those of the contract it lacks.
+func allAdapterNames() []string {
+	names := backendNames()
+	for n := range plannedBackends {
+		names = append(names, n)
+	}
+	return sortedUnique(names)
+}
+
+func describeAdapter(ctx context.Context, s Settings, name string) adapterReport {
+	b, ok := lookupBackend(name)
+	if !ok {
+		return adapterReport{Name: name, Error: plannedBackends[name]}
+	}
+	r := adapterReport{Name: name, Available: true, Enforces: b.enforces}
+	probe := s
+	probe.Root = "" // local: a temporary workspace, removed by Stop
+	sb, err := b.open(ctx, probe)
+	if err != nil {
+		r.Error = err.Error()
+		return r
+	}
+	defer sb.Stop(context.WithoutCancel(ctx))
+	if cp, ok := sb.(adapter.Capable); ok {
+		caps := cp.Capabilities()
+		r.Capabilities = &caps
+	}
+	return r
+}

@@ -1,0 +1,12 @@
+package cli
+
+import "github.com/sandboxer/sandboxer/policy"
+
+// checkPolicy applies command inspection (SPEC.md section 4, layer 1) to an exec argv while the
+// network is off, as the bash tool does: TOOL_NETWORK_DISABLED or TOOL_GIT_REMOTE_DISABLED.
+func checkPolicy(argv []string, allowNetwork bool) error {
+	if allowNetwork {
+		return nil
+	}
+	return policy.Check(argv).Err("exec")
+}

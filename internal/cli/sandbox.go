@@ -1,0 +1,257 @@
+package cli
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sandboxer/sandboxer/errs"
+	"github.com/sandboxer/sandboxer/internal/state"
+)
+
+func newSandboxCmd(std Streams) *cobra.Command {
+	c := &cobra.Command{
+		Use:   "sandbox",
+		Short: "Manage long-lived sandboxes (create, ls, rm, fork, prune)",
+		Long: `Long-lived sandboxes outlive one invocation: create one, then pass --sandbox ID to tool,
+exec and mcp. Their records live in the state directory (--state-dir, default
+$XDG_STATE_HOME/sandboxer or ~/.local/state/sandboxer); a local sandbox's workspace is
+STATE_DIR/sandboxes/ID/workspace.`,
+		Args: func(c *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return usage(fmt.Errorf("unknown sandbox command %q (want create, ls, rm, fork or prune)", args[0]))
+			}
+			return usage(errors.New("sandbox: want a subcommand: create, ls, rm, fork or prune"))
+		},
+		RunE: func(c *cobra.Command, args []string) error { return nil },
+	}
+	c.AddCommand(newSandboxCreateCmd(std), newSandboxLsCmd(std), newSandboxRmCmd(std),
+		newSandboxForkCmd(std), newSandboxPruneCmd(std))
+	return c
+}
+
+func printJSON(std Streams, v any) error {
+	enc := json.NewEncoder(std.Out)
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}
+
+func newSandboxCreateCmd(std Streams) *cobra.Command {
+	c := &cobra.Command{
+		Use:   "create [flags]",
+		Short: `Create a long-lived sandbox of --adapter and print {"id":"..."}`,
+		Args:  exactArgs(0),
+		RunE: runE(func(c *cobra.Command, args []string) error {
+			s, err := settingsOf(c)
+			if err != nil {
+				return err
+			}
+			b, ok := lookupBackend(s.Adapter)
+			if !ok {
+				return usage(unknownAdapter(s.Adapter))
+			}
+			st := state.Open(s.StateDir)
+			rec := state.Record{ID: state.NewID(), Adapter: s.Adapter, CreatedAt: time.Now().UTC()}
+			if s.Adapter == "docker" {
+				rec.Image = s.Image
+			}
+			if err := b.create(c.Context(), s, st, &rec); err != nil {
+				_ = st.Delete(rec.ID)
+				return err
+			}
+			if err := st.Save(rec); err != nil {
+				_ = b.destroy(c.Context(), s, rec)
+				return err
+			}
+			return printJSON(std, map[string]string{"id": rec.ID})
+		}),
+	}
+	addCommonFlags(c.Flags())
+	return c
+}
+
+func newSandboxLsCmd(std Streams) *cobra.Command {
+	var asJSON bool
+	c := &cobra.Command{
+		Use:   "ls",
+		Short: "List long-lived sandboxes",
+		Args:  exactArgs(0),
+		RunE: runE(func(c *cobra.Command, args []string) error {
+			s, err := settingsOf(c)
+			if err != nil {
+				return err
+			}
+			recs, err := state.Open(s.StateDir).List()
+			if err != nil {
+				return err
+			}
+			type row struct {
+				state.Record
+				Alive bool `json:"alive"`
+			}
+			rows := make([]row, 0, len(recs))
+			for _, r := range recs {
+				alive := false
+				if b, ok := lookupBackend(r.Adapter); ok {
+					alive, _ = b.alive(c.Context(), s, r)
+				}
+				rows = append(rows, row{Record: r, Alive: alive})
+			}
+			if asJSON {
+				return printJSON(std, rows)
+			}
+			tw := tabwriter.NewWriter(std.Out, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "ID\tADAPTER\tSTATUS\tCREATED\tWHERE")
+			for _, r := range rows {
+				status := "ok"
+				if !r.Alive {
+					status = "gone"
+				}
+				where := r.Workspace
+				if where == "" {
+					where = r.Backend
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.ID, r.Adapter, status, r.CreatedAt.Format(time.RFC3339), where)
+			}
+			return tw.Flush()
+		}),
+	}
+	c.Flags().BoolVar(&asJSON, "json", false, "print a JSON array")
+	addStateFlags(c)
+	return c
+}
+
+// addStateFlags declares the flags of commands that only need the state directory.
+func addStateFlags(c *cobra.Command) {
+	c.Flags().String("config", "", "config file (default ./"+ConfigFileName+" when present)")
+	c.Flags().String(keyStateDir, "", "state directory (default $XDG_STATE_HOME/sandboxer or ~/.local/state/sandboxer)")
+}
+
+func newSandboxRmCmd(std Streams) *cobra.Command {
+	c := &cobra.Command{
+		Use:   "rm ID...",
+		Short: "Remove long-lived sandboxes (and a local sandbox's workspace)",
+		Args: func(c *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return usage(errors.New("sandbox rm: want at least one sandbox id"))
+			}
+			for _, id := range args {
+				if err := state.CheckID(id); err != nil {
+					return usage(err)
+				}
+			}
+			return nil
+		},
+		RunE: runE(func(c *cobra.Command, args []string) error {
+			s, err := settingsOf(c)
+			if err != nil {
+				return err
+			}
+			st := state.Open(s.StateDir)
+			var failed []error
+			for _, id := range args {
+				if err := removeSandbox(c, s, st, id); err != nil {
+					failed = append(failed, err)
+					continue
+				}
+				fmt.Fprintln(std.Out, id)
+			}
+			return errors.Join(failed...)
+		}),
+	}
+	addStateFlags(c)
+	return c
+}
+
+func removeSandbox(c *cobra.Command, s Settings, st state.Dir, id string) error {
+	rec, err := st.Get(id)
+	if err != nil {
+		return err
+	}
+	if b, ok := lookupBackend(rec.Adapter); ok {
+		if err := b.destroy(c.Context(), s, rec); err != nil && !errors.Is(err, errs.NotFound) {
+			return fmt.Errorf("sandbox %s: %w", id, err)
+		}
+	}
+	return st.Delete(id)
+}
+
+func newSandboxPruneCmd(std Streams) *cobra.Command {
+	c := &cobra.Command{
+		Use:   "prune",
+		Short: "Remove the records of sandboxes whose backing (workspace, container) is gone",
+		Args:  exactArgs(0),
+		RunE: runE(func(c *cobra.Command, args []string) error {
+			s, err := settingsOf(c)
+			if err != nil {
+				return err
+			}
+			st := state.Open(s.StateDir)
+			recs, err := st.List()
+			if err != nil {
+				return err
+			}
+			for _, r := range recs {
+				b, ok := lookupBackend(r.Adapter)
+				if !ok {
+					continue // an adapter this build lacks: leave its sandboxes alone
+				}
+				alive, err := b.alive(c.Context(), s, r)
+				if err != nil || alive {
+					continue
+				}
+				if err := removeSandbox(c, s, st, r.ID); err != nil {
+					return err
+				}
+				fmt.Fprintln(std.Out, r.ID)
+			}
+			return nil
+		}),
+	}
+	addStateFlags(c)
+	return c
+}
+
+func newSandboxForkCmd(std Streams) *cobra.Command {
+	c := &cobra.Command{
+		Use:   "fork ID",
+		Short: `Create a new long-lived sandbox from a copy of ID's workspace and print {"id":"..."}`,
+		Args: func(c *cobra.Command, args []string) error {
+			if err := exactArgs(1)(c, args); err != nil {
+				return err
+			}
+			return usage(state.CheckID(args[0]))
+		},
+		RunE: runE(func(c *cobra.Command, args []string) error {
+			s, err := settingsOf(c)
+			if err != nil {
+				return err
+			}
+			s.Sandbox = args[0]
+			sess, err := openSession(c.Context(), s)
+			if err != nil {
+				return err
+			}
+			defer sess.Close()
+			b, _ := lookupBackend(sess.Record.Adapter)
+			st := state.Open(s.StateDir)
+			rec := *sess.Record
+			rec.ID, rec.ForkOf, rec.CreatedAt, rec.Workspace, rec.Backend = state.NewID(), sess.Record.ID, time.Now().UTC(), "", ""
+			if err := b.fork(c.Context(), s, st, sess.Sandbox, &rec); err != nil {
+				_ = st.Delete(rec.ID)
+				return err
+			}
+			if err := st.Save(rec); err != nil {
+				_ = b.destroy(c.Context(), s, rec)
+				return err
+			}
+			return printJSON(std, map[string]string{"id": rec.ID})
+		}),
+	}
+	addStateFlags(c)
+	return c
+}

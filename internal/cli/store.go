@@ -1,0 +1,98 @@
+package cli
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+
+	"github.com/sandboxer/sandboxer/errs"
+	"github.com/sandboxer/sandboxer/internal/progress"
+	"github.com/sandboxer/sandboxer/sync/dirstore"
+	"github.com/sandboxer/sandboxer/sync/filesync"
+	"github.com/sandboxer/sandboxer/sync/sqlitestore"
+	"github.com/sandboxer/sandboxer/tools"
+)
+
+// DefaultCollection is the collection new files go to when the store holds none yet.
+const DefaultCollection = "workspace"
+
+// openStore opens --store: "sqlite:PATH", "dir:PATH", or a bare PATH (an SQLite store when it ends
+// in .db, .sqlite or .sqlite3, a directory store otherwise).
+func openStore(spec string) (filesync.Store, error) {
+	kind, path, ok := strings.Cut(spec, ":")
+	if !ok || (kind != "sqlite" && kind != "dir") {
+		kind, path = "dir", spec
+		switch strings.ToLower(filepath.Ext(spec)) {
+		case ".db", ".sqlite", ".sqlite3":
+			kind = "sqlite"
+		}
+	}
+	if path == "" {
+		return nil, usage(fmt.Errorf("--store %q: empty path", spec))
+	}
+	if kind == "sqlite" {
+		return sqlitestore.Open(path)
+	}
+	return dirstore.Open(path)
+}
+
+// attachStore hydrates the session's workspace from --store and makes cl flush it back after
+// every write, edit and bash. Every collection of the store is synced, in name order (a new file
+// goes to the first; DefaultCollection when the store is empty). The sync state (base hashes and
+// stat cache) is kept in the state directory, per sandbox and store, so that separate invocations
+// flush base-aware. A flush error or conflict is reported on warn; the call's result stands.
+func attachStore(ctx context.Context, s Settings, sess *session, cl *caller, warn io.Writer) (func(), error) {
+	store, err := openStore(s.Store)
+	if err != nil {
+		return nil, fmt.Errorf("--store %s: %w", s.Store, err)
+	}
+	colls, err := store.Collections(ctx)
+	if err != nil {
+		store.Close()
+		return nil, fmt.Errorf("--store %s: %w", s.Store, err)
+	}
+	if len(colls) == 0 {
+		colls = []string{DefaultCollection}
+	}
+	where := s.Adapter + "\x00" + s.Root
+	if sess.Record != nil {
+		where = "sandbox\x00" + sess.Record.ID
+	}
+	abs, _ := filepath.Abs(s.Store)
+	sum := sha256.Sum256([]byte(where + "\x00" + abs))
+	fsync, err := filesync.New(sess.Sandbox, store, filesync.Options{
+		Collections: colls,
+		StateFile:   filepath.Join(s.StateDir, "filesync", hex.EncodeToString(sum[:12])+".json"),
+	})
+	if err != nil {
+		store.Close()
+		return nil, err
+	}
+	stop := progress.Spinner(warn, "hydrating the workspace from "+s.Store)
+	_, err = fsync.Hydrate(ctx)
+	stop()
+	if err != nil {
+		store.Close()
+		return nil, fmt.Errorf("--store %s: hydrate: %w", s.Store, err)
+	}
+	cl.after = func(ctx context.Context, t *tools.Tool) error {
+		switch t.Name() {
+		case "write", "edit", "bash":
+		default:
+			return nil
+		}
+		rep, err := fsync.Flush(context.WithoutCancel(ctx))
+		if err != nil {
+			if e := errs.As(err); e.Code == errs.Conflict {
+				return fmt.Errorf("--store %s: flush after %s: %d conflict(s), not overwritten: %v", s.Store, t.Name(), len(rep.Conflicts), rep.Conflicts)
+			}
+			return fmt.Errorf("--store %s: flush after %s: %w", s.Store, t.Name(), err)
+		}
+		return nil
+	}
+	return func() { store.Close() }, nil
+}

@@ -1,0 +1,148 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sandboxer/sandboxer/journal"
+	"github.com/sandboxer/sandboxer/tools"
+)
+
+// maxInputBytes bounds the JSON input read from --input or stdin (the largest valid input is a
+// write of BashMaxOutputBytes of content, JSON-escaped).
+const maxInputBytes = 8*tools.BashMaxOutputBytes + 1<<20
+
+func toolNames() []string {
+	var n []string
+	for _, t := range tools.Builtins() {
+		n = append(n, t.Name())
+	}
+	return n
+}
+
+func newToolCmd(std Streams) *cobra.Command {
+	var input string
+	c := &cobra.Command{
+		Use:   "tool NAME [--input JSON | < input.json] [flags]",
+		Short: "Run one tool call (" + strings.Join(toolNames(), ", ") + ") and print one JSON object",
+		Long: `Run one tool call and print exactly one JSON object on stdout:
+
+  {"ok":true,"output":"<the tool's result>"}
+  {"ok":false,"error":{"code":"TOOL_NOT_FOUND","message":"...","details":{}}}
+
+bash adds "stdout", "stderr", "exitCode" and "truncated" (and "enforced", "isolation",
+"durationMs"); a non-zero exit is TOOL_COMMAND_FAILED whose details hold exitCode and output.
+On --attempt > 1 the object carries "warning" when earlier attempts of the same run, node and
+iteration already called side-effecting, non-idempotent tools.
+
+The input is --input, or standard input when --input is not given. Every call is recorded in
+the journal (--journal). Exit status: 0 ok, 1 tool error, 2 usage error (unknown tool, bad JSON).`,
+		Args: func(c *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return usage(fmt.Errorf("tool: want one tool name (%s)", strings.Join(toolNames(), ", ")))
+			}
+			if tools.Lookup(args[0]) == nil {
+				return usage(fmt.Errorf("tool: unknown tool %q (want one of %s)", args[0], strings.Join(toolNames(), ", ")))
+			}
+			return nil
+		},
+		RunE: runE(func(c *cobra.Command, args []string) error {
+			t := tools.Lookup(args[0])
+			s, err := settingsOf(c)
+			if err != nil {
+				return err
+			}
+			raw := []byte(input)
+			if !c.Flags().Changed("input") {
+				if raw, err = io.ReadAll(io.LimitReader(std.In, maxInputBytes+1)); err != nil {
+					return usage(fmt.Errorf("tool: reading the input from stdin: %w", err))
+				}
+			}
+			if err := checkInput(raw); err != nil {
+				return usage(err)
+			}
+			ctx := c.Context()
+			sess, err := openSession(ctx, s)
+			if err != nil {
+				return err
+			}
+			defer sess.Close()
+			cl, done := newCaller(ctx, s, sess, std.Err)
+			defer done()
+			if s.Store != "" {
+				stop, err := attachStore(ctx, s, sess, cl, std.Err)
+				if err != nil {
+					return err
+				}
+				defer stop()
+			}
+			reply := cl.call(ctx, t, raw)
+			if err := printJSON(std, reply); err != nil {
+				return err
+			}
+			if !reply.OK {
+				return exit(1)
+			}
+			return nil
+		}),
+	}
+	addCommonFlags(c.Flags())
+	c.Flags().StringVar(&input, "input", "", "the tool's input, a JSON object (default: read from stdin)")
+	return c
+}
+
+// checkInput accepts exactly one JSON object (surrounding white space allowed).
+func checkInput(raw []byte) error {
+	if len(raw) > maxInputBytes {
+		return fmt.Errorf("tool: input is larger than %d bytes", maxInputBytes)
+	}
+	trimmed := bytes.TrimSpace(raw)
+	if len(trimmed) == 0 {
+		return errors.New("tool: no input: give --input '{...}' or a JSON object on stdin")
+	}
+	dec := json.NewDecoder(bytes.NewReader(trimmed))
+	var obj map[string]json.RawMessage
+	if err := dec.Decode(&obj); err != nil || obj == nil {
+		if err == nil {
+			err = errors.New("null")
+		}
+		return fmt.Errorf("tool: the input is not a JSON object: %v", err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return errors.New("tool: the input has data after the JSON object")
+	}
+	return nil
+}
+
+// newCaller prepares the journal and the tool context of one invocation. A journal that cannot be
+// opened is reported on warn and the calls run without it. done closes what it opened.
+func newCaller(ctx context.Context, s Settings, sess *session, warn io.Writer) (*caller, func()) {
+	tc := tools.NewContext(sess.Sandbox)
+	tc.RunID, tc.NodeID, tc.Iteration, tc.Attempt = s.RunID, s.NodeID, s.Iteration, s.Attempt
+	tc.AllowNetwork, tc.MaxOutputBytes, tc.Timeout = s.AllowNetwork, s.MaxOutputBytes, s.Timeout
+	cl := &caller{
+		base: *tc,
+		pos:  journal.Position{RunID: s.RunID, NodeID: s.NodeID, Iteration: s.Iteration, Attempt: s.Attempt},
+		warn: warn,
+	}
+	if s.Journal != "" {
+		j, err := journal.Open(ctx, s.Journal, journal.Options{MaxFieldBytes: s.MaxOutputBytes})
+		if err != nil {
+			cl.warnf("%v (tool calls run without a journal)", err)
+		} else {
+			cl.j = j
+		}
+	}
+	return cl, func() {
+		if cl.j != nil {
+			cl.j.Close()
+		}
+	}
+}
