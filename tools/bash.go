@@ -1,0 +1,179 @@
+package tools
+
+import (
+	"context"
+	"errors"
+	"strings"
+
+	"github.com/sandboxer/sandboxer/adapter"
+	"github.com/sandboxer/sandboxer/errs"
+)
+
+// BashInput is the input of bash.
+type BashInput struct {
+	Cmd  string    `json:"cmd" jsonschema:"executable name or path; no shell parsing (for pipes use cmd sh with args [-c, script])"`
+	Args []string  `json:"args,omitempty" jsonschema:"arguments, passed as they are"`
+	Opts *BashOpts `json:"opts,omitempty" jsonschema:"options"`
+}
+
+// BashOpts are the per-call options of bash.
+type BashOpts struct {
+	Cwd string `json:"cwd,omitempty" jsonschema:"working directory inside the workspace; default the workspace root"`
+}
+
+// BashResult is the result of a bash call that exited 0 (and the Details of one that did not).
+type BashResult struct {
+	// Output is stdout followed by stderr (each already capped at MaxOutputBytes). The two streams
+	// are captured separately, so their interleaving in time is not kept.
+	Output    string `json:"output"`
+	Stdout    string `json:"stdout"`
+	Stderr    string `json:"stderr"`
+	ExitCode  int    `json:"exitCode"`
+	Truncated bool   `json:"truncated"` // either stream went over MaxOutputBytes
+	// StdoutDropped and StderrDropped count the bytes left out of a truncated stream.
+	StdoutDropped int64 `json:"stdoutDroppedBytes,omitempty"`
+	StderrDropped int64 `json:"stderrDroppedBytes,omitempty"`
+	DurationMs    int64 `json:"durationMs"`
+	// Enforced says whether the sandbox itself cut the command off the network (network namespace,
+	// container network none, no network at all), as opposed to argv inspection alone. false
+	// while the network is off means only the policy check applied (SPEC.md section 4).
+	Enforced bool `json:"enforced"`
+	// Isolation lists every enforcement layer that was in force.
+	Isolation adapter.Isolation `json:"isolation"`
+}
+
+// Text is the combined output: what the agent reads.
+func (r BashResult) Text() string { return r.Output }
+
+// Bash is the bash tool: {cmd, args?, opts?: {cwd?}} -> BashResult. argv = [cmd, args...] runs
+// directly through Sandbox.ExecuteCommand, without a shell, in opts.cwd (default the root), with
+// MaxOutputBytes per stream and Timeout.
+//
+// Checks before anything runs, each errs.InvalidInput naming the field: cmd empty or only white
+// space, cmd over BashMaxCommandLength, more than BashMaxArgs args, an arg over BashMaxArgLength,
+// cmd and args joined by spaces over BashMaxCommandLength, opts.cwd over BashMaxCwdLength, args
+// not strings. Then, with AllowNetwork false, the policy check: errs.NetworkDisabled or
+// errs.GitRemoteDisabled (Details["command"]), and the command is not run.
+//
+// Errors after that: errs.PathEscape / errs.PathInvalid / errs.NotFound for a bad opts.cwd;
+// errs.ProcessFailed (the executable cannot be started); errs.ProcessTimeout (the whole process
+// tree was killed; Details hold the partial "output", "stdout", "stderr", "truncated");
+// errs.CommandFailed for a non-zero exit, with Details "exitCode", "output", "stdout", "stderr",
+// "truncated", "isolation", "enforced"; errs.SandboxUnavailable.
+var Bash = builtin("", Definition[BashInput, BashResult]{
+	Name:        "bash",
+	Description: "Run an executable with arguments in the sandbox workspace, without a shell (for pipes or redirects run sh with args [\"-c\", script]). Returns the combined output; a non-zero exit is an error carrying the output.",
+	SideEffect:  true,
+	Execute:     runBash,
+})
+
+// ValidateBash checks in against the BashMax* limits without running anything; Bash calls it
+// first. Errors are errs.InvalidInput whose message and Details["field"] name the field.
+func ValidateBash(in BashInput) error {
+	if strings.TrimSpace(in.Cmd) == "" {
+		return fieldErr("cmd", "cmd is empty")
+	}
+	if len(in.Cmd) > BashMaxCommandLength {
+		return fieldErr("cmd", "cmd is %d bytes, more than %d", len(in.Cmd), BashMaxCommandLength)
+	}
+	if len(in.Args) > BashMaxArgs {
+		return fieldErr("args", "args has %d entries, more than %d", len(in.Args), BashMaxArgs)
+	}
+	total := len(in.Cmd)
+	for i, a := range in.Args {
+		if len(a) > BashMaxArgLength {
+			return fieldErr("args", "args[%d] is %d bytes, more than %d", i, len(a), BashMaxArgLength)
+		}
+		total += 1 + len(a)
+	}
+	if total > BashMaxCommandLength {
+		return fieldErr("args", "cmd and args joined are %d bytes, more than %d", total, BashMaxCommandLength)
+	}
+	if in.Opts != nil && len(in.Opts.Cwd) > BashMaxCwdLength {
+		return fieldErr("opts.cwd", "opts.cwd is %d bytes, more than %d", len(in.Opts.Cwd), BashMaxCwdLength)
+	}
+	return nil
+}
+
+func fieldErr(field, format string, args ...any) error {
+	e := errs.New(errs.InvalidInput, "bash", "", format, args...)
+	e.Details = map[string]any{"field": field}
+	return e
+}
+
+func runBash(ctx context.Context, in BashInput, tc *Context) (BashResult, error) {
+	if err := ValidateBash(in); err != nil {
+		return BashResult{}, err
+	}
+	argv := make([]string, 0, 1+len(in.Args))
+	argv = append(argv, in.Cmd)
+	argv = append(argv, in.Args...)
+	if !tc.AllowNetwork {
+		if err := checkNetwork(argv); err != nil {
+			return BashResult{}, err
+		}
+	}
+	var dir string
+	if in.Opts != nil {
+		dir = in.Opts.Cwd
+		if dir != "" && strings.TrimSpace(dir) == "" {
+			return BashResult{}, errs.New(errs.PathInvalid, "bash", dir, "opts.cwd is only white space")
+		}
+	}
+	res, err := tc.Sandbox.ExecuteCommand(ctx, adapter.Command{
+		Args:           argv,
+		Dir:            dir,
+		Env:            tc.Env,
+		Timeout:        tc.Timeout,
+		MaxOutputBytes: tc.MaxOutputBytes,
+		AllowNetwork:   tc.AllowNetwork,
+	})
+	out := bashResult(res)
+	if err != nil {
+		e := errs.As(err)
+		if errors.Is(err, errs.ProcessTimeout) {
+			e.Details = mergeDetails(e.Details, out.details())
+		}
+		if e.Path == "" && dir != "" && (errors.Is(err, errs.PathEscape) || errors.Is(err, errs.PathInvalid) || errors.Is(err, errs.NotFound)) {
+			e.Path = dir
+		}
+		return BashResult{}, e
+	}
+	if res.ExitCode != 0 {
+		e := errs.New(errs.CommandFailed, "bash", "", "command exited with code %d", res.ExitCode)
+		if out.Output != "" {
+			e.Msg += ":\n" + out.Output
+		}
+		e.Details = out.details()
+		return BashResult{}, e
+	}
+	return out, nil
+}
+
+func bashResult(res adapter.Result) BashResult {
+	stdout, stderr := string(res.Stdout), string(res.Stderr)
+	return BashResult{
+		Output:        stdout + stderr,
+		Stdout:        stdout,
+		Stderr:        stderr,
+		ExitCode:      res.ExitCode,
+		Truncated:     res.Truncated(),
+		StdoutDropped: res.StdoutDropped,
+		StderrDropped: res.StderrDropped,
+		DurationMs:    res.Duration.Milliseconds(),
+		Enforced:      res.Isolation.Network,
+		Isolation:     res.Isolation,
+	}
+}
+
+func (r BashResult) details() map[string]any {
+	return map[string]any{
+		"exitCode":  r.ExitCode,
+		"output":    r.Output,
+		"stdout":    r.Stdout,
+		"stderr":    r.Stderr,
+		"truncated": r.Truncated,
+		"enforced":  r.Enforced,
+		"isolation": r.Isolation,
+	}
+}
