@@ -1,0 +1,29 @@
+package filesync_test
+
+import (
+	"testing"
+
+	"github.com/sandboxer/sandboxer/adapter"
+	"github.com/sandboxer/sandboxer/adapter/local"
+	"github.com/sandboxer/sandboxer/adapter/memory"
+	"github.com/sandboxer/sandboxer/sync/filesynctest"
+	"github.com/stretchr/testify/require"
+)
+
+func newLocal(t *testing.T) adapter.Sandbox {
+	sb, err := local.New(local.Config{Root: t.TempDir()})
+	require.NoError(t, err)
+	return sb
+}
+
+func TestLocal(t *testing.T) {
+	filesynctest.Run(t, filesynctest.Harness{New: newLocal})
+}
+
+func TestMemory(t *testing.T) {
+	filesynctest.Run(t, filesynctest.Harness{New: func(t *testing.T) adapter.Sandbox {
+		sb, err := memory.New(memory.Config{})
+		require.NoError(t, err)
+		return sb
+	}})
+}
