@@ -153,6 +153,9 @@ func openSession(ctx context.Context, s Settings) (*session, error) {
 		if errors.Is(err, errs.InvalidInput) {
 			return nil, usage(err)
 		}
+		if errors.Is(err, errs.NotFound) {
+			return nil, errs.New(errs.SandboxUnavailable, "sandbox", "", "no sandbox %q in %s (see sandboxer sandbox ls)", s.Sandbox, s.StateDir)
+		}
 		return nil, err
 	}
 	b, ok := lookupBackend(rec.Adapter)

@@ -69,9 +69,20 @@ the journal (--journal). Exit status: 0 ok, 1 tool error, 2 usage error (unknown
 				return usage(err)
 			}
 			ctx := c.Context()
+			// From here on every failure is reported as the one JSON object, exit status 1.
+			fail := func(err error) error {
+				var ee *exitError
+				if errors.As(err, &ee) {
+					return err
+				}
+				if perr := printJSON(std, errorReply(err)); perr != nil {
+					return perr
+				}
+				return exit(1)
+			}
 			sess, err := openSession(ctx, s)
 			if err != nil {
-				return err
+				return fail(err)
 			}
 			defer sess.Close()
 			cl, done := newCaller(ctx, s, sess, std.Err)
@@ -79,7 +90,7 @@ the journal (--journal). Exit status: 0 ok, 1 tool error, 2 usage error (unknown
 			if s.Store != "" {
 				stop, err := attachStore(ctx, s, sess, cl, std.Err)
 				if err != nil {
-					return err
+					return fail(err)
 				}
 				defer stop()
 			}

@@ -1,0 +1,128 @@
+package main_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata")
+
+// bin is the sandboxer binary, built once for the whole run.
+var bin string
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	dir, err := os.MkdirTemp("", "sandboxer-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	bin = filepath.Join(dir, "sandboxer")
+	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "go build: %v\n%s", err, out)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// env is one test's isolated world: a workspace (the current directory of every run), a state
+// directory and a home, all under one temporary directory.
+type env struct {
+	t     testing.TB
+	base  string // the temporary directory; masked as $TMP in goldens
+	work  string
+	state string
+	vars  []string
+}
+
+func newEnv(t testing.TB) *env {
+	t.Helper()
+	base, err := filepath.EvalSymlinks(t.TempDir())
+	require.NoError(t, err)
+	e := &env{t: t, base: base, work: filepath.Join(base, "work"), state: filepath.Join(base, "state")}
+	require.NoError(t, os.MkdirAll(e.work, 0o755))
+	require.NoError(t, os.MkdirAll(filepath.Join(base, "home"), 0o755))
+	e.vars = []string{
+		"PATH=" + os.Getenv("PATH"),
+		"HOME=" + filepath.Join(base, "home"),
+		"SANDBOXER_STATE_DIR=" + e.state,
+		"LANG=C.UTF-8",
+	}
+	if h := os.Getenv("DOCKER_HOST"); h != "" {
+		e.vars = append(e.vars, "DOCKER_HOST="+h)
+	}
+	return e
+}
+
+// result is one run of the binary.
+type result struct {
+	stdout, stderr string
+	code           int
+}
+
+// run runs the binary in the workspace with extra environment entries ("K=V") and stdin.
+func (e *env) run(stdin string, extraEnv []string, args ...string) result {
+	e.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Dir = e.work
+	cmd.Env = append(append([]string(nil), e.vars...), extraEnv...)
+	cmd.Stdin = strings.NewReader(stdin)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		code = ee.ExitCode()
+	} else if err != nil {
+		e.t.Fatalf("run %v: %v", args, err)
+	}
+	return result{stdout: out.String(), stderr: errb.String(), code: code}
+}
+
+func (e *env) write(rel, content string) {
+	e.t.Helper()
+	p := filepath.Join(e.work, rel)
+	require.NoError(e.t, os.MkdirAll(filepath.Dir(p), 0o755))
+	require.NoError(e.t, os.WriteFile(p, []byte(content), 0o644))
+}
+
+var masks = []struct {
+	re   *regexp.Regexp
+	with string
+}{
+	{regexp.MustCompile(`"durationMs":\d+`), `"durationMs":0`},
+	{regexp.MustCompile(`"(startedAtMs|finishedAtMs)":\d+`), `"$1":0`},
+	{regexp.MustCompile(`\b\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z\b`), `TIME`},
+	{regexp.MustCompile(`\b(\d+(\.\d+)?(ns|µs|ms|s)|0s)\b`), `DUR`},
+	{regexp.MustCompile(`\bsbx-[0-9a-f]{12}\b`), `sbx-ID`},
+	{regexp.MustCompile(`  +`), `  `}, // table columns whose width depends on masked values
+}
+
+// mask replaces what changes between runs: the temporary directory, durations, times and
+// sandbox ids. Idempotency keys are deterministic and stay.
+func (e *env) mask(s string) string {
+	s = strings.ReplaceAll(s, e.base, "$TMP")
+	for _, m := range masks {
+		s = m.re.ReplaceAllString(s, m.with)
+	}
+	return s
+}
