@@ -1,0 +1,517 @@
+package memory
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sandboxer/sandboxer/adapter"
+	"github.com/sandboxer/sandboxer/adapter/memory/coreutils"
+	"github.com/sandboxer/sandboxer/adapter/memory/memfs"
+	"github.com/sandboxer/sandboxer/errs"
+	"mvdan.cc/sh/v3/expand"
+	"mvdan.cc/sh/v3/interp"
+	"mvdan.cc/sh/v3/syntax"
+)
+
+// call is the state of one ExecuteCommand, reached by every handler through the context.
+type call struct {
+	sb       *Sandbox
+	fs       *memfs.FS
+	cancel   context.CancelFunc
+	commands atomic.Int64
+	loops    atomic.Int64
+
+	mu   sync.RWMutex // held for reading by tree operations; finish takes it to shut them out
+	done bool
+
+	stopped atomic.Bool // the sandbox was stopped while this call ran
+
+	failOnce sync.Once
+	fatal    error // a spent limit (errs.LimitExceeded)
+}
+
+type callKey struct{}
+
+func callOf(ctx context.Context) *call { return ctx.Value(callKey{}).(*call) }
+
+// limit records a spent limit and ends the call.
+func (c *call) limit(what string, format string, args ...any) error {
+	c.failOnce.Do(func() {
+		e := errs.New(errs.LimitExceeded, "exec", "", format, args...)
+		e.Details = map[string]any{"limit": what}
+		c.fatal = e
+		c.cancel()
+	})
+	return c.fatal
+}
+
+// enter reports whether the call is still running; tree access after the call returned (a
+// background job left behind) is refused. The caller must call leave when enter returns true.
+func (c *call) enter() bool {
+	c.mu.RLock()
+	if c.done {
+		c.mu.RUnlock()
+		return false
+	}
+	return true
+}
+
+func (c *call) leave() { c.mu.RUnlock() }
+
+// stop ends the call because its sandbox stopped.
+func (c *call) stop() {
+	c.stopped.Store(true)
+	c.cancel()
+}
+
+func (c *call) finish() {
+	c.mu.Lock()
+	c.done = true
+	c.mu.Unlock()
+}
+
+var errCallOver = &os.PathError{Op: "open", Path: "", Err: errors.New("the command has ended")}
+
+// stream is one captured output stream: a capped buffer plus the live copy, safe for concurrent
+// writers (background jobs), closed when the call ends.
+type stream struct {
+	mu     sync.Mutex
+	buf    *adapter.CappedBuffer
+	live   io.Writer
+	closed bool
+}
+
+func (s *stream) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return 0, os.ErrClosed
+	}
+	s.buf.Write(p)
+	if s.live != nil {
+		_, _ = s.live.Write(p)
+	}
+	return len(p), nil
+}
+
+func (s *stream) close() {
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
+}
+
+// killed is how kill ends the shell that signalled itself.
+type killed struct{ sig int }
+
+func (k killed) Error() string { return fmt.Sprintf("killed by signal %d", k.sig) }
+
+// notFound is a direct argv whose program does not exist.
+type notFound struct{ name, why string }
+
+func (n notFound) Error() string { return n.name + ": " + n.why }
+
+// ExecuteCommand interprets cmd.Args: "sh -c SCRIPT [NAME ARGS...]" (also bash, dash, with
+// bundled flags such as -ec or -euo pipefail) runs the script; any other argv runs as one simple
+// command (a shell builtin, a built-in utility, or a script file in the tree). Errors, beyond
+// adapter.Sandbox's: errs.LimitExceeded when a Config limit was spent (the Result holds the
+// output so far); errs.ProcessFailed when Args[0] is neither a builtin, a utility nor an
+// executable file in the tree.
+func (s *Sandbox) ExecuteCommand(ctx context.Context, c adapter.Command) (adapter.Result, error) {
+	start := time.Now()
+	if len(c.Args) == 0 || c.Args[0] == "" {
+		return adapter.Result{}, errs.New(errs.InvalidInput, "exec", "", "empty argv")
+	}
+	if c.MaxOutputBytes < 0 || c.Timeout < 0 {
+		return adapter.Result{}, errs.New(errs.InvalidInput, "exec", "", "negative MaxOutputBytes or Timeout")
+	}
+	if err := s.checkOpen("exec"); err != nil {
+		return adapter.Result{}, err
+	}
+	dir, err := s.workDir(c.Dir)
+	if err != nil {
+		return adapter.Result{}, err
+	}
+	env := s.envList
+	if len(c.Env) > 0 {
+		for _, kv := range c.Env {
+			if k, _, ok := strings.Cut(kv, "="); !ok || k == "" {
+				return adapter.Result{}, errs.New(errs.InvalidInput, "exec", "", "env entry %q is not KEY=VALUE", kv)
+			}
+		}
+		env = expand.ListEnviron(append(append([]string(nil), s.baseEnv...), c.Env...)...)
+	}
+	limit := c.MaxOutputBytes
+	if limit == 0 {
+		limit = s.cfg.MaxOutputBytes
+	}
+	stdout := &stream{buf: adapter.NewCappedBuffer(limit), live: c.Stdout}
+	stderr := &stream{buf: adapter.NewCappedBuffer(limit), live: c.Stderr}
+
+	timeout := c.Timeout
+	if _, ok := ctx.Deadline(); !ok && timeout == 0 {
+		timeout = s.cfg.Timeout
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	if timeout > 0 {
+		runCtx, cancel = context.WithTimeoutCause(ctx, timeout, context.DeadlineExceeded)
+	}
+	cl := &call{sb: s, fs: s.fs, cancel: cancel}
+	runCtx = context.WithValue(runCtx, callKey{}, cl)
+	if !s.track(cl) {
+		cancel()
+		return adapter.Result{}, errs.New(errs.SandboxUnavailable, "exec", "", "sandbox %s is stopped", s.id)
+	}
+	defer s.untrack(cl)
+
+	var stdin *os.File
+	var stdinDone chan struct{}
+	if c.Stdin != nil {
+		pr, pw, err := os.Pipe()
+		if err != nil {
+			cancel()
+			return adapter.Result{}, errs.Wrap(errs.Internal, "exec", "", err)
+		}
+		stdin, stdinDone = pr, make(chan struct{})
+		go func() {
+			defer close(stdinDone)
+			_, _ = io.Copy(pw, c.Stdin)
+			pw.Close()
+		}()
+		stop := context.AfterFunc(runCtx, func() { _ = pr.SetReadDeadline(time.Now()) })
+		defer stop()
+	}
+
+	code, runErr := s.runTop(runCtx, cl, c.Args, dir, env, stdin, stdout, stderr)
+	ended := runCtx.Err() // before cancel below: set when the time ran out, ctx ended or a limit hit
+
+	cancel() // background jobs see the end first, then the gate closes behind them
+	cl.finish()
+	stdout.close()
+	stderr.close()
+	if stdin != nil {
+		stdin.Close() // a copier blocked on a full pipe gets EPIPE
+		<-stdinDone
+	}
+
+	var nf notFound
+	if errors.As(runErr, &nf) {
+		return adapter.Result{}, errs.New(errs.ProcessFailed, "exec", nf.name, "%s", nf.why)
+	}
+	res := adapter.Result{ExitCode: code, Duration: max(time.Since(start), time.Nanosecond),
+		Isolation: adapter.Isolation{Network: true, Filesystem: true, ProcessTree: true, Layers: []string{"memory"}}}
+	adapter.Capture(&res, stdout.buf, stderr.buf)
+	var k killed
+	switch {
+	case cl.fatal != nil:
+		return res, withOutput(cl.fatal, res)
+	case cl.stopped.Load():
+		return res, withOutput(errs.New(errs.SandboxUnavailable, "exec", "", "sandbox %s was stopped while the command ran", s.id), res)
+	case errors.As(runErr, &k):
+		res.ExitCode = 128 + k.sig
+		return res, nil
+	case ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded):
+		return res, ctx.Err()
+	case ended != nil:
+		if res.ExitCode == 0 {
+			res.ExitCode = 128 + 9
+		}
+		e := errs.New(errs.ProcessTimeout, "exec", "", "command outlived the context's deadline")
+		if timeout > 0 {
+			e = errs.New(errs.ProcessTimeout, "exec", "", "command outlived its timeout of %s", timeout)
+		}
+		return res, withOutput(e, res)
+	case runErr != nil:
+		// The interpreter stopped on an error of its own: report it like a shell would.
+		res.Stderr = append(res.Stderr, []byte("sh: "+runErr.Error()+"\n")...)
+		if res.ExitCode == 0 {
+			res.ExitCode = 1
+		}
+	}
+	return res, nil
+}
+
+func withOutput(err error, res adapter.Result) error {
+	var e *errs.Error
+	if errors.As(err, &e) {
+		c := *e
+		c.Details = map[string]any{"stdout": string(res.Stdout), "stderr": string(res.Stderr), "exitCode": res.ExitCode}
+		for k, v := range e.Details {
+			c.Details[k] = v
+		}
+		return &c
+	}
+	return err
+}
+
+// workDir resolves Command.Dir inside the workspace.
+func (s *Sandbox) workDir(d string) (string, error) {
+	if d == "" {
+		return Workspace, nil
+	}
+	a, err := s.abs("exec", d)
+	if err != nil {
+		return "", err
+	}
+	info, resolved, err := s.fs.StatJailed(a, Workspace, true)
+	if err != nil {
+		return "", fsErr("exec", d, err)
+	}
+	if !info.IsDir() {
+		return "", errs.New(errs.InvalidInput, "exec", d, "not a directory")
+	}
+	return resolved, nil
+}
+
+// shells are the names run as a shell invocation.
+var shells = map[string]bool{"sh": true, "bash": true, "dash": true, "ash": true, "ksh": true, "zsh": false}
+
+func isShell(name string) bool { return shells[path.Base(name)] }
+
+// runTop runs the top-level argv. The error is notFound, killed, or whatever ended the runner.
+func (s *Sandbox) runTop(ctx context.Context, cl *call, args []string, dir string, env expand.Environ, stdin *os.File, stdout, stderr io.Writer) (int, error) {
+	if isShell(args[0]) {
+		return s.runShell(ctx, cl, args, dir, env, stdin, stdout, stderr)
+	}
+	name := args[0]
+	if _, ok := coreutils.Lookup(name); !ok && !interp.IsBuiltin(name) && internal[name] == nil {
+		if !strings.Contains(name, "/") {
+			return 127, notFound{name, "executable file not found in $PATH"}
+		}
+		if _, why := s.executable(dir, name); why != "" {
+			return 127, notFound{name, why}
+		}
+	}
+	return s.runNode(ctx, cl, callExpr(args), "", nil, dir, env, stdin, stdout, stderr)
+}
+
+// executable finds an executable file of the tree, or says why not.
+func (s *Sandbox) executable(dir, name string) (string, string) {
+	p := name
+	if !strings.HasPrefix(p, "/") {
+		p = path.Join(dir, p)
+	}
+	info, err := s.fs.Stat(p, true)
+	switch {
+	case err != nil:
+		return "", "No such file or directory"
+	case info.IsDir():
+		return "", "Is a directory"
+	case info.Mode().Perm()&0o111 == 0:
+		return "", "Permission denied"
+	}
+	return p, ""
+}
+
+func callExpr(args []string) *syntax.CallExpr {
+	words := make([]*syntax.Word, len(args))
+	for i, a := range args {
+		words[i] = &syntax.Word{Parts: []syntax.WordPart{&syntax.SglQuoted{Value: a}}}
+	}
+	return &syntax.CallExpr{Args: words}
+}
+
+// shellInvocation is a parsed "sh [flags] [-c script | file] args..." argv.
+type shellInvocation struct {
+	opts   []string // for interp.Params: "-e", "-o", "pipefail", ...
+	script string   // the script text
+	name   string   // $0
+	params []string
+	file   string // script file, when not -c
+	stdin  bool   // script from stdin
+}
+
+func parseShellArgs(args []string) (shellInvocation, error) {
+	inv := shellInvocation{name: path.Base(args[0])}
+	cmdMode := false
+	i := 1
+	for ; i < len(args); i++ {
+		a := args[i]
+		if a == "--" || a == "-" {
+			i++
+			break
+		}
+		if strings.HasPrefix(a, "--") {
+			switch a {
+			case "--login", "--norc", "--noprofile", "--posix", "--noediting":
+				continue
+			}
+			return inv, fmt.Errorf("%s: invalid option", a)
+		}
+		if len(a) < 2 || (a[0] != '-' && a[0] != '+') {
+			break
+		}
+		for _, ch := range a[1:] {
+			switch ch {
+			case 'c':
+				cmdMode = true
+			case 'l', 'i', 'p':
+			case 's':
+				inv.stdin = true
+			case 'o':
+				if i+1 >= len(args) {
+					return inv, fmt.Errorf("-o: option requires an argument")
+				}
+				i++
+				inv.opts = append(inv.opts, string(a[0])+"o", args[i])
+			default:
+				inv.opts = append(inv.opts, string(a[0])+string(ch))
+			}
+		}
+	}
+	rest := args[i:]
+	switch {
+	case cmdMode:
+		if len(rest) == 0 {
+			return inv, fmt.Errorf("-c: option requires an argument")
+		}
+		inv.script = rest[0]
+		if len(rest) > 1 {
+			inv.name = rest[1]
+			inv.params = rest[2:]
+		}
+	case len(rest) > 0 && !inv.stdin:
+		inv.file = rest[0]
+		inv.name = rest[0]
+		inv.params = rest[1:]
+	default:
+		inv.stdin = true
+		inv.params = rest
+	}
+	return inv, nil
+}
+
+// runShell runs a shell invocation argv in a fresh shell (its own variables, like a child
+// process).
+func (s *Sandbox) runShell(ctx context.Context, cl *call, args []string, dir string, env expand.Environ, stdin *os.File, stdout, stderr io.Writer) (int, error) {
+	shName := path.Base(args[0])
+	inv, err := parseShellArgs(args)
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", shName, err)
+		return 2, nil
+	}
+	script := inv.script
+	switch {
+	case inv.file != "":
+		p := inv.file
+		if !strings.HasPrefix(p, "/") {
+			p = path.Join(dir, p)
+		}
+		if !cl.enter() {
+			return 1, nil
+		}
+		data, err := s.fs.ReadFile(p)
+		cl.leave()
+		if err != nil {
+			fmt.Fprintf(stderr, "%s: %s: %s\n", shName, inv.file, errText(err))
+			return 127, nil
+		}
+		script = string(data)
+	case inv.stdin && inv.script == "":
+		if stdin != nil {
+			data, err := io.ReadAll(io.LimitReader(stdin, s.cfg.MaxStringBytes+1))
+			if err != nil && ctx.Err() == nil {
+				fmt.Fprintf(stderr, "%s: reading script: %v\n", shName, err)
+				return 2, nil
+			}
+			if int64(len(data)) > s.cfg.MaxStringBytes {
+				return 2, cl.limit("string_bytes", "script on stdin larger than %d bytes", s.cfg.MaxStringBytes)
+			}
+			script = string(data)
+		}
+		stdin = nil
+	}
+	file, err := parseScript(script)
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: %s\n", shName, shellSyntaxError(inv, err))
+		return 2, nil
+	}
+	named := *file
+	named.Name = inv.name
+	return s.runNode(ctx, cl, &named, shName, append(inv.opts, append([]string{"--"}, inv.params...)...), dir, env, stdin, stdout, stderr)
+}
+
+func shellSyntaxError(inv shellInvocation, err error) string {
+	where := "-c"
+	if inv.file != "" {
+		where = inv.file
+	}
+	var pe syntax.ParseError
+	if errors.As(err, &pe) {
+		return fmt.Sprintf("%s: line %d: syntax error: %s", where, pe.Pos.Line(), pe.Text)
+	}
+	return where + ": " + err.Error()
+}
+
+// runNode runs a parsed script or one command on a pooled runner.
+func (s *Sandbox) runNode(ctx context.Context, cl *call, node syntax.Node, _ string, params []string, dir string, env expand.Environ, stdin *os.File, stdout, stderr io.Writer) (code int, err error) {
+	r := getRunner()
+	_ = interp.Env(env)(r)
+	r.Reset()
+	_ = interp.StdIO(stdin, stdout, stderr)(r)
+	if params != nil {
+		if err := interp.Params(params...)(r); err != nil {
+			fmt.Fprintf(stderr, "sh: %v\n", err)
+			putRunner(r)
+			return 2, nil
+		}
+	}
+	if dir != Workspace {
+		if err := r.Run(ctx, callExpr([]string{"cd", dir})); err != nil {
+			putRunner(r)
+			return 1, err
+		}
+	}
+	err = r.Run(ctx, node)
+	putRunner(r)
+	var es interp.ExitStatus
+	switch {
+	case err == nil:
+		return 0, nil
+	case errors.As(err, &es):
+		return int(es), nil
+	}
+	return 1, err
+}
+
+var runnerPool sync.Pool // of *interp.Runner
+
+func getRunner() *interp.Runner {
+	if r, ok := runnerPool.Get().(*interp.Runner); ok {
+		return r
+	}
+	return newRunner()
+}
+
+func putRunner(r *interp.Runner) { runnerPool.Put(r) }
+
+// bootEnv is the environment runners are created with. Its TMPDIR fixes the interpreter's
+// private temporary directory (used only for process substitution FIFOs, which are refused at
+// parse time) to a path with a NUL byte: any host call on it fails before reaching the kernel.
+var bootEnv = expand.ListEnviron("TMPDIR=/\x00sandboxer-no-host-tmp", "HOME="+Workspace)
+
+func newRunner() *interp.Runner {
+	r, err := interp.New(
+		interp.Env(bootEnv),
+		func(r *interp.Runner) error { r.Dir = Workspace; return nil }, // interp.Dir would stat the host
+		interp.StdIO(nil, io.Discard, io.Discard),
+		interp.ExecHandlers(func(interp.ExecHandlerFunc) interp.ExecHandlerFunc { return execHandler }),
+		interp.CallHandler(callHandler),
+		interp.OpenHandler(openHandler),
+		interp.ReadDirHandler2(readDirHandler),
+		interp.StatHandler(statHandler),
+		interp.AccessHandler(accessHandler),
+	)
+	if err != nil {
+		panic("memory: building the interpreter: " + err.Error())
+	}
+	r.Reset()
+	return r
+}

@@ -1,0 +1,772 @@
+package memory
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/sandboxer/sandboxer/adapter/memory/coreutils"
+	"github.com/sandboxer/sandboxer/adapter/memory/memfs"
+	"mvdan.cc/sh/v3/expand"
+	"mvdan.cc/sh/v3/interp"
+	"mvdan.cc/sh/v3/syntax"
+)
+
+// Names the call handler rewrites builtins to, so that they reach execHandler instead of an
+// interpreter builtin that would look at the host (type, command -v, pwd -P) or is missing
+// (kill). A NUL byte keeps them out of reach of scripts.
+const (
+	loopTick      = "\x00sandboxer:loop"
+	internalKill  = "\x00sandboxer:kill"
+	internalType  = "\x00sandboxer:type"
+	internalCmdV  = "\x00sandboxer:command-v"
+	internalPwd   = "\x00sandboxer:pwd"
+	internalUnsup = "\x00sandboxer:unsupported"
+	internalSrc   = "\x00sandboxer:" // prefix of a source path resolved in the tree
+)
+
+// internalFunc runs one internal command; a negative status -N means "the shell was killed by
+// signal N".
+type internalFunc func(ctx context.Context, cl *call, hc interp.HandlerContext, args []string) int
+
+var internal map[string]internalFunc
+
+func init() {
+	internal = map[string]internalFunc{
+		internalKill:  runKill,
+		internalType:  runType,
+		internalCmdV:  runCommandV,
+		internalPwd:   runPwd,
+		internalUnsup: runUnsupported,
+		"which":       runWhich,
+	}
+}
+
+// callHandler sees every simple command (builtins and functions included): it counts commands
+// and loop iterations against the limits and reroutes the builtins that would reach the host.
+func callHandler(ctx context.Context, args []string) ([]string, error) {
+	cl := callOf(ctx)
+	n := cl.commands.Add(1)
+	if args[0] == loopTick {
+		cl.commands.Add(-1)
+		if l := cl.loops.Add(1); l > int64(cl.sb.cfg.MaxLoopIterations) {
+			return nil, cl.limit("loop_iterations", "more than %d loop iterations", cl.sb.cfg.MaxLoopIterations)
+		}
+		if err := checkVars(ctx, cl); err != nil {
+			return nil, err
+		}
+		return []string{":"}, nil
+	}
+	if n > int64(cl.sb.cfg.MaxCommands) {
+		return nil, cl.limit("commands", "more than %d commands", cl.sb.cfg.MaxCommands)
+	}
+	if n%64 == 0 {
+		if err := checkVars(ctx, cl); err != nil {
+			return nil, err
+		}
+	}
+	switch args[0] {
+	case "kill":
+		return append([]string{internalKill}, args[1:]...), nil
+	case "type":
+		return append([]string{internalType}, args[1:]...), nil
+	case "command":
+		if len(args) > 1 && (args[1] == "-v" || args[1] == "-V") {
+			return append([]string{internalCmdV}, args[1:]...), nil
+		}
+	case "pwd":
+		if len(args) > 1 {
+			return append([]string{internalPwd}, args[1:]...), nil
+		}
+	case "source", ".":
+		if len(args) > 1 {
+			// Resolve the file in the tree ourselves; the prefix makes the interpreter's own PATH
+			// lookup fail without a host call, and openHandler strips it.
+			hc := interp.HandlerCtx(ctx)
+			p := sourcePath(cl, hc, args[1])
+			out := append([]string{args[0], internalSrc + p}, args[2:]...)
+			return out, nil
+		}
+	case "test", "[":
+		for _, a := range args[1:] {
+			if a == "-O" || a == "-G" {
+				return []string{internalUnsup, args[0] + " " + a + ": file ownership is not modelled"}, nil
+			}
+		}
+	}
+	return args, nil
+}
+
+// checkVars bounds the bytes held by shell variables.
+func checkVars(ctx context.Context, cl *call) error {
+	hc := interp.HandlerCtx(ctx)
+	var total int64
+	maxBytes := cl.sb.cfg.MaxStringBytes
+	hc.Env.Each(func(name string, vr expand.Variable) bool {
+		total += int64(len(vr.Str))
+		for _, s := range vr.List {
+			total += int64(len(s))
+		}
+		for _, s := range vr.Map {
+			total += int64(len(s))
+		}
+		return total <= maxBytes
+	})
+	if total > maxBytes {
+		return cl.limit("string_bytes", "shell variables hold more than %d bytes", maxBytes)
+	}
+	return nil
+}
+
+func sourcePath(cl *call, hc interp.HandlerContext, name string) string {
+	if strings.Contains(name, "/") {
+		return absIn(hc.Dir, name)
+	}
+	for _, d := range strings.Split(hc.Env.Get("PATH").String(), ":") {
+		if d == "" {
+			continue
+		}
+		p := path.Join(d, name)
+		if info, err := cl.fs.Stat(p, true); err == nil && info.Mode().IsRegular() {
+			return p
+		}
+	}
+	return absIn(hc.Dir, name)
+}
+
+func absIn(dir, p string) string {
+	if strings.HasPrefix(p, "/") {
+		return path.Clean(p)
+	}
+	return path.Join(dir, p)
+}
+
+// execHandler runs every command that is not a builtin or a function. It never reaches the host.
+func execHandler(ctx context.Context, args []string) error {
+	cl := callOf(ctx)
+	hc := interp.HandlerCtx(ctx)
+	code, err := cl.sb.runCommand(ctx, cl, hc, args)
+	if err != nil {
+		return err
+	}
+	if code < 0 {
+		return killed{-code}
+	}
+	if cl.fatal != nil {
+		return cl.fatal
+	}
+	if code == 0 {
+		return nil
+	}
+	return interp.ExitStatus(uint8(code))
+}
+
+func stdinFile(r io.Reader) *os.File {
+	if f, ok := r.(*os.File); ok {
+		return f
+	}
+	return nil
+}
+
+// runCommand dispatches one command: internal helpers, shells, utilities, builtins run for
+// xargs/env, and executable scripts of the tree.
+func (s *Sandbox) runCommand(ctx context.Context, cl *call, hc interp.HandlerContext, args []string) (int, error) {
+	name := args[0]
+	if f := internal[name]; f != nil {
+		return f(ctx, cl, hc, args), nil
+	}
+	if isShell(name) {
+		code, err := s.runShell(ctx, cl, args, hc.Dir, hc.Env, stdinFile(hc.Stdin), hc.Stdout, hc.Stderr)
+		return nestedExit(code, err)
+	}
+	if u, ok := coreutils.Lookup(name); ok {
+		return s.runUtility(ctx, cl, hc.Dir, hc.Env, hc.Stdin, hc.Stdout, hc.Stderr, u, args), nil
+	}
+	if interp.IsBuiltin(name) {
+		// Reached through xargs or env: run it in a child shell, as /usr/bin/NAME would.
+		code, err := s.runNode(ctx, cl, callExpr(args), "", nil, hc.Dir, exportedOnly(hc.Env), stdinFile(hc.Stdin), hc.Stdout, hc.Stderr)
+		return nestedExit(code, err)
+	}
+	if strings.Contains(name, "/") {
+		if !cl.enter() {
+			return 126, nil
+		}
+		p, why := s.executable(hc.Dir, name)
+		cl.leave()
+		if why != "" {
+			code := 126
+			if why == "No such file or directory" {
+				code = 127
+			}
+			fmt.Fprintf(hc.Stderr, "sh: %s: %s\n", name, why)
+			return code, nil
+		}
+		shArgs := append([]string{"sh", p}, args[1:]...)
+		code, err := s.runShell(ctx, cl, shArgs, hc.Dir, hc.Env, stdinFile(hc.Stdin), hc.Stdout, hc.Stderr)
+		return nestedExit(code, err)
+	}
+	fmt.Fprintf(hc.Stderr, "sh: %s: command not found\n", name)
+	return 127, nil
+}
+
+// nestedExit turns a child shell's end into its exit status: a child that killed itself
+// reports 128+signo to its parent instead of ending it.
+func nestedExit(code int, err error) (int, error) {
+	var k killed
+	if errors.As(err, &k) {
+		return 128 + k.sig, nil
+	}
+	return code, err
+}
+
+func exportedOnly(env expand.Environ) expand.Environ {
+	return expand.ListEnviron(coreutils.Environ(env)...)
+}
+
+func (s *Sandbox) runUtility(ctx context.Context, cl *call, dir string, vars expand.Environ, stdin io.Reader, stdout, stderr io.Writer, u coreutils.Func, args []string) int {
+	e := &coreutils.Env{Ctx: ctx, FS: gatedFS{cl}, Dir: dir, Stdin: stdin, Stdout: stdout, Stderr: stderr, Vars: vars}
+	e.Exec = func(e *coreutils.Env, args []string) int {
+		if n := cl.commands.Add(1); n > int64(cl.sb.cfg.MaxCommands) {
+			_ = cl.limit("commands", "more than %d commands", cl.sb.cfg.MaxCommands)
+			return 1
+		}
+		hc := interp.HandlerContext{Env: e.Vars, Dir: e.Dir, Stdin: e.Stdin, Stdout: e.Stdout, Stderr: e.Stderr}
+		code, err := s.runCommand(e.Ctx, cl, hc, args)
+		if code < 0 {
+			return 128 - code
+		}
+		if err != nil {
+			return 1
+		}
+		return code
+	}
+	code := u(e, args)
+	if err := ctx.Err(); err != nil && code == 0 {
+		code = 130
+	}
+	return code
+}
+
+// gatedFS is the tree as one call's utilities see it: every operation is refused once the call
+// has ended, and a spent byte budget becomes the call's LimitExceeded.
+type gatedFS struct{ cl *call }
+
+func (g gatedFS) do(err *error, f func() error) {
+	if !g.cl.enter() {
+		*err = errCallOver
+		return
+	}
+	*err = f()
+	g.cl.leave()
+	if errors.Is(*err, memfs.ErrNoSpace) {
+		_ = g.cl.limit("tree_bytes", "the file tree would exceed %d bytes", g.cl.fs.MaxBytes())
+	}
+}
+
+func (g gatedFS) OpenFile(name string, flag int, perm fs.FileMode) (f coreutils.File, err error) {
+	g.do(&err, func() error {
+		mf, e := g.cl.fs.OpenFile(name, flag, perm)
+		if e == nil {
+			f = &treeFile{File: mf, cl: g.cl}
+		}
+		return e
+	})
+	return f, err
+}
+
+func (g gatedFS) Stat(name string, follow bool) (info fs.FileInfo, err error) {
+	g.do(&err, func() (e error) { info, e = g.cl.fs.Stat(name, follow); return })
+	return info, err
+}
+
+func (g gatedFS) ReadDir(name string) (d []fs.DirEntry, err error) {
+	g.do(&err, func() (e error) { d, e = g.cl.fs.ReadDir(name); return })
+	return d, err
+}
+
+func (g gatedFS) Content(name string) (b []byte, err error) {
+	g.do(&err, func() (e error) { b, e = g.cl.fs.Content(name); return })
+	return b, err
+}
+
+func (g gatedFS) WriteFile(name string, data []byte, perm fs.FileMode) (err error) {
+	g.do(&err, func() error { return g.cl.fs.WriteFile(name, data, perm) })
+	return err
+}
+
+func (g gatedFS) Mkdir(name string, perm fs.FileMode) (err error) {
+	g.do(&err, func() error { return g.cl.fs.Mkdir(name, perm) })
+	return err
+}
+
+func (g gatedFS) MkdirAll(name string, perm fs.FileMode) (err error) {
+	g.do(&err, func() error { return g.cl.fs.MkdirAll(name, perm) })
+	return err
+}
+
+func (g gatedFS) Remove(name string) (err error) {
+	g.do(&err, func() error { return g.cl.fs.Remove(name) })
+	return err
+}
+
+func (g gatedFS) RemoveAll(name string) (err error) {
+	g.do(&err, func() error { return g.cl.fs.RemoveAll(name) })
+	return err
+}
+
+func (g gatedFS) Rename(o, n string) (err error) {
+	g.do(&err, func() error { return g.cl.fs.Rename(o, n) })
+	return err
+}
+
+func (g gatedFS) Symlink(t, l string) (err error) {
+	g.do(&err, func() error { return g.cl.fs.Symlink(t, l) })
+	return err
+}
+
+func (g gatedFS) Readlink(name string) (t string, err error) {
+	g.do(&err, func() (e error) { t, e = g.cl.fs.Readlink(name); return })
+	return t, err
+}
+
+func (g gatedFS) Chtimes(name string, mtime time.Time) (err error) {
+	g.do(&err, func() error { return g.cl.fs.Chtimes(name, mtime) })
+	return err
+}
+
+func (g gatedFS) Chmod(name string, perm fs.FileMode) (err error) {
+	g.do(&err, func() error { return g.cl.fs.Chmod(name, perm) })
+	return err
+}
+
+func (g gatedFS) Walk(dir string) (out []memfs.Entry, err error) {
+	g.do(&err, func() (e error) { out, e = g.cl.fs.Walk(dir); return })
+	return out, err
+}
+
+func (g gatedFS) Resolve(name, jail string, follow bool) (p string, err error) {
+	g.do(&err, func() (e error) { p, e = g.cl.fs.Resolve(name, jail, follow); return })
+	return p, err
+}
+
+// Tree handlers: every path the interpreter opens, stats or lists goes to the call's tree.
+
+func openHandler(ctx context.Context, p string, flag int, perm os.FileMode) (io.ReadWriteCloser, error) {
+	cl := callOf(ctx)
+	hc := interp.HandlerCtx(ctx)
+	if rest, ok := strings.CutPrefix(p, internalSrc); ok {
+		p = rest
+	}
+	abs := absIn(hc.Dir, p)
+	switch abs {
+	case "/dev/stdin", "/dev/fd/0":
+		if hc.Stdin == nil {
+			return nopRWC{r: strings.NewReader("")}, nil
+		}
+		return nopRWC{r: hc.Stdin}, nil
+	case "/dev/stdout", "/dev/fd/1":
+		return nopRWC{w: hc.Stdout}, nil
+	case "/dev/stderr", "/dev/fd/2":
+		return nopRWC{w: hc.Stderr}, nil
+	}
+	if !cl.enter() {
+		return nil, errCallOver
+	}
+	defer cl.leave()
+	f, err := cl.fs.OpenFile(abs, flag, perm)
+	if err != nil {
+		return nil, shellPathError("open", p, err)
+	}
+	return &treeFile{File: f, cl: cl}, nil
+}
+
+// treeFile is an open tree file that refuses I/O once its call ended and turns a spent tree
+// budget into the call's LimitExceeded.
+type treeFile struct {
+	*memfs.File
+	cl *call
+}
+
+func (t *treeFile) Write(p []byte) (int, error) {
+	if !t.cl.enter() {
+		return 0, os.ErrClosed
+	}
+	defer t.cl.leave()
+	n, err := t.File.Write(p)
+	if errors.Is(err, memfs.ErrNoSpace) {
+		_ = t.cl.limit("tree_bytes", "the file tree would exceed %d bytes", t.cl.fs.MaxBytes())
+	}
+	return n, err
+}
+
+func (t *treeFile) Read(p []byte) (int, error) {
+	if !t.cl.enter() {
+		return 0, os.ErrClosed
+	}
+	defer t.cl.leave()
+	return t.File.Read(p)
+}
+
+type nopRWC struct {
+	r io.Reader
+	w io.Writer
+}
+
+func (n nopRWC) Read(p []byte) (int, error) {
+	if n.r == nil {
+		return 0, syscall.EBADF
+	}
+	return n.r.Read(p)
+}
+
+func (n nopRWC) Write(p []byte) (int, error) {
+	if n.w == nil {
+		return 0, syscall.EBADF
+	}
+	return n.w.Write(p)
+}
+
+func (nopRWC) Close() error { return nil }
+
+// shellPathError renders tree errors the way a shell prints them ("x: No such file or
+// directory"); the interpreter prints *os.PathError values and sets status 1.
+func shellPathError(op, p string, err error) error {
+	return &os.PathError{Op: op, Path: p, Err: errors.New(errText(err))}
+}
+
+func errText(err error) string {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		err = pe.Err
+	}
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return "No such file or directory"
+	case errors.Is(err, fs.ErrExist):
+		return "File exists"
+	case errors.Is(err, syscall.EISDIR):
+		return "Is a directory"
+	case errors.Is(err, syscall.ENOTDIR):
+		return "Not a directory"
+	case errors.Is(err, syscall.ELOOP):
+		return "Too many levels of symbolic links"
+	case errors.Is(err, syscall.ENOSPC):
+		return "No space left on device"
+	}
+	return err.Error()
+}
+
+func readDirHandler(ctx context.Context, p string) ([]fs.DirEntry, error) {
+	cl := callOf(ctx)
+	if !cl.enter() {
+		return nil, errCallOver
+	}
+	defer cl.leave()
+	return cl.fs.ReadDir(absIn(interp.HandlerCtx(ctx).Dir, p))
+}
+
+func statHandler(ctx context.Context, p string, follow bool) (fs.FileInfo, error) {
+	cl := callOf(ctx)
+	if !cl.enter() {
+		return nil, errCallOver
+	}
+	defer cl.leave()
+	return cl.fs.Stat(absIn(interp.HandlerCtx(ctx).Dir, p), follow)
+}
+
+// accessHandler checks permission bits as if the sandbox user owned every file.
+func accessHandler(ctx context.Context, p string, mode interp.AccessMode) error {
+	info, err := statHandler(ctx, p, true)
+	if err != nil {
+		return err
+	}
+	perm := info.Mode().Perm()
+	if info.Mode()&fs.ModeDevice != 0 {
+		perm |= 0o666
+	}
+	if (mode&interp.AccessRead != 0 && perm&0o400 == 0) ||
+		(mode&interp.AccessWrite != 0 && perm&0o200 == 0) ||
+		(mode&interp.AccessExec != 0 && perm&0o100 == 0) {
+		return &os.PathError{Op: "access", Path: p, Err: fs.ErrPermission}
+	}
+	return nil
+}
+
+// Internal commands.
+
+var signals = []string{"", "HUP", "INT", "QUIT", "ILL", "TRAP", "ABRT", "BUS", "FPE", "KILL", "USR1",
+	"SEGV", "USR2", "PIPE", "ALRM", "TERM"}
+
+func signalNumber(s string) (int, bool) {
+	if n, err := strconv.Atoi(s); err == nil && n >= 0 && n < 65 {
+		return n, true
+	}
+	s = strings.TrimPrefix(strings.ToUpper(s), "SIG")
+	for i, name := range signals {
+		if name != "" && name == s {
+			return i, true
+		}
+	}
+	return 0, false
+}
+
+// runKill models kill for what the interpreter can honour: the shell itself ($$, or 0 for its
+// process group) can be signalled and ends with 128+signo; kill -0 $$ succeeds; kill -l lists
+// signals. Background jobs are goroutines that cannot be signalled one by one: kill reports that.
+func runKill(ctx context.Context, cl *call, hc interp.HandlerContext, args []string) int {
+	args = args[1:]
+	sig := 15
+	if len(args) > 0 && (args[0] == "-l" || args[0] == "-L") {
+		for i, n := range signals[1:] {
+			fmt.Fprintf(hc.Stdout, "%2d) SIG%s\n", i+1, n)
+		}
+		return 0
+	}
+	if len(args) > 0 && strings.HasPrefix(args[0], "-") && args[0] != "--" {
+		spec := args[0][1:]
+		args = args[1:]
+		if spec == "s" || spec == "n" {
+			if len(args) == 0 {
+				fmt.Fprintln(hc.Stderr, "kill: option requires an argument")
+				return 2
+			}
+			spec, args = args[0], args[1:]
+		}
+		n, ok := signalNumber(spec)
+		if !ok {
+			fmt.Fprintf(hc.Stderr, "kill: %s: invalid signal specification\n", spec)
+			return 1
+		}
+		sig = n
+	} else if len(args) > 0 && args[0] == "--" {
+		args = args[1:]
+	}
+	if len(args) == 0 {
+		fmt.Fprintln(hc.Stderr, "kill: usage: kill [-s sigspec | -n signum | -sigspec] pid ...")
+		return 2
+	}
+	self := strconv.Itoa(os.Getpid())
+	status := 0
+	for _, a := range args {
+		switch {
+		case a == self || a == "0":
+			if sig == 0 {
+				continue
+			}
+			return -sig
+		case strings.HasPrefix(a, "%") || strings.HasPrefix(a, "g"):
+			fmt.Fprintf(hc.Stderr, "kill: %s: background jobs cannot be signalled in the memory sandbox\n", a)
+			status = 1
+		default:
+			fmt.Fprintf(hc.Stderr, "kill: (%s) - No such process\n", a)
+			status = 1
+		}
+	}
+	return status
+}
+
+var keywords = map[string]bool{}
+
+func init() {
+	for _, k := range []string{"if", "then", "else", "elif", "fi", "case", "esac", "for", "select", "while",
+		"until", "do", "done", "in", "function", "time", "{", "}", "!", "[[", "]]", "coproc"} {
+		keywords[k] = true
+	}
+}
+
+// lookupKind says what a name runs as. Functions are not visible to handlers, so a function
+// that shadows nothing is reported as not found (a documented gap).
+func lookupKind(cl *call, hc interp.HandlerContext, name string) (kind, where string) {
+	switch {
+	case keywords[name]:
+		return "keyword", ""
+	case interp.IsBuiltin(name):
+		return "builtin", ""
+	case isShell(name):
+		return "file", "/bin/" + name
+	}
+	if _, ok := coreutils.Lookup(name); ok {
+		return "file", "/usr/bin/" + name
+	}
+	if strings.Contains(name, "/") {
+		if p, why := cl.sb.executable(hc.Dir, name); why == "" {
+			return "file", p
+		}
+	}
+	return "", ""
+}
+
+func runType(ctx context.Context, cl *call, hc interp.HandlerContext, args []string) int {
+	mode := ""
+	names := args[1:]
+	for len(names) > 0 && strings.HasPrefix(names[0], "-") {
+		mode = names[0]
+		names = names[1:]
+	}
+	status := 0
+	for _, n := range names {
+		kind, where := lookupKind(cl, hc, n)
+		switch {
+		case kind == "":
+			if mode != "-t" && mode != "-p" && mode != "-P" {
+				fmt.Fprintf(hc.Stderr, "sh: type: %s: not found\n", n)
+			}
+			status = 1
+		case mode == "-t":
+			fmt.Fprintln(hc.Stdout, kind)
+		case mode == "-p" || mode == "-P":
+			if where != "" {
+				fmt.Fprintln(hc.Stdout, where)
+			}
+		case kind == "keyword":
+			fmt.Fprintf(hc.Stdout, "%s is a shell keyword\n", n)
+		case kind == "builtin":
+			fmt.Fprintf(hc.Stdout, "%s is a shell builtin\n", n)
+		default:
+			fmt.Fprintf(hc.Stdout, "%s is %s\n", n, where)
+		}
+	}
+	return status
+}
+
+func runCommandV(ctx context.Context, cl *call, hc interp.HandlerContext, args []string) int {
+	verbose := args[1] == "-V"
+	status := 0
+	for _, n := range args[2:] {
+		kind, where := lookupKind(cl, hc, n)
+		switch {
+		case kind == "":
+			if verbose {
+				fmt.Fprintf(hc.Stderr, "sh: command: %s: not found\n", n)
+			}
+			status = 1
+		case verbose && kind == "file":
+			fmt.Fprintf(hc.Stdout, "%s is %s\n", n, where)
+		case verbose:
+			fmt.Fprintf(hc.Stdout, "%s is a shell %s\n", n, kind)
+		case kind == "file":
+			fmt.Fprintln(hc.Stdout, where)
+		default:
+			fmt.Fprintln(hc.Stdout, n)
+		}
+	}
+	return status
+}
+
+func runWhich(ctx context.Context, cl *call, hc interp.HandlerContext, args []string) int {
+	status := 0
+	for _, n := range args[1:] {
+		if strings.HasPrefix(n, "-") {
+			continue
+		}
+		kind, where := lookupKind(cl, hc, n)
+		if kind == "file" {
+			fmt.Fprintln(hc.Stdout, where)
+		} else {
+			status = 1
+		}
+	}
+	return status
+}
+
+// runPwd is pwd with flags: -P resolves symlinks in the tree.
+func runPwd(ctx context.Context, cl *call, hc interp.HandlerContext, args []string) int {
+	physical := false
+	for _, a := range args[1:] {
+		switch a {
+		case "-P":
+			physical = true
+		case "-L":
+			physical = false
+		default:
+			fmt.Fprintf(hc.Stderr, "pwd: %s: invalid option\n", a)
+			return 2
+		}
+	}
+	dir := hc.Dir
+	if physical {
+		if r, err := cl.fs.Resolve(dir, "/", true); err == nil {
+			dir = r
+		}
+	}
+	fmt.Fprintln(hc.Stdout, dir)
+	return 0
+}
+
+func runUnsupported(ctx context.Context, cl *call, hc interp.HandlerContext, args []string) int {
+	fmt.Fprintf(hc.Stderr, "sh: %s in the memory sandbox\n", strings.Join(args[1:], " "))
+	return 2
+}
+
+// Script parsing, cached: parsing costs more than running a short script.
+
+var parseCache struct {
+	sync.RWMutex
+	m map[string]*syntax.File
+}
+
+const parseCacheSize = 512
+
+func parseScript(src string) (*syntax.File, error) {
+	parseCache.RLock()
+	f := parseCache.m[src]
+	parseCache.RUnlock()
+	if f != nil {
+		return f, nil
+	}
+	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(src), "")
+	if err != nil {
+		return nil, err
+	}
+	if err := instrument(f); err != nil {
+		return nil, err
+	}
+	if len(src) <= 64<<10 {
+		parseCache.Lock()
+		if parseCache.m == nil || len(parseCache.m) >= parseCacheSize {
+			parseCache.m = make(map[string]*syntax.File, parseCacheSize)
+		}
+		parseCache.m[src] = f
+		parseCache.Unlock()
+	}
+	return f, nil
+}
+
+// instrument refuses what would reach the host (process substitution uses host FIFOs; -O/-G
+// tests read the host's user database) and puts a loop counter at the head of every loop, so
+// that loops without commands still meet MaxLoopIterations.
+func instrument(f *syntax.File) error {
+	var bad error
+	tick := func() *syntax.Stmt {
+		return &syntax.Stmt{Cmd: &syntax.CallExpr{Args: []*syntax.Word{{Parts: []syntax.WordPart{&syntax.Lit{Value: loopTick}}}}}}
+	}
+	syntax.Walk(f, func(n syntax.Node) bool {
+		switch n := n.(type) {
+		case *syntax.ProcSubst:
+			bad = fmt.Errorf("process substitution is not supported in the memory sandbox")
+		case *syntax.Stmt:
+			if n.Coprocess {
+				bad = fmt.Errorf("coproc is not supported in the memory sandbox")
+			}
+		case *syntax.UnaryTest:
+			if n.Op == syntax.TsUsrOwn || n.Op == syntax.TsGrpOwn {
+				bad = fmt.Errorf("-O and -G tests are not supported in the memory sandbox")
+			}
+		case *syntax.WhileClause:
+			n.Cond = append([]*syntax.Stmt{tick()}, n.Cond...)
+		case *syntax.ForClause:
+			n.Do = append([]*syntax.Stmt{tick()}, n.Do...)
+		}
+		return bad == nil
+	})
+	return bad
+}

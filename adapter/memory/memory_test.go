@@ -1,0 +1,42 @@
+package memory_test
+
+import (
+	"context"
+	"os"
+	"path"
+	"testing"
+
+	"github.com/sandboxer/sandboxer/adapter"
+	"github.com/sandboxer/sandboxer/adapter/adaptertest"
+	"github.com/sandboxer/sandboxer/adapter/memory"
+	"github.com/stretchr/testify/require"
+)
+
+func newSandbox(t *testing.T, cfg memory.Config) *memory.Sandbox {
+	t.Helper()
+	sb, err := memory.New(cfg)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = sb.Stop(context.Background()) })
+	return sb
+}
+
+func TestConformance(t *testing.T) {
+	adaptertest.Run(t, adaptertest.Harness{
+		New: func(t *testing.T) adapter.Sandbox { return newSandbox(t, memory.Config{}) },
+		Outside: func(t *testing.T, sb adapter.Sandbox) (string, func(string) ([]byte, bool)) {
+			tree := sb.(*memory.Sandbox).Tree()
+			dir := "/tmp/outside-" + path.Base(t.Name())
+			require.NoError(t, tree.MkdirAll(dir, 0o755))
+			require.NoError(t, tree.WriteFile(dir+"/secret", []byte(adaptertest.SecretContent), 0o644))
+			return dir, func(name string) ([]byte, bool) {
+				data, err := tree.ReadFile(path.Join(dir, name))
+				if err != nil {
+					return nil, false
+				}
+				return data, true
+			}
+		},
+	})
+}
+
+var _ = os.Getpid
