@@ -325,3 +325,29 @@ func TestJournalRedaction(t *testing.T) {
 }
 
 func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
+
+// FuzzCallInput: any input to read, write and grep gives a result or an *errs.Error with a code;
+// never a panic, never an uncoded error. (bash is left out: it would run whatever the fuzzer finds.)
+func FuzzCallInput(f *testing.F) {
+	for _, s := range []string{`{"path":"a"}`, `{"path":"a","content":"x"}`, `{"pattern":"x","path":"."}`, `{"path":5}`, `[`, `{"path":"../x"}`, `{"pattern":"[","path":"/"}`} {
+		f.Add(s)
+	}
+	sb, err := local.New(local.Config{Root: f.TempDir()})
+	require.NoError(f, err)
+	f.Cleanup(func() { _ = sb.Stop(context.Background()) })
+	tc := tools.NewContext(sb)
+	tc.MaxOutputBytes = 4096
+	f.Fuzz(func(t *testing.T, in string) {
+		for _, tool := range []*tools.Tool{tools.Read, tools.Write, tools.Grep} {
+			res, err := tool.Call(context.Background(), json.RawMessage(in), tc)
+			if err != nil {
+				var e *errs.Error
+				require.True(t, errors.As(err, &e))
+				require.NotEmpty(t, e.Code)
+				require.Nil(t, res)
+			} else {
+				require.NotNil(t, res)
+			}
+		}
+	})
+}
