@@ -22,7 +22,6 @@ import (
 	"os"
 	"strconv"
 	"sync"
-	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/moby/moby/api/types/container"
@@ -417,16 +416,4 @@ func (s *Sandbox) Fork(ctx context.Context) (adapter.Sandbox, error) {
 		return nil, err
 	}
 	return f, nil
-}
-
-// waitGone polls briefly until the container is not running, for callers that killed it.
-func waitGone(ctx context.Context, eng engine, id string, d time.Duration) {
-	deadline := time.Now().Add(d)
-	for time.Now().Before(deadline) {
-		ins, err := eng.ContainerInspect(ctx, id, client.ContainerInspectOptions{})
-		if err != nil || ins.Container.State == nil || !ins.Container.State.Running {
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }

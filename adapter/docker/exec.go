@@ -122,7 +122,7 @@ func (s *Sandbox) exitCode(ctx context.Context, execID string) (int, error) {
 			return 0, err
 		}
 		if !ins.Running {
-			if ins.ExitCode >= 128 && !s.running(ctx) {
+			if ins.ExitCode >= 128 && s.diedWithin(ctx, 150*time.Millisecond) {
 				return ins.ExitCode, errs.New(errs.SandboxUnavailable, "exec", "", "sandbox %s stopped during the command", s.id)
 			}
 			return ins.ExitCode, nil
@@ -135,6 +135,22 @@ func (s *Sandbox) exitCode(ctx context.Context, execID string) (int, error) {
 			return 0, ctx.Err()
 		case <-time.After(time.Duration(min(i+1, 20)) * time.Millisecond):
 		}
+	}
+}
+
+// diedWithin reports whether the container is seen not running within d. A command killed by a
+// signal (exit >= 128) may mean the whole container was killed; the daemon records the container's
+// death a moment after the exec's, so it is polled briefly.
+func (s *Sandbox) diedWithin(ctx context.Context, d time.Duration) bool {
+	deadline := time.Now().Add(d)
+	for {
+		if !s.running(ctx) {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(15 * time.Millisecond)
 	}
 }
 
@@ -272,8 +288,8 @@ func (s *Sandbox) isolation() adapter.Isolation {
 // another process (pids limit reached, e.g. by a fork bomb), the limit is raised for the kill and
 // put back.
 func (s *Sandbox) kill(ctx context.Context, id string) {
-	_, err := s.run(ctx, "kill", rawExec{args: []string{"/bin/sh", "-c", killScript, "sandboxer-kill", id}})
-	if err == nil {
+	code, err := s.run(ctx, "kill", rawExec{args: []string{"/bin/sh", "-c", killScript, "sandboxer-kill", id}})
+	if err == nil && code == 0 {
 		return
 	}
 	limit := orDefault(s.cfg.Pids, DefaultPids)

@@ -78,15 +78,17 @@ exit $_rc
 `
 
 // killScript ends the tree of one command (argv: id): SIGTERM to its process group and to every
-// process carrying its marker, a short grace, then SIGKILL.
+// process carrying its marker, a short grace, then SIGKILL. The group is signalled with builtins
+// first, so that a container out of pids (fork bomb) still gets the group killed; a failed fork
+// makes the script exit non-zero and the caller retries with more room.
 const killScript = `
-_id=$1
-_p=$(cat /tmp/.sandboxer-exec-$_id 2>/dev/null)
-sig() {
-	[ -n "$_p" ] && kill -$1 -$_p 2>/dev/null
-	for _f in $(grep -lzxs "SANDBOXER_EXEC_ID=$_id" /proc/[0-9]*/environ); do _f=${_f#/proc/}; kill -$1 ${_f%/environ} 2>/dev/null; done
-}
-sig TERM; sleep 0.2; sig KILL
+_id=$1 _p=
+read -r _p </tmp/.sandboxer-exec-$_id 2>/dev/null
+[ -n "$_p" ] && kill -TERM -$_p 2>/dev/null
+for _f in $(grep -lzxs "SANDBOXER_EXEC_ID=$_id" /proc/[0-9]*/environ); do _f=${_f#/proc/}; kill -TERM ${_f%/environ} 2>/dev/null; done
+sleep 0.2
+[ -n "$_p" ] && kill -KILL -$_p 2>/dev/null
+for _f in $(grep -lzxs "SANDBOXER_EXEC_ID=$_id" /proc/[0-9]*/environ); do _f=${_f#/proc/}; kill -KILL ${_f%/environ} 2>/dev/null; done
 exit 0
 `
 

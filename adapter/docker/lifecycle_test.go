@@ -1,0 +1,174 @@
+package docker_test
+
+import (
+	"context"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/moby/moby/client"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sandboxer/sandboxer/adapter"
+	"github.com/sandboxer/sandboxer/adapter/docker"
+	"github.com/sandboxer/sandboxer/errs"
+)
+
+func TestDaemonUnreachable(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	_, err := docker.New(ctx, docker.Config{Host: "unix://" + t.TempDir() + "/no-docker.sock"})
+	assert.ErrorIs(t, err, errs.SandboxUnavailable)
+	_, err = docker.Attach(ctx, docker.Config{Host: "tcp://127.0.0.1:1"}, "abc")
+	assert.ErrorIs(t, err, errs.SandboxUnavailable)
+	_, err = docker.Prune(ctx, docker.Config{Host: "tcp://127.0.0.1:1"}, docker.PruneOptions{})
+	assert.ErrorIs(t, err, errs.SandboxUnavailable)
+}
+
+func TestMissingImage(t *testing.T) {
+	t.Parallel()
+	needDocker(t)
+	_, err := docker.New(ctxT(t), docker.Config{Image: "sandboxer-no-such-image:never"})
+	require.ErrorIs(t, err, errs.SandboxUnavailable)
+	assert.Contains(t, errs.As(err).Msg, "sandboxer image build")
+}
+
+func TestAttachAndExternalKill(t *testing.T) {
+	t.Parallel()
+	sb := newSandbox(t, docker.Config{})
+	ctx := ctxT(t)
+	require.NoError(t, sb.WriteFile(ctx, "keep.txt", []byte("kept")))
+
+	again, err := docker.Attach(ctx, docker.Config{}, sb.ID())
+	require.NoError(t, err)
+	data, err := again.ReadFile(ctx, "keep.txt")
+	require.NoError(t, err)
+	assert.Equal(t, "kept", string(data))
+
+	_, err = docker.Attach(ctx, docker.Config{}, "0000000000000000")
+	assert.ErrorIs(t, err, errs.NotFound)
+
+	// A command is running when the container is killed from outside: the call ends quickly
+	// with SANDBOX_UNAVAILABLE, and so do the following ones.
+	done := make(chan error, 1)
+	go func() {
+		_, err := sb.ExecuteCommand(ctx, adapter.Command{Args: []string{"sleep", "300"}})
+		done <- err
+	}()
+	time.Sleep(500 * time.Millisecond)
+	c, err := client.New(client.FromEnv, client.WithAPIVersionNegotiation())
+	require.NoError(t, err)
+	defer c.Close()
+	_, err = c.ContainerKill(ctx, sb.ContainerID(), client.ContainerKillOptions{Signal: "KILL"})
+	require.NoError(t, err)
+	select {
+	case err := <-done:
+		assert.ErrorIs(t, err, errs.SandboxUnavailable)
+	case <-time.After(10 * time.Second):
+		t.Fatal("a command in a killed container did not return")
+	}
+	start := time.Now()
+	_, err = sb.ExecuteCommand(ctx, adapter.Command{Args: []string{"true"}})
+	assert.ErrorIs(t, err, errs.SandboxUnavailable)
+	_, err = sb.ReadFile(ctx, "keep.txt")
+	assert.ErrorIs(t, err, errs.SandboxUnavailable)
+	assert.ErrorIs(t, sb.WriteFile(ctx, "x", nil), errs.SandboxUnavailable)
+	assert.Less(t, time.Since(start), 5*time.Second)
+
+	_, err = docker.Attach(ctx, docker.Config{}, sb.ID())
+	assert.ErrorIs(t, err, errs.SandboxUnavailable, "attach to a stopped container")
+	require.NoError(t, again.Stop(ctx))
+	require.NoError(t, sb.Stop(ctx), "Stop after the container is gone")
+}
+
+// TestPrune starts a sandbox from a child process that exits without Stop, then prunes it.
+func TestPrune(t *testing.T) {
+	t.Parallel()
+	needDocker(t)
+	if os.Getenv("SANDBOXER_PRUNE_CHILD") == "1" {
+		t.Skip("child")
+	}
+	ctx := ctxT(t)
+	sb, err := docker.New(ctx, docker.Config{Labels: map[string]string{"org.sandboxer.test": "prune"}})
+	require.NoError(t, err)
+	t.Cleanup(func() { sb.Stop(context.Background()) })
+	persist, err := docker.New(ctx, docker.Config{Persist: true})
+	require.NoError(t, err)
+	t.Cleanup(func() { persist.Stop(context.Background()) })
+
+	// This process is alive: nothing of it is pruned.
+	removed, err := docker.Prune(ctx, docker.Config{}, docker.PruneOptions{})
+	require.NoError(t, err)
+	assert.NotContains(t, removed, sb.ID())
+	assert.NotContains(t, removed, persist.ID())
+
+	// A crashed owner: stop the container so it counts as abandoned (a dead pid cannot be
+	// faked from here without racing pid reuse).
+	c, err := client.New(client.FromEnv, client.WithAPIVersionNegotiation())
+	require.NoError(t, err)
+	defer c.Close()
+	_, err = c.ContainerKill(ctx, sb.ContainerID(), client.ContainerKillOptions{Signal: "KILL"})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		ins, err := c.ContainerInspect(ctx, sb.ContainerID(), client.ContainerInspectOptions{})
+		return err == nil && !ins.Container.State.Running
+	}, 10*time.Second, 50*time.Millisecond)
+	removed, err = docker.Prune(ctx, docker.Config{}, docker.PruneOptions{})
+	require.NoError(t, err)
+	assert.Contains(t, removed, sb.ID())
+	assert.NotContains(t, removed, persist.ID())
+	_, err = c.ContainerInspect(ctx, sb.ContainerID(), client.ContainerInspectOptions{})
+	assert.Error(t, err, "pruned container is gone")
+
+	list, err := docker.List(ctx, docker.Config{})
+	require.NoError(t, err)
+	found := false
+	for _, i := range list {
+		if i.ID == persist.ID() {
+			found = true
+			assert.True(t, i.Persist)
+		}
+	}
+	assert.True(t, found)
+}
+
+func TestPool(t *testing.T) {
+	t.Parallel()
+	needDocker(t)
+	ctx := ctxT(t)
+	p, err := docker.NewPool(ctx, docker.Config{}, 2)
+	require.NoError(t, err)
+	t.Cleanup(func() { p.Close(context.Background()) })
+	// Wait until warm, then claims are instant.
+	var claimed []*docker.Sandbox
+	require.Eventually(t, func() bool {
+		list, err := docker.List(ctx, docker.Config{})
+		require.NoError(t, err)
+		n := 0
+		for _, i := range list {
+			if i.State == "running" && i.Pool != "" {
+				n++
+			}
+		}
+		return n >= 2
+	}, 30*time.Second, 100*time.Millisecond)
+	time.Sleep(200 * time.Millisecond)
+	for range 3 {
+		start := time.Now()
+		sb, err := p.Get(ctx)
+		require.NoError(t, err)
+		t.Logf("claim took %s", time.Since(start))
+		t.Cleanup(func() { sb.Stop(context.Background()) })
+		claimed = append(claimed, sb)
+		res, err := sb.ExecuteCommand(ctx, adapter.Command{Args: []string{"echo", "ok"}})
+		require.NoError(t, err)
+		assert.Equal(t, "ok\n", string(res.Stdout))
+	}
+	assert.NotEqual(t, claimed[0].ID(), claimed[1].ID())
+	require.NoError(t, p.Close(ctx))
+	require.NoError(t, p.Close(ctx), "Close is idempotent")
+	_, err = p.Get(ctx)
+	assert.ErrorIs(t, err, errs.SandboxUnavailable)
+}
