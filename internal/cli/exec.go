@@ -9,6 +9,7 @@ import (
 
 	"github.com/sandboxer/sandboxer/adapter"
 	"github.com/sandboxer/sandboxer/errs"
+	"github.com/sandboxer/sandboxer/sync/filesync"
 )
 
 // Exit statuses of `sandboxer exec` when the command did not produce one (as timeout(1) and env(1)).
@@ -60,7 +61,21 @@ executable could not be started). Standard input is passed only with --stdin.`,
 			if err := checkPolicy(args, s.AllowNetwork); err != nil {
 				return &exitError{code: ExitExecFailed, err: err}
 			}
+			var fsync *filesync.Sync
+			if s.Store != "" {
+				f, stop, err := hydrateStore(c.Context(), s, sess, std.Err)
+				if err != nil {
+					return &exitError{code: ExitExecFailed, err: err}
+				}
+				defer stop()
+				fsync = f
+			}
 			res, err := sess.Sandbox.ExecuteCommand(c.Context(), cmd)
+			if fsync != nil {
+				if ferr := flushStore(c.Context(), s, fsync, "after exec"); ferr != nil {
+					fmt.Fprintf(std.Err, "sandboxer: warning: %v\n", ferr)
+				}
+			}
 			switch {
 			case err == nil:
 				return exit(res.ExitCode)

@@ -46,14 +46,42 @@ func openStore(spec string) (filesync.Store, error) {
 // stat cache) is kept in the state directory, per sandbox and store, so that separate invocations
 // flush base-aware. A flush error or conflict is reported on warn; the call's result stands.
 func attachStore(ctx context.Context, s Settings, sess *session, cl *caller, warn io.Writer) (func(), error) {
+	fsync, stop, err := hydrateStore(ctx, s, sess, warn)
+	if err != nil {
+		return nil, err
+	}
+	cl.after = func(ctx context.Context, t *tools.Tool) error {
+		switch t.Name() {
+		case "write", "edit", "bash":
+			return flushStore(ctx, s, fsync, "after "+t.Name())
+		}
+		return nil
+	}
+	return stop, nil
+}
+
+// flushStore flushes the workspace to --store; a conflict is an error naming the paths.
+func flushStore(ctx context.Context, s Settings, fsync *filesync.Sync, when string) error {
+	rep, err := fsync.Flush(context.WithoutCancel(ctx))
+	if err != nil {
+		if e := errs.As(err); e.Code == errs.Conflict {
+			return fmt.Errorf("--store %s: flush %s: %d conflict(s), not overwritten: %v", s.Store, when, len(rep.Conflicts), rep.Conflicts)
+		}
+		return fmt.Errorf("--store %s: flush %s: %w", s.Store, when, err)
+	}
+	return nil
+}
+
+// hydrateStore opens --store and hydrates the session's workspace from it (see attachStore).
+func hydrateStore(ctx context.Context, s Settings, sess *session, warn io.Writer) (*filesync.Sync, func(), error) {
 	store, err := openStore(s.Store)
 	if err != nil {
-		return nil, fmt.Errorf("--store %s: %w", s.Store, err)
+		return nil, nil, fmt.Errorf("--store %s: %w", s.Store, err)
 	}
 	colls, err := store.Collections(ctx)
 	if err != nil {
 		store.Close()
-		return nil, fmt.Errorf("--store %s: %w", s.Store, err)
+		return nil, nil, fmt.Errorf("--store %s: %w", s.Store, err)
 	}
 	if len(colls) == 0 {
 		colls = []string{DefaultCollection}
@@ -70,29 +98,14 @@ func attachStore(ctx context.Context, s Settings, sess *session, cl *caller, war
 	})
 	if err != nil {
 		store.Close()
-		return nil, err
+		return nil, nil, err
 	}
 	stop := progress.Spinner(warn, "hydrating the workspace from "+s.Store)
 	_, err = fsync.Hydrate(ctx)
 	stop()
 	if err != nil {
 		store.Close()
-		return nil, fmt.Errorf("--store %s: hydrate: %w", s.Store, err)
+		return nil, nil, fmt.Errorf("--store %s: hydrate: %w", s.Store, err)
 	}
-	cl.after = func(ctx context.Context, t *tools.Tool) error {
-		switch t.Name() {
-		case "write", "edit", "bash":
-		default:
-			return nil
-		}
-		rep, err := fsync.Flush(context.WithoutCancel(ctx))
-		if err != nil {
-			if e := errs.As(err); e.Code == errs.Conflict {
-				return fmt.Errorf("--store %s: flush after %s: %d conflict(s), not overwritten: %v", s.Store, t.Name(), len(rep.Conflicts), rep.Conflicts)
-			}
-			return fmt.Errorf("--store %s: flush after %s: %w", s.Store, t.Name(), err)
-		}
-		return nil
-	}
-	return func() { store.Close() }, nil
+	return fsync, func() { store.Close() }, nil
 }

@@ -1,0 +1,305 @@
+package main_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+type wireReply struct {
+	OK     bool   `json:"ok"`
+	Output string `json:"output"`
+	Error  *struct {
+		Code    string         `json:"code"`
+		Message string         `json:"message"`
+		Details map[string]any `json:"details"`
+	} `json:"error"`
+	Warning string `json:"warning"`
+}
+
+func decodeReply(t testing.TB, r result) wireReply {
+	t.Helper()
+	var w wireReply
+	dec := json.NewDecoder(strings.NewReader(r.stdout))
+	require.NoError(t, dec.Decode(&w), "stdout: %q stderr: %q", r.stdout, r.stderr)
+	require.False(t, dec.More(), "exactly one JSON object: %q", r.stdout)
+	return w
+}
+
+func code(w wireReply) string {
+	if w.Error == nil {
+		return ""
+	}
+	return w.Error.Code
+}
+
+// Config precedence: defaults < sandboxer.yaml (or --config) < SANDBOXER_* < flags. The probe is
+// max-output-bytes: writing 10 bytes fails with TOOL_CONTENT_TOO_LARGE when it is below 10.
+func TestConfigPrecedence(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	write := []string{"tool", "write", "--input", `{"path":"p.txt","content":"0123456789"}`}
+	tooLarge := func(r result) bool { return code(decodeReply(t, r)) == "TOOL_CONTENT_TOO_LARGE" }
+
+	r := e.run("", nil, write...)
+	require.Equal(t, 0, r.code, "default 200000 allows it: %s", r.stderr)
+
+	require.NoError(t, os.WriteFile(filepath.Join(e.work, "sandboxer.yaml"), []byte("max-output-bytes: 5\n"), 0o644))
+	r = e.run("", nil, write...)
+	assert.Equal(t, 1, r.code)
+	assert.True(t, tooLarge(r), "the config file beats the default")
+
+	r = e.run("", []string{"SANDBOXER_MAX_OUTPUT_BYTES=100"}, write...)
+	assert.Equal(t, 0, r.code, "the environment beats the config file: %s", r.stdout)
+
+	r = e.run("", []string{"SANDBOXER_MAX_OUTPUT_BYTES=100"}, append(write, "--max-output-bytes", "5")...)
+	assert.True(t, tooLarge(r), "a flag beats the environment")
+
+	r = e.run("", nil, append(write, "--max-output-bytes", "100")...)
+	assert.Equal(t, 0, r.code, "a flag beats the config file")
+
+	// --config names another file; it replaces ./sandboxer.yaml.
+	other := filepath.Join(e.base, "other.yaml")
+	require.NoError(t, os.WriteFile(other, []byte("max-output-bytes: 100\nrun-id: from-config\n"), 0o644))
+	r = e.run("", nil, append(write, "--config", other)...)
+	assert.Equal(t, 0, r.code, "--config replaces ./sandboxer.yaml: %s", r.stdout)
+
+	// Other types through every layer: a duration from the environment, a bool from the file.
+	r = e.run("", []string{"SANDBOXER_TIMEOUT=100ms"}, "exec", "--", "sleep", "5")
+	assert.Equal(t, 124, r.code, "SANDBOXER_TIMEOUT applies to exec")
+	r = e.run("", []string{"SANDBOXER_TIMEOUT=soon"}, "exec", "--", "true")
+	assert.Equal(t, 2, r.code, "a malformed environment value is a usage error, not zero")
+	require.NoError(t, os.WriteFile(filepath.Join(e.work, "sandboxer.yaml"), []byte("allow-network: true\n"), 0o644))
+	r = e.run("", nil, "exec", "--", "sh", "-c", "exit 0; curl https://example.com")
+	assert.Equal(t, 0, r.code, "allow-network from the file turns the policy off: %s", r.stderr)
+	r = e.run("", []string{"SANDBOXER_ALLOW_NETWORK=false"}, "exec", "--", "sh", "-c", "exit 0; curl https://example.com")
+	assert.Equal(t, 125, r.code, "the environment turns it back on")
+
+	// Hostile config files are usage errors.
+	for name, content := range map[string]string{
+		"unknown key":  "max-output-byte: 5\n",
+		"not yaml":     "{{{{\n",
+		"wrong type":   "max-output-bytes: lots\n",
+		"bad adapter":  "adapter: nope\n",
+		"nested block": "docker:\n  memory: 1\n",
+	} {
+		require.NoError(t, os.WriteFile(filepath.Join(e.work, "sandboxer.yaml"), []byte(content), 0o644))
+		r = e.run("", nil, write...)
+		assert.Equal(t, 2, r.code, "%s: %s", name, r.stderr)
+		assert.Empty(t, r.stdout, name)
+	}
+	r = e.run("", nil, append(write, "--config", filepath.Join(e.base, "missing.yaml"))...)
+	assert.Equal(t, 2, r.code, "a named config file that is missing is a usage error")
+}
+
+type logRow struct {
+	RunID          string `json:"runId"`
+	NodeID         string `json:"nodeId"`
+	Iteration      int    `json:"iteration"`
+	Attempt        int    `json:"attempt"`
+	Seq            int    `json:"seq"`
+	ToolName       string `json:"toolName"`
+	InputJSON      string `json:"inputJson"`
+	OutputJSON     string `json:"outputJson"`
+	Status         string `json:"status"`
+	ErrorJSON      string `json:"errorJson"`
+	IdempotencyKey string `json:"idempotencyKey"`
+	SideEffect     bool   `json:"sideEffect"`
+	Idempotent     bool   `json:"idempotent"`
+	StartedAtMs    int64  `json:"startedAtMs"`
+	FinishedAtMs   int64  `json:"finishedAtMs"`
+}
+
+func (e *env) log(t testing.TB, args ...string) []logRow {
+	t.Helper()
+	r := e.run("", nil, append([]string{"log", "--json"}, args...)...)
+	require.Equal(t, 0, r.code, r.stderr)
+	var rows []logRow
+	dec := json.NewDecoder(strings.NewReader(r.stdout))
+	for dec.More() {
+		var row logRow
+		require.NoError(t, dec.Decode(&row))
+		rows = append(rows, row)
+	}
+	return rows
+}
+
+// Journal rows and seq continue across separate processes; a retry reuses the keys of the same
+// positions and gets the warning; concurrent processes never share a seq.
+func TestJournalAcrossProcesses(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	pos := []string{"--run-id", "run", "--node-id", "task"}
+	call := func(attempt int, tool, input string) wireReply {
+		r := e.run("", nil, append([]string{"tool", tool, "--input", input, "--attempt", fmt.Sprint(attempt)}, pos...)...)
+		return decodeReply(t, r)
+	}
+	secret := "do-not-store-me"
+	require.True(t, call(1, "write", `{"path":"a","content":"`+secret+`"}`).OK)
+	require.True(t, call(1, "bash", `{"cmd":"true"}`).OK)
+	require.False(t, call(1, "edit", `{"path":"a","patch":"@@ -1 +1 @@\n-nope\n+x\n"}`).OK)
+	require.True(t, call(1, "read", `{"path":"a"}`).OK)
+
+	rows := e.log(t, "--run-id", "run")
+	require.Len(t, rows, 4)
+	for i, r := range rows {
+		assert.Equal(t, i+1, r.Seq, "seq continues across processes")
+		assert.Equal(t, 1, r.Attempt)
+		assert.NotZero(t, r.StartedAtMs)
+		assert.GreaterOrEqual(t, r.FinishedAtMs, r.StartedAtMs)
+	}
+	assert.Equal(t, "write", rows[0].ToolName)
+	assert.NotContains(t, rows[0].InputJSON, secret, "write content is never stored")
+	assert.Contains(t, rows[0].InputJSON, `"sha256":"`)
+	assert.Contains(t, rows[0].InputJSON, `"bytes":15`)
+	assert.Equal(t, "error", rows[2].Status)
+	assert.Contains(t, rows[2].ErrorJSON, "TOOL_PATCH_FAILED")
+	assert.Equal(t, `"`+secret+`"`, rows[3].OutputJSON)
+	assert.True(t, rows[0].SideEffect && !rows[0].Idempotent)
+	assert.True(t, !rows[3].SideEffect && rows[3].Idempotent)
+	keys := map[string]bool{}
+	for _, r := range rows {
+		keys[r.IdempotencyKey] = true
+	}
+	assert.Len(t, keys, 4, "different calls of one iteration have different keys")
+
+	// Attempt 2: the warning lists write, bash and the failed edit, and the keys repeat.
+	w := call(2, "write", `{"path":"a","content":"again"}`)
+	require.True(t, w.OK)
+	assert.True(t, strings.HasPrefix(w.Warning, "[sandboxer:tool-resume-warning]"), w.Warning)
+	for _, want := range []string{"- write (attempt 1, seq 1, success)", "- bash (attempt 1, seq 2, success)", "- edit (attempt 1, seq 3, error)"} {
+		assert.Contains(t, w.Warning, want)
+	}
+	assert.NotContains(t, w.Warning, "- read")
+	assert.Contains(t, w.Warning, "idempotency key")
+	rows = e.log(t, "--run-id", "run")
+	require.Len(t, rows, 5)
+	assert.Equal(t, 2, rows[4].Attempt)
+	assert.Equal(t, 1, rows[4].Seq, "each attempt counts from 1")
+	assert.Equal(t, rows[0].IdempotencyKey, rows[4].IdempotencyKey, "a retry of the same position reuses its key")
+
+	// Concurrent processes on one position: all seqs distinct.
+	const n = 8
+	var wg sync.WaitGroup
+	for range n {
+		wg.Go(func() {
+			r := e.run("", nil, "tool", "read", "--input", `{"path":"a"}`, "--run-id", "conc", "--node-id", "x")
+			assert.Equal(t, 0, r.code, r.stderr)
+			assert.Empty(t, r.stderr, "no journal warning under contention")
+		})
+	}
+	wg.Wait()
+	rows = e.log(t, "--run-id", "conc")
+	require.Len(t, rows, n)
+	seen := map[int]bool{}
+	for _, r := range rows {
+		assert.False(t, seen[r.Seq], "seq %d given twice", r.Seq)
+		seen[r.Seq] = true
+	}
+	for i := 1; i <= n; i++ {
+		assert.True(t, seen[i], "seq %d missing", i)
+	}
+}
+
+// A journal that cannot be written never costs the tool's result.
+func TestJournalFailureKeepsResult(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.write("a.txt", "content")
+	// A directory where the journal file should be: SQLite cannot open it.
+	bad := filepath.Join(e.base, "journal-is-a-dir")
+	require.NoError(t, os.MkdirAll(bad, 0o755))
+	r := e.run("", nil, "tool", "read", "--input", `{"path":"a.txt"}`, "--journal", bad)
+	assert.Equal(t, 0, r.code)
+	w := decodeReply(t, r)
+	assert.True(t, w.OK)
+	assert.Equal(t, "content", w.Output)
+	assert.Contains(t, r.stderr, "warning", "the journal failure is reported on stderr")
+
+	r = e.run("", nil, "tool", "read", "--input", `{"path":"a.txt"}`, "--journal", "off")
+	assert.Equal(t, 0, r.code)
+	assert.Empty(t, r.stderr)
+	_, err := os.Stat(filepath.Join(e.state, "journal.db"))
+	assert.True(t, os.IsNotExist(err), "--journal off writes no journal")
+}
+
+// --store hydrates the workspace from a directory store and flushes tool changes back to it.
+func TestStoreHydrateAndFlush(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	store := filepath.Join(e.base, "store.db")
+	r := e.run("", nil, "tool", "write", "--store", store, "--input", `{"path":"docs/a.md","content":"from the agent"}`)
+	require.Equal(t, 0, r.code, r.stdout+r.stderr)
+	require.Empty(t, r.stderr)
+
+	// A second, empty workspace hydrated from the same store sees the file.
+	e2 := newEnv(t)
+	r = e2.run("", nil, "tool", "read", "--store", store, "--input", `{"path":"docs/a.md"}`)
+	require.Equal(t, 0, r.code, r.stdout+r.stderr)
+	assert.Equal(t, "from the agent", decodeReply(t, r).Output)
+
+	// bash changes flow back too, deletions included.
+	r = e2.run("", nil, "tool", "bash", "--store", store, "--input", `{"cmd":"sh","args":["-c","rm docs/a.md; echo new > b.txt"]}`)
+	require.Equal(t, 0, r.code, r.stdout+r.stderr)
+	e3 := newEnv(t)
+	r = e3.run("", nil, "exec", "--store", store, "--", "sh", "-c", "ls -R")
+	assert.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "b.txt")
+	assert.NotContains(t, r.stdout, "a.md")
+}
+
+func TestDoctor(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	r := e.run("", nil, "doctor", "--json")
+	var rep struct {
+		Checks []struct {
+			Name   string `json:"name"`
+			OK     bool   `json:"ok"`
+			Detail string `json:"detail"`
+		} `json:"checks"`
+		Adapters []struct {
+			Name         string          `json:"name"`
+			Available    bool            `json:"available"`
+			Capabilities json.RawMessage `json:"capabilities"`
+		} `json:"adapters"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &rep), r.stdout+r.stderr)
+	var names []string
+	allOK := true
+	for _, c := range rep.Checks {
+		names = append(names, c.Name)
+		assert.NotEmpty(t, c.Detail, c.Name)
+		allOK = allOK && c.OK
+	}
+	assert.Equal(t, []string{"ripgrep", "docker daemon", "docker image", "network namespace", "landlock"}, names)
+	if allOK {
+		assert.Equal(t, 0, r.code)
+	} else {
+		assert.Equal(t, 1, r.code, "a failed probe is exit status 1")
+	}
+	_, rgErr := exec.LookPath("rg")
+	assert.Equal(t, rgErr == nil, rep.Checks[0].OK, "the rg probe tells the truth")
+	byName := map[string]bool{}
+	for _, a := range rep.Adapters {
+		byName[a.Name] = a.Available
+		if a.Name == "local" {
+			assert.Contains(t, string(a.Capabilities), `"adapter":"local"`)
+		}
+	}
+	assert.True(t, byName["local"])
+	assert.Contains(t, byName, "docker")
+	assert.Contains(t, byName, "memory")
+
+	text := e.run("", nil, "doctor")
+	assert.Equal(t, r.code, text.code)
+	assert.Contains(t, text.stdout, "adapter local:")
+}
