@@ -26,13 +26,13 @@ import (
 
 // Env is what a running utility sees.
 type Env struct {
-	Ctx     context.Context
-	FS      FS
-	Dir     string // absolute working directory in the tree
-	Stdin   io.Reader
-	Stdout  io.Writer
-	Stderr  io.Writer
-	Vars    expand.Environ // the shell's variables; only exported ones are the environment
+	Ctx    context.Context
+	FS     FS
+	Dir    string // absolute working directory in the tree
+	Stdin  io.Reader
+	Stdout io.Writer
+	Stderr io.Writer
+	Vars   expand.Environ // the shell's variables; only exported ones are the environment
 	// Exec runs another command (for xargs, env, find -exec) with the given streams and returns its
 	// exit status; nil means utilities cannot start commands.
 	Exec func(e *Env, args []string) int
