@@ -273,14 +273,14 @@ func (s *Sandbox) workDir(d string) (string, error) {
 // shells are the names run as a shell invocation.
 var shells = map[string]bool{"sh": true, "bash": true, "dash": true, "ash": true, "ksh": true, "zsh": false}
 
-func isShell(name string) bool { return shells[path.Base(name)] }
+func isShell(name string) bool { return shells[name] }
 
 // runTop runs the top-level argv. The error is notFound, killed, or whatever ended the runner.
 func (s *Sandbox) runTop(ctx context.Context, cl *call, args []string, dir string, env expand.Environ, stdin *os.File, stdout, stderr io.Writer) (int, error) {
-	if isShell(args[0]) {
+	name := binName(args[0])
+	if isShell(name) && !strings.Contains(name, "/") {
 		return s.runShell(ctx, cl, args, dir, env, stdin, stdout, stderr)
 	}
-	name := args[0]
 	if _, ok := coreutils.Lookup(name); !ok && !interp.IsBuiltin(name) && internal[name] == nil {
 		if !strings.Contains(name, "/") {
 			return 127, notFound{name, "executable file not found in $PATH"}

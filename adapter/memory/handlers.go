@@ -180,7 +180,7 @@ func stdinFile(r io.Reader) *os.File {
 // runCommand dispatches one command: internal helpers, shells, utilities, builtins run for
 // xargs/env, and executable scripts of the tree.
 func (s *Sandbox) runCommand(ctx context.Context, cl *call, hc interp.HandlerContext, args []string) (int, error) {
-	name := args[0]
+	name := binName(args[0])
 	if f := internal[name]; f != nil {
 		return f(ctx, cl, hc, args), nil
 	}
@@ -216,6 +216,25 @@ func (s *Sandbox) runCommand(ctx context.Context, cl *call, hc interp.HandlerCon
 	}
 	fmt.Fprintf(hc.Stderr, "sh: %s: command not found\n", name)
 	return 127, nil
+}
+
+// binDirs are where the built-in programs live, as far as scripts can tell.
+var binDirs = map[string]bool{"/bin": true, "/usr/bin": true, "/usr/local/bin": true, "/sbin": true, "/usr/sbin": true}
+
+// binName maps /bin/sh, /usr/bin/cat and the like to the built-in program's bare name; other
+// names are returned as they are.
+func binName(name string) string {
+	if !strings.Contains(name, "/") {
+		return name
+	}
+	dir, base := path.Split(name)
+	if !binDirs[path.Clean(dir)] {
+		return name
+	}
+	if _, ok := coreutils.Lookup(base); ok || isShell(base) {
+		return base
+	}
+	return name
 }
 
 // nestedExit turns a child shell's end into its exit status: a child that killed itself
@@ -586,6 +605,7 @@ func init() {
 // lookupKind says what a name runs as. Functions are not visible to handlers, so a function
 // that shadows nothing is reported as not found (a documented gap).
 func lookupKind(cl *call, hc interp.HandlerContext, name string) (kind, where string) {
+	name = binName(name)
 	switch {
 	case keywords[name]:
 		return "keyword", ""

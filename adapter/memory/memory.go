@@ -130,7 +130,9 @@ var (
 	_ adapter.BulkReader = (*Sandbox)(nil)
 	_ adapter.BulkWriter = (*Sandbox)(nil)
 	_ adapter.Forker     = (*Sandbox)(nil)
-	_ fs.FS              = (*Sandbox)(nil)
+	_ fs.StatFS          = (*Sandbox)(nil)
+	_ fs.ReadDirFS       = (*Sandbox)(nil)
+	_ fs.ReadLinkFS      = (*Sandbox)(nil)
 )
 
 // New returns a sandbox with an empty workspace. Errors: errs.InvalidInput for a bad Config.
@@ -208,8 +210,24 @@ func (s *Sandbox) Tree() *memfs.FS { return s.fs }
 // FS returns the workspace as an io/fs file system (symlinks leaving it read as missing).
 func (s *Sandbox) FS() fs.FS { return s.fs.Sub(Workspace) }
 
-// Open implements fs.FS over the workspace.
+// Open implements fs.FS over the workspace (with fs.StatFS, fs.ReadDirFS and fs.ReadLinkFS below);
+// names are fs.ValidPath names relative to the workspace, and a symlink that leads out of it reads
+// as fs.ErrNotExist.
 func (s *Sandbox) Open(name string) (fs.File, error) { return s.fs.Sub(Workspace).Open(name) }
+
+// Stat implements fs.StatFS over the workspace.
+func (s *Sandbox) Stat(name string) (fs.FileInfo, error) { return s.fs.Sub(Workspace).Stat(name) }
+
+// Lstat implements fs.ReadLinkFS over the workspace.
+func (s *Sandbox) Lstat(name string) (fs.FileInfo, error) { return s.fs.Sub(Workspace).Lstat(name) }
+
+// ReadLink implements fs.ReadLinkFS over the workspace.
+func (s *Sandbox) ReadLink(name string) (string, error) { return s.fs.Sub(Workspace).ReadLink(name) }
+
+// ReadDir implements fs.ReadDirFS over the workspace.
+func (s *Sandbox) ReadDir(name string) ([]fs.DirEntry, error) {
+	return s.fs.Sub(Workspace).ReadDir(name)
+}
 
 func (s *Sandbox) checkOpen(op string) error {
 	s.mu.RLock()

@@ -27,12 +27,12 @@ var fixture = map[string]string{
 }
 
 type scriptCase struct {
-	name    string
-	script  string
-	stdin   string
-	out     string
-	errOut  string // exact stderr; "*" means any
-	code    int
+	name   string
+	script string
+	stdin  string
+	out    string
+	errOut string // exact stderr; "*" means any
+	code   int
 }
 
 func TestScripts(t *testing.T) {
