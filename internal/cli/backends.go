@@ -33,6 +33,8 @@ type backend struct {
 	alive func(ctx context.Context, s Settings, rec state.Record) (bool, error)
 	// enforces says in a sentence what the adapter enforces (doctor, docs).
 	enforces string
+	// prune (optional) removes what crashed processes left behind, returning backend ids.
+	prune func(ctx context.Context, s Settings) ([]string, error)
 	// fork makes rec2 a copy of the attached sandbox src.
 	fork func(ctx context.Context, s Settings, st state.Dir, src adapter.Sandbox, rec2 *state.Record) error
 }
@@ -40,14 +42,14 @@ type backend struct {
 // backends is the explicit adapter table: name -> constructor. No init() registration: what is
 // listed here is what this build can run.
 var backends = map[string]backend{
-	"local": localBackend,
+	"local":  localBackend,
+	"docker": dockerBackend,
+	"memory": memoryBackend,
 }
 
-// plannedBackends are adapter names of the contract that this build does not include.
-var plannedBackends = map[string]string{
-	"docker": "the docker adapter is not available in this build",
-	"memory": "the memory adapter is not available in this build",
-}
+// plannedBackends are adapter names of the contract that this build does not include, with the
+// error --adapter gives for them. Empty while every adapter is built in.
+var plannedBackends = map[string]string{}
 
 func lookupBackend(name string) (backend, bool) {
 	b, ok := backends[name]
@@ -73,7 +75,7 @@ func unknownAdapter(name string) error {
 var localBackend = backend{
 	enforces: "file calls jailed to the workspace by os.Root; commands in their own process group, " +
 		"killed as a tree on timeout; minimal environment. Commands themselves see the host file " +
-		"system and network unless the capabilities below say otherwise.",
+		"system and network unless its capabilities say otherwise.",
 	open: func(ctx context.Context, s Settings) (adapter.Sandbox, error) {
 		return local.New(local.Config{Root: s.Root})
 	},

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/viper"
 
 	"github.com/sandboxer/sandboxer/adapter"
+	"github.com/sandboxer/sandboxer/adapter/docker/image"
 )
 
 // Setting keys: the flag names, which are also the config file keys and, upper-cased with '-' as
@@ -43,7 +44,7 @@ var knownKeys = map[string]bool{
 // Defaults of the settings (the lowest layer).
 const (
 	DefaultAdapter        = "local"
-	DefaultImage          = "sandboxer/default:latest"
+	DefaultImage          = image.DefaultTag
 	DefaultMaxOutputBytes = adapter.DefaultMaxOutputBytes
 	DefaultTimeout        = 60 * time.Second
 	DefaultRunID          = "default"

@@ -100,6 +100,7 @@ Configuration: defaults < ./sandboxer.yaml (or --config) < SANDBOXER_* environme
 		newLogCmd(std),
 		newMCPCmd(std),
 		newDoctorCmd(std),
+		newImageCmd(std),
 	)
 	root.CompletionOptions.DisableDefaultCmd = true
 	return root

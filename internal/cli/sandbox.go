@@ -61,6 +61,9 @@ func newSandboxCreateCmd(std Streams) *cobra.Command {
 			}
 			if err := b.create(c.Context(), s, st, &rec); err != nil {
 				_ = st.Delete(rec.ID)
+				if errors.Is(err, errs.InvalidInput) {
+					return usage(err)
+				}
 				return err
 			}
 			if err := st.Save(rec); err != nil {
@@ -194,6 +197,21 @@ func newSandboxPruneCmd(std Streams) *cobra.Command {
 			recs, err := st.List()
 			if err != nil {
 				return err
+			}
+			// What crashed processes left behind (ephemeral containers), when the backend is
+			// reachable.
+			for _, name := range backendNames() {
+				b := backends[name]
+				if b.prune == nil {
+					continue
+				}
+				ids, err := b.prune(c.Context(), s)
+				if err != nil && !errors.Is(err, errs.SandboxUnavailable) {
+					fmt.Fprintf(std.Err, "sandboxer: warning: %s prune: %v\n", name, err)
+				}
+				for _, id := range ids {
+					fmt.Fprintf(std.Out, "%s:%s\n", name, id)
+				}
 			}
 			for _, r := range recs {
 				b, ok := lookupBackend(r.Adapter)

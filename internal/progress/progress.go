@@ -117,3 +117,18 @@ func Spinner(w io.Writer, label string) (stop func()) {
 		})
 	}
 }
+
+// Status returns a function that shows one status line on w, replacing the previous one, for work
+// made of named steps (an image build). Calling it with "" clears the line. On a writer that is not
+// a terminal it does nothing.
+func Status(w io.Writer) func(msg string) {
+	if !IsTerminal(w) {
+		return func(string) {}
+	}
+	var mu sync.Mutex
+	return func(msg string) {
+		mu.Lock()
+		defer mu.Unlock()
+		fmt.Fprintf(w, "\r\x1b[K%s", msg)
+	}
+}
