@@ -1,0 +1,65 @@
+package state_test
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sandboxer/sandboxer/errs"
+	"github.com/sandboxer/sandboxer/internal/state"
+)
+
+func TestRecordsRoundTrip(t *testing.T) {
+	t.Parallel()
+	d := state.Open(t.TempDir())
+	recs, err := d.List()
+	require.NoError(t, err)
+	assert.Empty(t, recs, "a missing state directory lists nothing")
+
+	a := state.Record{ID: state.NewID(), Adapter: "local", Workspace: "/w", CreatedAt: time.Unix(1, 0).UTC()}
+	b := state.Record{ID: state.NewID(), Adapter: "docker", Backend: "x", CreatedAt: time.Unix(2, 0).UTC()}
+	require.NotEqual(t, a.ID, b.ID)
+	require.NoError(t, d.Save(b))
+	require.NoError(t, d.Save(a))
+	got, err := d.Get(a.ID)
+	require.NoError(t, err)
+	assert.Equal(t, a, got)
+	recs, err = d.List()
+	require.NoError(t, err)
+	assert.Equal(t, []state.Record{a, b}, recs, "oldest first")
+
+	require.NoError(t, d.Delete(a.ID))
+	_, err = d.Get(a.ID)
+	assert.True(t, errors.Is(err, errs.NotFound))
+	assert.True(t, errors.Is(d.Delete(a.ID), errs.NotFound))
+}
+
+func TestHostileIDs(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	d := state.Open(filepath.Join(root, "state"))
+	victim := filepath.Join(root, "victim")
+	require.NoError(t, os.MkdirAll(victim, 0o755))
+	for _, id := range []string{"", "..", "../victim", "../../etc", "a/b", "/abs", "UPPER", "sp ace", "x\x00y", ".hidden",
+		"a-very-long-id-that-goes-on-and-on-and-on-and-on-and-on-and-on-and-on"} {
+		assert.True(t, errors.Is(state.CheckID(id), errs.InvalidInput), "id %q", id)
+		_, err := d.Get(id)
+		assert.True(t, errors.Is(err, errs.InvalidInput), "Get %q", id)
+		assert.True(t, errors.Is(d.Delete(id), errs.InvalidInput), "Delete %q", id)
+		assert.True(t, errors.Is(d.Save(state.Record{ID: id}), errs.InvalidInput), "Save %q", id)
+	}
+	_, err := os.Stat(victim)
+	require.NoError(t, err, "nothing outside the state directory was removed")
+
+	// A record whose file names another id is refused.
+	id := state.NewID()
+	require.NoError(t, d.Save(state.Record{ID: id, Adapter: "local"}))
+	require.NoError(t, os.WriteFile(filepath.Join(d.SandboxDir(id), "sandbox.json"), []byte(`{"id":"sbx-000000000000"}`), 0o644))
+	_, err = d.Get(id)
+	assert.Error(t, err)
+}
