@@ -10,7 +10,7 @@ import (
 )
 
 func TestConformance(t *testing.T) {
-	filesynctest.RunStore(t, func(t *testing.T, dir string) filesync.Store {
+	filesynctest.RunStore(t, func(t testing.TB, dir string) filesync.Store {
 		st, err := dirstore.Open(dir)
 		require.NoError(t, err)
 		return st

@@ -129,20 +129,32 @@ func CheckCollection(op, name string) error {
 }
 
 // CheckPath validates an entry path: non-empty, relative, slash-separated, already clean (no ".",
-// "..", empty or trailing components), no NUL byte. "" and "." are errs.PathInvalid; absolute or
-// ".." paths are errs.PathEscape.
+// "..", empty or trailing components), no NUL byte. "" and "." are errs.PathInvalid; absolute
+// paths and paths whose cleaned form leaves the root are errs.PathEscape.
 func CheckPath(op, p string) error {
-	switch {
-	case p == "" || p == ".":
+	if p == "" || p == "." {
 		return errs.New(errs.PathInvalid, op, p, "entry path is empty")
-	case strings.IndexByte(p, 0) >= 0:
-		return errs.New(errs.PathInvalid, op, p, "entry path contains a NUL byte")
-	case strings.HasPrefix(p, "/"):
+	}
+	if p[0] == '/' {
 		return errs.New(errs.PathEscape, op, p, "entry path is absolute")
-	case p == ".." || strings.HasPrefix(p, "../") || strings.HasPrefix(path.Clean(p), "../"):
-		return errs.New(errs.PathEscape, op, p, "entry path leaves the workspace")
-	case path.Clean(p) != p:
-		return errs.New(errs.PathInvalid, op, p, "entry path is not clean (no '.', '..' or empty components, no trailing slash)")
+	}
+	// One pass over the components: this runs for every file of every flush.
+	for i := 0; i <= len(p); {
+		j := strings.IndexByte(p[i:], '/')
+		if j < 0 {
+			j = len(p) - i
+		}
+		c := p[i : i+j]
+		switch {
+		case c == "" || c == "." || c == "..":
+			if cp := path.Clean(p); cp == ".." || strings.HasPrefix(cp, "../") {
+				return errs.New(errs.PathEscape, op, p, "entry path leaves the workspace")
+			}
+			return errs.New(errs.PathInvalid, op, p, "entry path is not clean (no '.', '..' or empty components, no trailing slash)")
+		case strings.IndexByte(c, 0) >= 0:
+			return errs.New(errs.PathInvalid, op, p, "entry path contains a NUL byte")
+		}
+		i += j + 1
 	}
 	return nil
 }

@@ -29,12 +29,12 @@ type Harness struct {
 
 // Stores are the stores Run runs every case over, by name.
 var Stores = map[string]OpenStore{
-	"dirstore": func(t *testing.T, dir string) filesync.Store {
+	"dirstore": func(t testing.TB, dir string) filesync.Store {
 		st, err := dirstore.Open(dir)
 		require.NoError(t, err)
 		return st
 	},
-	"sqlitestore": func(t *testing.T, dir string) filesync.Store {
+	"sqlitestore": func(t testing.TB, dir string) filesync.Store {
 		st, err := sqlitestore.Open(filepath.Join(dir, "store.db"))
 		require.NoError(t, err)
 		return st

@@ -20,7 +20,7 @@ import (
 
 // OpenStore opens (creating when missing) a store kept in dir. Opening the same dir again must
 // give the same store: the suite checks persistence that way.
-type OpenStore func(t *testing.T, dir string) filesync.Store
+type OpenStore func(t testing.TB, dir string) filesync.Store
 
 // RunStore runs the store conformance suite.
 func RunStore(t *testing.T, open OpenStore) {
