@@ -234,6 +234,7 @@ func (s *Sandbox) ExecuteCommand(ctx context.Context, cmd adapter.Command) (adap
 	// even when the caller's budget is tiny.
 	errHead := &headBuffer{n: 128}
 	args := append([]string{"/bin/sh", "-c", execWrapper, "sandboxer", id, nonce, dir}, cmd.Args...)
+	env = append(env, "SANDBOXER_WRAPPER="+id)
 	start := time.Now()
 	code, err := s.run(runCtx, op, rawExec{
 		args:   args,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	cerrdefs "github.com/containerd/errdefs"
 	"os"
 	"strconv"
 	"strings"
@@ -96,6 +97,9 @@ func (p *Pool) fill() {
 		}
 	}
 }
+
+// Ready returns how many warm sandboxes are waiting.
+func (p *Pool) Ready() int { return len(p.ready) }
 
 // Get returns a started sandbox: a warm one when available, otherwise a new one created now. The
 // caller owns it (Stop removes it). Errors as New, and errs.SandboxUnavailable after Close.
@@ -205,7 +209,7 @@ func Prune(ctx context.Context, cfg Config, o PruneOptions) ([]string, error) {
 			continue
 		}
 		_, err := eng.ContainerRemove(ctx, c.ContainerID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
-		if err != nil {
+		if err != nil && !cerrdefs.IsNotFound(err) && !cerrdefs.IsConflict(err) { // gone or going
 			errList = append(errList, fmt.Errorf("remove %s: %w", c.ID, err))
 			continue
 		}

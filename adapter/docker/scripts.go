@@ -46,15 +46,36 @@ const (
 	exitInvalid  = 9
 )
 
+// scanFn signals, with builtins only (no fork: it works in a container out of pids and costs
+// little), every process whose environment carries SANDBOXER_EXEC_ID=$_id, and its process group;
+// with a second argument it also sends that signal to the wrapper of $_id (found by the
+// SANDBOXER_WRAPPER=$_id of its initial environment).
+const scanFn = `
+scan() {
+	for _q in /proc/[0-9]*; do
+		_q=${_q#/proc/}
+		[ "$_q" = "$$" ] && continue
+		while IFS= read -r -d '' _l; do
+			case $_l in
+			"SANDBOXER_EXEC_ID=$_id") kill -$1 -$_q $_q 2>/dev/null; break;;
+			"SANDBOXER_WRAPPER=$_id") [ -n "$2" ] && kill -$2 $_q 2>/dev/null; break;;
+			esac
+		done 2>/dev/null <"/proc/$_q/environ"
+	done
+}
+`
+
 // execWrapper runs a command: argv is id nonce dir args... . It resolves dir in the jail, checks
 // the program exists, then starts it with setsid (its own session and process group) carrying
-// SANDBOXER_EXEC_ID in its environment, records the group id in /tmp for the killer, waits, and
-// then kills the group and every process still carrying the marker, so nothing started by the
-// command survives it or holds its output open. Failures before the start are reported as exit
-// 199 plus a line "sandboxer:NONCE:CODE" on stderr (nothing else has written there yet).
-const execWrapper = jailFn + `
+// SANDBOXER_EXEC_ID in its environment, waits, and then kills the group and every process still
+// carrying the marker, so nothing started by the command survives it or holds its output open.
+// The killer reaches the group through the wrapper (USR1: SIGTERM the group, USR2: SIGKILL it),
+// which matters when the command cleared its environment. Failures before the start are reported
+// as exit 199 plus a line "sandboxer:NONCE:CODE" on stderr (nothing else has written there yet).
+const execWrapper = jailFn + scanFn + `
+unset SANDBOXER_WRAPPER
 set -f
-_id=$1 _nonce=$2 _dir=$3; shift 3
+_id=$1 _nonce=$2 _dir=$3 _p=; shift 3
 fail() { printf 'sandboxer:%s:%s\n' "$_nonce" "$1" >&2; exit 199; }
 jail "$_dir"; case $? in 0) ;; 3) fail escape;; *) fail notfound;; esac
 [ -d "$R" ] || fail notfound
@@ -65,30 +86,29 @@ case $1 in
 	for _d in $PATH; do [ -f "${_d:-.}/$1" ] && [ -x "${_d:-.}/$1" ] && { _ok=1; break; }; done
 	IFS=$_ifs; [ -n "$_ok" ] || fail noexec;;
 esac
+trap '[ -n "$_p" ] && kill -TERM -$_p 2>/dev/null' USR1
+trap '[ -n "$_p" ] && kill -KILL -$_p 2>/dev/null' USR2
 exec 3<&0
 SANDBOXER_EXEC_ID=$_id setsid "$@" <&3 3<&- &
 _p=$!
 exec 3<&-
-echo $_p >/tmp/.sandboxer-exec-$_id 2>/dev/null
-wait $_p; _rc=$?
+while :; do
+	wait $_p; _rc=$?
+	kill -0 $_p 2>/dev/null || break
+done
 kill -9 -$_p 2>/dev/null
-for _f in $(grep -lzxs "SANDBOXER_EXEC_ID=$_id" /proc/[0-9]*/environ); do _f=${_f#/proc/}; kill -9 ${_f%/environ} 2>/dev/null; done
-rm -f /tmp/.sandboxer-exec-$_id
+scan 9
 exit $_rc
 `
 
 // killScript ends the tree of one command (argv: id): SIGTERM to its process group and to every
-// process carrying its marker, a short grace, then SIGKILL. The group is signalled with builtins
-// first, so that a container out of pids (fork bomb) still gets the group killed; a failed fork
-// makes the script exit non-zero and the caller retries with more room.
-const killScript = `
-_id=$1 _p=
-read -r _p </tmp/.sandboxer-exec-$_id 2>/dev/null
-[ -n "$_p" ] && kill -TERM -$_p 2>/dev/null
-for _f in $(grep -lzxs "SANDBOXER_EXEC_ID=$_id" /proc/[0-9]*/environ); do _f=${_f#/proc/}; kill -TERM ${_f%/environ} 2>/dev/null; done
+// process carrying its marker, a short grace, then SIGKILL. Everything but the grace's sleep is
+// a builtin; a failed fork makes the script exit non-zero and the caller retries with more room.
+const killScript = scanFn + `
+_id=$1
+scan TERM USR1
 sleep 0.2
-[ -n "$_p" ] && kill -KILL -$_p 2>/dev/null
-for _f in $(grep -lzxs "SANDBOXER_EXEC_ID=$_id" /proc/[0-9]*/environ); do _f=${_f#/proc/}; kill -KILL ${_f%/environ} 2>/dev/null; done
+scan KILL USR2
 exit 0
 `
 
@@ -100,7 +120,7 @@ exec cat -- "$R"
 `
 
 // writeScript: argv path; stdin the content. Writes a temporary file beside the target and
-// renames it over the target; a replaced file keeps its permissions.
+// renames it over the target; new files are 0644, a replaced executable stays executable (0755).
 const writeScript = jailFn + `
 jail "$1" || exit $?
 [ "$R" = /workspace ] && exit 6
@@ -109,7 +129,7 @@ _d=${R%/*}
 [ -d "$_d" ] || mkdir -p -- "$_d" 2>/dev/null || exit 7
 _t=$_d/.sandboxer-tmp-$$
 cat >"$_t" || { rm -f -- "$_t"; exit 8; }
-[ -f "$R" ] && chmod "$(stat -c %a -- "$R")" "$_t" 2>/dev/null
+[ -f "$R" ] && [ -x "$R" ] && chmod 755 "$_t"
 mv -f -- "$_t" "$R" || { rm -f -- "$_t"; exit 8; }
 `
 

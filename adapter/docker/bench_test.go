@@ -1,0 +1,139 @@
+package docker_test
+
+import (
+	"context"
+	"io"
+	"os/exec"
+	"testing"
+	"time"
+
+	"github.com/moby/moby/api/pkg/stdcopy"
+	"github.com/moby/moby/client"
+
+	"github.com/sandboxer/sandboxer/adapter"
+	"github.com/sandboxer/sandboxer/adapter/docker"
+)
+
+// The figures of the docker adapter, each next to its baseline measured in the same run:
+//
+//	go test -run '^$' -bench . -count 5 ./adapter/docker/ | benchstat -
+func BenchmarkExecTrue(b *testing.B) {
+	sb := newSandbox(b, docker.Config{})
+	ctx := context.Background()
+	c, err := client.New(client.FromEnv, client.WithAPIVersionNegotiation())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	b.Run("baseline=moby-exec", func(b *testing.B) {
+		for b.Loop() {
+			cr, err := c.ExecCreate(ctx, sb.ContainerID(), client.ExecCreateOptions{AttachStdout: true, AttachStderr: true, Cmd: []string{"true"}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			att, err := c.ExecAttach(ctx, cr.ID, client.ExecAttachOptions{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			stdcopy.StdCopy(io.Discard, io.Discard, att.Reader)
+			att.Close()
+			ins, err := c.ExecInspect(ctx, cr.ID, client.ExecInspectOptions{})
+			if err != nil || ins.ExitCode != 0 {
+				b.Fatal(err, ins.ExitCode)
+			}
+		}
+	})
+	b.Run("baseline=docker-exec-cli", func(b *testing.B) {
+		if _, err := exec.LookPath("docker"); err != nil {
+			b.Skip("docker CLI not installed")
+		}
+		for b.Loop() {
+			if err := exec.Command("docker", "exec", sb.ContainerID(), "true").Run(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("adapter=docker", func(b *testing.B) {
+		cmd := adapter.Command{Args: []string{"true"}}
+		for b.Loop() {
+			if res, err := sb.ExecuteCommand(ctx, cmd); err != nil || res.ExitCode != 0 {
+				b.Fatal(err, res.ExitCode)
+			}
+		}
+	})
+}
+
+func BenchmarkColdCreateToFirstCommand(b *testing.B) {
+	needDocker(b)
+	ctx := context.Background()
+	for b.Loop() {
+		sb, err := docker.New(ctx, docker.Config{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := sb.ExecuteCommand(ctx, adapter.Command{Args: []string{"true"}}); err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		sb.Stop(ctx)
+		b.StartTimer()
+	}
+}
+
+func BenchmarkPoolClaim(b *testing.B) {
+	needDocker(b)
+	ctx := context.Background()
+	p, err := docker.NewPool(ctx, docker.Config{}, 2)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer p.Close(ctx)
+	for b.Loop() {
+		b.StopTimer()
+		waitWarm(b, p)
+		b.StartTimer()
+		sb, err := p.Get(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		sb.Stop(ctx)
+		b.StartTimer()
+	}
+}
+
+func waitWarm(b *testing.B, p *docker.Pool) {
+	for p.Ready() == 0 {
+		select {
+		case <-b.Context().Done():
+			b.Fatal("pool never warmed")
+		default:
+		}
+		sleepMS(20)
+	}
+}
+
+func BenchmarkFiles4KiB(b *testing.B) {
+	sb := newSandbox(b, docker.Config{})
+	ctx := context.Background()
+	data := make([]byte, 4096)
+	if err := sb.WriteFile(ctx, "f", data); err != nil {
+		b.Fatal(err)
+	}
+	b.Run("ReadFile", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := sb.ReadFile(ctx, "f"); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("WriteFile", func(b *testing.B) {
+		for b.Loop() {
+			if err := sb.WriteFile(ctx, "f", data); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+func sleepMS(n int) { time.Sleep(time.Duration(n) * time.Millisecond) }
