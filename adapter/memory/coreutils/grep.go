@@ -105,6 +105,99 @@ type matchOpts struct {
 	fixed, extended, ignoreCase, word, line bool
 }
 
+// lineMatcher matches single lines, with a multi-line twin that searches a whole buffer at once
+// so that sparse matches in big inputs cost one scan, not one regexp run per line.
+type lineMatcher struct {
+	line    *regexp.Regexp
+	multi   *regexp.Regexp
+	literal []byte // set when the pattern is a plain literal: bytes.Index replaces the regexp
+}
+
+// find returns the offset of the first match candidate in data, or -1. The window is cut at a
+// line end so that the regexp's working memory stays small whatever the input size.
+func (m lineMatcher) find(data []byte) int {
+	if m.literal != nil {
+		return bytes.Index(data, m.literal)
+	}
+	const window = 16 << 10
+	off := 0
+	for off < len(data) {
+		end := len(data)
+		if off+window < end {
+			if nl := bytes.IndexByte(data[off+window:], '\n'); nl >= 0 {
+				end = off + window + nl + 1
+			}
+		}
+		if loc := m.multi.FindIndex(data[off:end]); loc != nil {
+			return off + loc[0]
+		}
+		off = end
+	}
+	return -1
+}
+
+// scan calls fn for every line (0-based number, text without its newline) that matches, or with
+// invert every line that does not; fn returns false to stop.
+func (m lineMatcher) scan(data []byte, invert bool, fn func(ln int, line []byte) bool) {
+	if invert || m.multi == nil {
+		ln := 0
+		for len(data) > 0 {
+			i := bytes.IndexByte(data, '\n')
+			line := data
+			if i >= 0 {
+				line, data = data[:i], data[i+1:]
+			} else {
+				data = nil
+			}
+			if m.line.Match(line) != invert && !fn(ln, line) {
+				return
+			}
+			ln++
+		}
+		return
+	}
+	pos, ln := 0, 0 // pos is the start of line ln
+	for pos < len(data) {
+		at := m.find(data[pos:])
+		if at < 0 {
+			return
+		}
+		start := pos + at
+		// Move to the line holding the match start.
+		ls := bytes.LastIndexByte(data[pos:start], '\n')
+		if ls >= 0 {
+			ln += bytes.Count(data[pos:pos+ls+1], []byte{'\n'})
+			pos += ls + 1
+		}
+		end := bytes.IndexByte(data[pos:], '\n')
+		next := len(data)
+		line := data[pos:]
+		if end >= 0 {
+			line, next = data[pos:pos+end], pos+end+1
+		}
+		if (m.literal != nil || m.line.Match(line)) && !fn(ln, line) {
+			return
+		}
+		pos, ln = next, ln+1
+	}
+}
+
+func compileMatcher(pats []string, o matchOpts) (lineMatcher, error) {
+	re, err := compilePatterns(pats, o)
+	if err != nil {
+		return lineMatcher{}, err
+	}
+	multi, err := regexp.Compile("(?m)" + re.String())
+	if err != nil {
+		multi = nil
+	}
+	m := lineMatcher{line: re, multi: multi}
+	if prefix, complete := re.LiteralPrefix(); complete && prefix != "" && !strings.Contains(prefix, "\n") {
+		m.literal = []byte(prefix)
+	}
+	return m, nil
+}
+
 func compilePatterns(pats []string, o matchOpts) (*regexp.Regexp, error) {
 	parts := make([]string, 0, len(pats))
 	for _, p := range pats {
@@ -286,10 +379,11 @@ func grep(e *Env, args []string) int {
 		pats = strings.Split(operands[0], "\n")
 		operands = operands[1:]
 	}
-	re, err := compilePatterns(pats, o)
+	m, err := compileMatcher(pats, o)
 	if err != nil {
 		return e.usage("grep", "%v", err)
 	}
+	re := m.line
 	implicitDot := false
 	if len(operands) == 0 {
 		if recursive {
@@ -372,6 +466,49 @@ func grep(e *Env, args []string) int {
 		}
 		binary := bytes.IndexByte(data, 0) >= 0
 		matches := 0
+		if before == 0 && after == 0 {
+			m.scan(data, invert, func(ln int, line []byte) bool {
+				matches++
+				if quiet || count || list || listNo || binary {
+					return !quiet && !binary && !list
+				}
+				if only && !invert {
+					for _, mm := range re.FindAll(line, -1) {
+						if len(mm) > 0 {
+							writeGrepLine(w, showName, number, in.label, ln+1, ':', mm)
+						}
+					}
+				} else {
+					writeGrepLine(w, showName, number, in.label, ln+1, ':', line)
+				}
+				return true
+			})
+			if quiet && matches > 0 {
+				return 0
+			}
+			if matches > 0 {
+				status = 0
+			}
+			switch {
+			case count:
+				if showName {
+					fmt.Fprintf(w, "%s:%d\n", in.label, matches)
+				} else {
+					fmt.Fprintf(w, "%d\n", matches)
+				}
+			case list:
+				if matches > 0 {
+					fmt.Fprintln(w, in.label)
+				}
+			case listNo:
+				if matches == 0 {
+					fmt.Fprintln(w, in.label)
+				}
+			case binary && matches > 0 && !quiet:
+				fmt.Fprintf(w, "Binary file %s matches\n", in.label)
+			}
+			continue
+		}
 		lastPrinted := -1
 		pending := 0 // lines of after-context still to print
 		ls := splitLinesKeep(data)
@@ -541,7 +678,8 @@ func rg(e *Env, args []string) int {
 		}
 		pats, operands = operands[:1], operands[1:]
 	}
-	re, err := compilePatterns(pats, o)
+	m, err := compileMatcher(pats, o)
+	re := m.line
 	if err != nil {
 		msg := err.Error()
 		if i := strings.LastIndex(msg, ": "); i >= 0 && strings.HasPrefix(msg, "error parsing regexp") {
@@ -618,17 +756,10 @@ func rg(e *Env, args []string) int {
 			continue
 		}
 		matches := 0
-		for ln, raw := range splitLinesKeep(data) {
-			line := bytes.TrimSuffix(raw, []byte{'\n'})
-			if re.Match(line) == invert {
-				continue
-			}
+		m.scan(data, invert, func(ln int, line []byte) bool {
 			matches++
-			if quiet {
-				return 0
-			}
-			if count || list || nul >= 0 {
-				continue
+			if quiet || count || list || nul >= 0 {
+				return !quiet && !list && nul < 0
 			}
 			emit := func(text []byte) {
 				if showName {
@@ -643,12 +774,16 @@ func rg(e *Env, args []string) int {
 				w.WriteByte('\n')
 			}
 			if only && !invert {
-				for _, m := range re.FindAll(line, -1) {
-					emit(m)
+				for _, mm := range re.FindAll(line, -1) {
+					emit(mm)
 				}
 			} else {
 				emit(line)
 			}
+			return true
+		})
+		if quiet && matches > 0 {
+			return 0
 		}
 		if matches == 0 {
 			continue
