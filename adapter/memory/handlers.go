@@ -25,7 +25,7 @@ import (
 // interpreter builtin that would look at the host (type, command -v, pwd -P) or is missing
 // (kill). A NUL byte keeps them out of reach of scripts.
 const (
-	loopTick      = "\x00sandboxer:loop"
+	loopTick      = "__sandboxer_loop_tick" // printable: it survives eval's print-and-reparse
 	internalKill  = "\x00sandboxer:kill"
 	internalType  = "\x00sandboxer:type"
 	internalCmdV  = "\x00sandboxer:command-v"
@@ -95,6 +95,18 @@ func callHandler(ctx context.Context, args []string) ([]string, error) {
 			p := sourcePath(cl, hc, args[1])
 			out := append([]string{args[0], internalSrc + p}, args[2:]...)
 			return out, nil
+		}
+	case "eval":
+		if src, err := instrumentSource(strings.Join(args[1:], " ")); err == nil {
+			return []string{"eval", src}, nil
+		} else if errors.Is(err, errUnsupported) {
+			return []string{internalUnsup, err.Error()}, nil
+		}
+	case "trap":
+		if len(args) > 2 && !strings.HasPrefix(args[1], "-") {
+			if src, err := instrumentSource(args[1]); err == nil {
+				return append([]string{"trap", src}, args[2:]...), nil
+			}
 		}
 	case "test", "[":
 		for _, a := range args[1:] {
@@ -382,8 +394,9 @@ func (g gatedFS) Resolve(name, jail string, follow bool) (p string, err error) {
 func openHandler(ctx context.Context, p string, flag int, perm os.FileMode) (io.ReadWriteCloser, error) {
 	cl := callOf(ctx)
 	hc := interp.HandlerCtx(ctx)
+	isSource := false
 	if rest, ok := strings.CutPrefix(p, internalSrc); ok {
-		p = rest
+		p, isSource = rest, true
 	}
 	abs := absIn(hc.Dir, p)
 	switch abs {
@@ -401,6 +414,18 @@ func openHandler(ctx context.Context, p string, flag int, perm os.FileMode) (io.
 		return nil, errCallOver
 	}
 	defer cl.leave()
+	if isSource && flag == os.O_RDONLY {
+		// A sourced script: instrument its loops like any other script.
+		data, err := cl.fs.ReadFile(abs)
+		if err != nil {
+			return nil, shellPathError("open", p, err)
+		}
+		src, err := instrumentSource(string(data))
+		if err != nil {
+			src = string(data) // the interpreter reports the syntax error itself
+		}
+		return nopRWC{r: strings.NewReader(src)}, nil
+	}
 	f, err := cl.fs.OpenFile(abs, flag, perm)
 	if err != nil {
 		return nil, shellPathError("open", p, err)
@@ -723,7 +748,11 @@ func runPwd(ctx context.Context, cl *call, hc interp.HandlerContext, args []stri
 }
 
 func runUnsupported(ctx context.Context, cl *call, hc interp.HandlerContext, args []string) int {
-	fmt.Fprintf(hc.Stderr, "sh: %s in the memory sandbox\n", strings.Join(args[1:], " "))
+	msg := strings.Join(args[1:], " ")
+	if !strings.Contains(msg, "memory sandbox") {
+		msg += " in the memory sandbox"
+	}
+	fmt.Fprintf(hc.Stderr, "sh: %s\n", msg)
 	return 2
 }
 
@@ -761,6 +790,25 @@ func parseScript(src string) (*syntax.File, error) {
 	return f, nil
 }
 
+var errUnsupported = errors.New("not supported in the memory sandbox")
+
+// instrumentSource parses, instruments and prints back shell source that the interpreter will
+// parse again itself (eval, source, trap).
+func instrumentSource(src string) (string, error) {
+	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(src), "")
+	if err != nil {
+		return "", err
+	}
+	if err := instrument(f); err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	if err := syntax.NewPrinter().Print(&b, f); err != nil {
+		return "", err
+	}
+	return b.String(), nil
+}
+
 // instrument refuses what would reach the host (process substitution uses host FIFOs; -O/-G
 // tests read the host's user database) and puts a loop counter at the head of every loop, so
 // that loops without commands still meet MaxLoopIterations.
@@ -772,14 +820,14 @@ func instrument(f *syntax.File) error {
 	syntax.Walk(f, func(n syntax.Node) bool {
 		switch n := n.(type) {
 		case *syntax.ProcSubst:
-			bad = fmt.Errorf("process substitution is not supported in the memory sandbox")
+			bad = fmt.Errorf("process substitution is %w", errUnsupported)
 		case *syntax.Stmt:
 			if n.Coprocess {
-				bad = fmt.Errorf("coproc is not supported in the memory sandbox")
+				bad = fmt.Errorf("coproc is %w", errUnsupported)
 			}
 		case *syntax.UnaryTest:
 			if n.Op == syntax.TsUsrOwn || n.Op == syntax.TsGrpOwn {
-				bad = fmt.Errorf("-O and -G tests are not supported in the memory sandbox")
+				bad = fmt.Errorf("-O and -G tests are %w", errUnsupported)
 			}
 		case *syntax.WhileClause:
 			n.Cond = append([]*syntax.Stmt{tick()}, n.Cond...)

@@ -48,6 +48,9 @@ func TestLimits(t *testing.T) {
 		{"yes into a file ends at the tree limit", `yes > f`, "tree_bytes", memory.Config{MaxTreeBytes: 1 << 20}},
 		{"cp over the tree limit", `head -c 600000 /dev/zero > a; cp a b`, "tree_bytes", memory.Config{MaxTreeBytes: 1 << 20}},
 		{"doubling a variable", `x=a; while :; do x=$x$x; done`, "string_bytes", memory.Config{MaxStringBytes: 1 << 20}},
+		{"loop inside eval", `eval 'while x=1; do y=2; done'`, "loop_iterations", memory.Config{MaxLoopIterations: 1000}},
+		{"loop inside a sourced file", `echo 'until false; do y=2; done' > l.sh; . ./l.sh`, "loop_iterations", memory.Config{MaxLoopIterations: 1000}},
+		{"loop inside a trap", `trap 'while :; do y=1; done' EXIT; true`, "loop_iterations", memory.Config{MaxLoopIterations: 1000}},
 		{"xargs counts commands", `seq 1 100 | xargs -n 1 true`, "commands", memory.Config{MaxCommands: 20}},
 	}
 	for _, tc := range cases {
