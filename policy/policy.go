@@ -1,0 +1,91 @@
+// Package policy owns the network-policy decision of SPEC.md section 4, layer 1: command inspection
+// before anything runs while the network is off.
+//
+// Check is a pure function over an argv (the bash tool runs argv directly, without a shell). Every
+// shell script found in it (sh/bash/dash/zsh/ksh -c, eval, $(...), backticks, process
+// substitution, here-documents fed to a shell, trap and alias bodies, ...) is parsed with
+// mvdan.cc/sh/v3/syntax, wrappers (env, xargs, timeout, nice, nohup, sudo, command, exec, find
+// -exec, ...) are unwrapped, and every command that would run is looked up by the basename of
+// its name. Network clients, package managers, git remote subcommands and URL arguments with a
+// non-loopback host are denied; so is anything that cannot be inspected statically (a command
+// name held in a variable, a script that does not parse, a shell reading its script from a pipe).
+//
+// The decision is advisory text inspection: layer 2 (network namespace, container network mode
+// none) is what enforces it. docs/policy.md lists what is inspected and the known gaps.
+package policy
+
+import (
+	"github.com/sandboxer/sandboxer/errs"
+)
+
+// Decision is the verdict of command inspection while the network is off.
+type Decision struct {
+	Allowed bool
+	Code    errs.Code // errs.NetworkDisabled or errs.GitRemoteDisabled when denied; "" when allowed
+	Reason  string    // human text, e.g. `curl is a network client`; not part of the contract
+	Command string    // the offending command word or URL
+}
+
+// Err returns nil when the decision allows the command, else an *errs.Error with the decision's
+// code, op, Msg set to the reason and Details{"command": the offending word}.
+func (d Decision) Err(op string) error {
+	if d.Allowed {
+		return nil
+	}
+	return &errs.Error{
+		Code:    d.Code,
+		Op:      op,
+		Msg:     d.Reason,
+		Details: map[string]any{"command": d.Command},
+	}
+}
+
+// maxDepth bounds nested scripts (sh -c inside eval inside sh -c ...); deeper nesting is denied.
+const maxDepth = 32
+
+// Check inspects argv, the command the bash tool would run with the network off, and decides
+// whether it may run. It never panics and never touches the system: the same argv always gives
+// the same decision. An empty argv is allowed (there is nothing to run).
+func Check(argv []string) Decision {
+	c := checker{}
+	args := make([]arg, len(argv))
+	for i, s := range argv {
+		args[i] = lit(s)
+		c.scanText(s)
+	}
+	if !c.denied {
+		c.argv(args, ctx{lang: langSh})
+	}
+	if c.denied {
+		return c.d
+	}
+	return Decision{Allowed: true}
+}
+
+// checker walks one argv and remembers the first denial.
+type checker struct {
+	d      Decision
+	denied bool
+	depth  int
+}
+
+func (c *checker) deny(code errs.Code, command, reason string) {
+	if c.denied {
+		return
+	}
+	c.denied = true
+	c.d = Decision{Code: code, Reason: reason, Command: command}
+}
+
+func (c *checker) denyNet(command, reason string) { c.deny(errs.NetworkDisabled, command, reason) }
+
+func (c *checker) denyUnresolvable(src, what string) {
+	c.denyNet(src, what+" "+quoteSrc(src)+" cannot be resolved statically")
+}
+
+func quoteSrc(s string) string {
+	if len(s) > 80 {
+		s = s[:80] + "..."
+	}
+	return "`" + s + "`"
+}

@@ -1,0 +1,127 @@
+package policy
+
+import (
+	"net/netip"
+	"strings"
+)
+
+// scanText denies s when it holds a URL (scheme://authority) or a bash /dev/tcp or /dev/udp
+// path whose host is not loopback. Unknown parts of the text (dyn) inside a host deny: the host
+// cannot be known.
+func (c *checker) scanText(s string) {
+	if c.denied {
+		return
+	}
+	for rest := s; ; {
+		i := strings.Index(rest, "://")
+		if i < 0 {
+			break
+		}
+		start := schemeStart(rest, i)
+		auth := rest[i+3:]
+		if j := strings.IndexAny(auth, "/?#\t\n\v\f\r "); j >= 0 {
+			auth = auth[:j]
+		}
+		if !authorityIsLocal(rest[start:i], auth) {
+			c.denyNet(cleanURL(rest[start:i+3]+auth), "URL "+quoteSrc(cleanURL(rest[start:i+3]+auth))+" has a non-loopback host")
+			return
+		}
+		rest = rest[i+3:]
+	}
+	for _, dev := range [...]string{"/dev/tcp/", "/dev/udp/"} {
+		for rest := s; ; {
+			i := strings.Index(rest, dev)
+			if i < 0 {
+				break
+			}
+			host := rest[i+len(dev):]
+			if j := strings.IndexAny(host, "/\t\n\v\f\r "); j >= 0 {
+				host = host[:j]
+			}
+			if !hostIsLoopback(host) {
+				c.denyNet(cleanURL(dev+host), "bash network path "+quoteSrc(cleanURL(dev+host))+" has a non-loopback host")
+				return
+			}
+			rest = rest[i+len(dev):]
+		}
+	}
+}
+
+func cleanURL(s string) string { return strings.ReplaceAll(s, dyn, "$?") }
+
+// schemeStart returns where the scheme that ends at i begins.
+func schemeStart(s string, i int) int {
+	j := i
+	for j > 0 {
+		ch := s[j-1]
+		if ch >= 'a' && ch <= 'z' || ch >= 'A' && ch <= 'Z' || ch >= '0' && ch <= '9' || ch == '+' || ch == '-' || ch == '.' {
+			j--
+			continue
+		}
+		break
+	}
+	return j
+}
+
+// authorityIsLocal reports whether a URL authority (userinfo@host:port) names a loopback host,
+// parsed strictly: anything ambiguous (several @, unknown parts, a bad port) is not local. An
+// empty authority is local only for file: URLs.
+func authorityIsLocal(scheme, auth string) bool {
+	if auth == "" {
+		return strings.EqualFold(scheme, "file")
+	}
+	if strings.Contains(auth, dyn) {
+		return false
+	}
+	if n := strings.Count(auth, "@"); n > 1 {
+		return false
+	} else if n == 1 {
+		auth = auth[strings.IndexByte(auth, '@')+1:]
+	}
+	host, port := auth, ""
+	if strings.HasPrefix(auth, "[") {
+		end := strings.IndexByte(auth, ']')
+		if end < 0 {
+			return false
+		}
+		host, port = auth[1:end], auth[end+1:]
+		if port != "" && port[0] != ':' {
+			return false
+		}
+		port = strings.TrimPrefix(port, ":")
+	} else if i := strings.LastIndexByte(auth, ':'); i >= 0 {
+		host, port = auth[:i], auth[i+1:]
+	}
+	for _, ch := range port {
+		if ch < '0' || ch > '9' {
+			return false
+		}
+	}
+	return hostIsLoopback(host)
+}
+
+// hostIsLoopback reports whether host is localhost, a *.localhost name, or a loopback IP
+// address (127.0.0.0/8, ::1) in canonical form.
+func hostIsLoopback(host string) bool {
+	if host == "" || strings.Contains(host, dyn) {
+		return false
+	}
+	h := strings.ToLower(strings.TrimSuffix(host, "."))
+	if h == "localhost" || strings.HasSuffix(h, ".localhost") {
+		return validName(h)
+	}
+	ip, err := netip.ParseAddr(h)
+	return err == nil && ip.Unmap().IsLoopback()
+}
+
+// validName reports whether h only holds host-name characters, so that "localhost" cannot be
+// the visible end of something a client would read differently.
+func validName(h string) bool {
+	for i := 0; i < len(h); i++ {
+		ch := h[i]
+		if !(ch >= 'a' && ch <= 'z' || ch >= '0' && ch <= '9' || ch == '-' || ch == '.' || ch == '_') {
+			return false
+		}
+	}
+	return true
+}

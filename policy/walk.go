@@ -1,0 +1,172 @@
+package policy
+
+import (
+	"strings"
+	"sync"
+
+	"mvdan.cc/sh/v3/syntax"
+)
+
+// lang is the shell dialect a script is parsed in.
+type lang uint8
+
+const (
+	langSh  lang = iota // sh, bash, dash, ash, busybox sh, ...: parsed as bash, a superset
+	langZsh             // zsh
+	langKsh             // ksh, mksh
+	langEnd
+)
+
+var parsers [langEnd]sync.Pool
+
+func init() {
+	variants := [langEnd]syntax.LangVariant{syntax.LangBash, syntax.LangZsh, syntax.LangMirBSDKorn}
+	for i := range parsers {
+		v := variants[i]
+		parsers[i].New = func() any { return syntax.NewParser(syntax.Variant(v)) }
+	}
+}
+
+func parse(src string, l lang) (*syntax.File, error) {
+	p := parsers[l].Get().(*syntax.Parser)
+	defer parsers[l].Put(p)
+	return p.Parse(strings.NewReader(src), "")
+}
+
+// stdin says where a command's standard input comes from, which matters for a shell that reads
+// its script from it.
+type stdin uint8
+
+const (
+	stdinInherited stdin = iota // the caller's: empty for the bash tool
+	stdinUnknown                // a pipe or a file: cannot be inspected
+	stdinDoc                    // a here-document or here-string: ctx.doc
+)
+
+// ctx is what a command inherits from where it appears.
+type ctx struct {
+	lang  lang
+	stdin stdin
+	doc   arg // the here-document text when stdin == stdinDoc
+}
+
+// script parses src as a shell script in dialect l and inspects it.
+func (c *checker) script(src string, l lang, x ctx) {
+	if c.denied {
+		return
+	}
+	if c.depth >= maxDepth {
+		c.denyNet(src, "scripts are nested too deeply to inspect")
+		return
+	}
+	f, err := parse(src, l)
+	if err != nil {
+		c.denyNet(src, "script cannot be parsed, so it cannot be inspected: "+err.Error())
+		return
+	}
+	c.depth++
+	defer func() { c.depth-- }()
+	x.lang = l
+	c.stmts(f.Stmts, x, src)
+}
+
+func (c *checker) stmts(ss []*syntax.Stmt, x ctx, src string) {
+	for _, s := range ss {
+		if c.denied {
+			return
+		}
+		c.stmt(s, x, src)
+	}
+}
+
+func (c *checker) stmt(s *syntax.Stmt, x ctx, src string) {
+	for _, r := range s.Redirs {
+		if r.Word != nil {
+			c.walk(r.Word, x, src)
+		}
+		if r.Hdoc != nil {
+			c.walk(r.Hdoc, x, src)
+		}
+		if r.N != nil && r.N.Value != "0" {
+			continue
+		}
+		switch r.Op {
+		case syntax.RdrIn, syntax.RdrInOut:
+			if t, k := wordText(r.Word); k == static && t == "/dev/null" {
+				x.stdin, x.doc = stdinDoc, arg{}
+			} else {
+				x.stdin = stdinUnknown
+			}
+		case syntax.Hdoc, syntax.DashHdoc:
+			t, k := heredocText(r.Word, r.Hdoc)
+			x.stdin, x.doc = stdinDoc, arg{s: t, k: k, src: srcOf(src, r.Hdoc)}
+		case syntax.WordHdoc:
+			t, k := wordText(r.Word)
+			x.stdin, x.doc = stdinDoc, arg{s: t + "\n", k: k, src: srcOf(src, r.Word)}
+		}
+	}
+	if c.denied || s.Cmd == nil {
+		return
+	}
+	switch cmd := s.Cmd.(type) {
+	case *syntax.CallExpr:
+		c.call(cmd, x, src)
+	case *syntax.BinaryCmd:
+		c.stmt(cmd.X, x, src)
+		if cmd.Op == syntax.Pipe || cmd.Op == syntax.PipeAll {
+			x.stdin = stdinUnknown
+		}
+		c.stmt(cmd.Y, x, src)
+	case *syntax.DeclClause:
+		for _, a := range cmd.Args {
+			if a.Name != nil && a.Value != nil {
+				c.assign(a.Name.Value, c.resolveWord(a.Value, srcOf(src, a.Value)), x)
+			}
+		}
+		c.walk(cmd, x, src)
+	default:
+		c.walk(cmd, x, src)
+	}
+}
+
+// walk inspects every statement, command substitution and word under n (n itself is never a
+// statement): nested statements get their own stmt call, words are scanned for URLs.
+func (c *checker) walk(n syntax.Node, x ctx, src string) {
+	syntax.Walk(n, func(n syntax.Node) bool {
+		if c.denied {
+			return false
+		}
+		switch n := n.(type) {
+		case *syntax.Stmt:
+			c.stmt(n, x, src)
+			return false
+		case *syntax.CmdSubst:
+			c.stmts(n.Stmts, ctx{lang: x.lang}, src)
+			return false
+		case *syntax.ProcSubst:
+			c.stmts(n.Stmts, ctx{lang: x.lang}, src)
+			return false
+		case *syntax.Word:
+			t, _ := wordText(n)
+			c.scanText(t)
+		}
+		return true
+	})
+}
+
+// call inspects a simple command: its assignments, its words, then the command itself.
+func (c *checker) call(ce *syntax.CallExpr, x ctx, src string) {
+	c.walk(ce, x, src)
+	if c.denied {
+		return
+	}
+	for _, a := range ce.Assigns {
+		if a.Name != nil && a.Value != nil {
+			c.assign(a.Name.Value, c.resolveWord(a.Value, srcOf(src, a.Value)), x)
+		}
+	}
+	if len(ce.Args) == 0 || c.denied {
+		return
+	}
+	c.argv(c.resolveWords(ce.Args, src), x)
+}
