@@ -25,6 +25,7 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -53,12 +54,49 @@ type Config struct {
 	WaitDelay time.Duration `mapstructure:"wait_delay"`
 	// Env is added to every command's environment ("KEY=VALUE"), before Command.Env.
 	Env []string `mapstructure:"env"`
+
+	// Isolation is "auto" (also the zero value "") to apply every kernel isolation layer this
+	// machine allows (see docs/local.md and Probe), or "off" for plain host processes.
+	Isolation string `mapstructure:"isolation"`
+	// RequireIsolation fails closed: a command for which a layer cannot be applied (the network
+	// cut when Command.AllowNetwork is false, the Landlock file system rules, the per-command
+	// process tree kill) is refused with errs.IsolationUnavailable instead of running.
+	RequireIsolation bool `mapstructure:"require_isolation"`
+	// DisableLayers turns single layers off by name (LayerNetNS, LayerLandlock, LayerCgroup,
+	// LayerProc, LayerLandlockNet, LayerPIDNS), for a machine where one misbehaves.
+	DisableLayers []string `mapstructure:"disable_layers"`
+	// ReadPaths are host paths commands may read and execute from, added to DefaultReadPaths.
+	ReadPaths []string `mapstructure:"read_paths"`
+	// DenyRead are host paths commands may never read, added to DefaultDenyRead(); they are cut
+	// out of any read path that contains them.
+	DenyRead []string `mapstructure:"deny_read"`
+	// WritePaths are host directories commands may write besides the workspace and their TMPDIR.
+	WritePaths []string `mapstructure:"write_paths"`
 }
 
 // Validate reports a configuration that cannot work.
 func (c Config) Validate() error {
 	if c.KillGrace < 0 || c.WaitDelay < 0 {
 		return errs.New(errs.InvalidInput, "local", "", "kill_grace and wait_delay must not be negative")
+	}
+	switch c.Isolation {
+	case "", IsolationAuto, IsolationOff:
+	default:
+		return errs.New(errs.InvalidInput, "local", "", "isolation must be %q or %q, not %q", IsolationAuto, IsolationOff, c.Isolation)
+	}
+	if c.RequireIsolation && c.Isolation == IsolationOff {
+		return errs.New(errs.InvalidInput, "local", "", "require_isolation contradicts isolation: off")
+	}
+	known := []string{LayerUserNS, LayerPIDNS, LayerProc, LayerNetNS, LayerLandlock, LayerLandlockScope, LayerLandlockNet, LayerCgroup}
+	for _, l := range c.DisableLayers {
+		if !slices.Contains(known, l) {
+			return errs.New(errs.InvalidInput, "local", "", "unknown isolation layer %q in disable_layers", l)
+		}
+	}
+	for _, p := range slices.Concat(c.ReadPaths, c.DenyRead, c.WritePaths) {
+		if !filepath.IsAbs(p) {
+			return errs.New(errs.InvalidInput, "local", p, "read_paths, deny_read and write_paths must be absolute")
+		}
 	}
 	for _, kv := range c.Env {
 		if k, _, ok := strings.Cut(kv, "="); !ok || k == "" {
@@ -77,6 +115,8 @@ type Sandbox struct {
 	temp    bool // dir was created by New and is removed by Stop
 	env     []string
 	pathDir []string
+
+	iso *isolation // nil when Config.Isolation is "off"
 
 	mu      sync.Mutex
 	stopped bool
@@ -131,12 +171,23 @@ func New(cfg Config) (*Sandbox, error) {
 	}
 	s.cfg, s.dir, s.given, s.root = cfg, dir, given, root
 	s.pathDir = filepath.SplitList(cfg.Path)
-	s.env = append([]string{
+	s.env = []string{
 		"PATH=" + cfg.Path,
 		"HOME=" + dir,
 		"LANG=C.UTF-8",
 		"TZ=UTC",
-	}, cfg.Env...)
+	}
+	if cfg.Isolation != IsolationOff {
+		if s.iso, err = newIsolation(cfg, dir); err != nil {
+			root.Close()
+			if s.temp {
+				_ = os.RemoveAll(dir)
+			}
+			return nil, errs.Wrap(errs.SandboxUnavailable, "new", "", err)
+		}
+		s.env = append(s.env, "TMPDIR="+s.iso.tmp)
+	}
+	s.env = append(s.env, cfg.Env...)
 	return s, nil
 }
 
@@ -146,12 +197,17 @@ func (s *Sandbox) Dir() string { return s.dir }
 // ID returns the workspace directory: a local sandbox is found again by its directory.
 func (s *Sandbox) ID() string { return s.dir }
 
-// Capabilities of the local adapter without kernel isolation.
+// Capabilities of the local adapter: FSIsolation is FSJail and Network NetNamespace when isolation
+// is on and Probe says Landlock and network namespaces work here.
 func (s *Sandbox) Capabilities() adapter.Capabilities {
+	fsIso, netIso := adapter.FSNone, adapter.NetHost
+	if s.iso != nil {
+		fsIso, netIso = s.iso.capabilities()
+	}
 	return adapter.Capabilities{
 		Adapter:     "local",
-		FSIsolation: adapter.FSNone,
-		Network:     adapter.NetHost,
+		FSIsolation: fsIso,
+		Network:     netIso,
 		Exec:        adapter.ExecHost,
 		Signals:     true,
 		Symlinks:    true,
@@ -192,6 +248,9 @@ func (s *Sandbox) Stop(ctx context.Context) error {
 	}
 	s.mu.Unlock()
 	err := s.root.Close()
+	if s.iso != nil {
+		err = errors.Join(err, s.iso.stop())
+	}
 	if s.temp {
 		err = errors.Join(err, os.RemoveAll(s.dir))
 	}
@@ -485,6 +544,55 @@ func drain(r *os.File, b []byte, w io.Writer) {
 	})
 }
 
+// process is a started command as run sees it: a plain child in its own process group, or a
+// command started by the isolation helper.
+type process interface {
+	wait() (code int, err error) // blocks until the main process exits
+	signal(sig syscall.Signal)   // to the command's process group (SIGKILL: its whole tree)
+	finish()                     // after exit: kill whatever the command left behind
+}
+
+// groupProcess is a plain host child in its own process group.
+type groupProcess struct {
+	s    *Sandbox
+	cmd  *exec.Cmd
+	pgid int
+}
+
+func (p *groupProcess) wait() (int, error) {
+	err := p.cmd.Wait()
+	return exitCode(p.cmd.ProcessState, err), nil
+}
+
+func (p *groupProcess) signal(sig syscall.Signal) { _ = syscall.Kill(-p.pgid, sig) }
+
+func (p *groupProcess) finish() {
+	_ = syscall.Kill(-p.pgid, syscall.SIGKILL)
+	p.s.untrack(p.pgid)
+}
+
+// startPlain starts argv as a host process in its own process group.
+func (s *Sandbox) startPlain(c adapter.Command, prog, dir string, env []string, outW, errW *os.File) (process, error) {
+	cmd := &exec.Cmd{
+		Path:        prog,
+		Args:        c.Args,
+		Dir:         dir,
+		Env:         env,
+		Stdin:       c.Stdin,
+		Stdout:      outW,
+		Stderr:      errW,
+		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, errs.Wrap(errs.ProcessFailed, "exec", c.Args[0], err)
+	}
+	pgid := cmd.Process.Pid
+	if !s.track(pgid) { // stopped meanwhile
+		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	}
+	return &groupProcess{s: s, cmd: cmd, pgid: pgid}, nil
+}
+
 func (s *Sandbox) run(ctx context.Context, c adapter.Command, prog, dir string) (adapter.Result, error) {
 	start := time.Now()
 	outR, outW, err := os.Pipe()
@@ -497,29 +605,22 @@ func (s *Sandbox) run(ctx context.Context, c adapter.Command, prog, dir string) 
 		outW.Close()
 		return adapter.Result{}, errs.Wrap(errs.Internal, "exec", "", err)
 	}
-	cmd := &exec.Cmd{
-		Path:        prog,
-		Args:        c.Args,
-		Dir:         dir,
-		Env:         append(append([]string(nil), s.env...), c.Env...),
-		Stdin:       c.Stdin,
-		Stdout:      outW,
-		Stderr:      errW,
-		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
+	env := append(append([]string(nil), s.env...), c.Env...)
+	var p process
+	var iso adapter.Isolation
+	if s.iso != nil {
+		p, iso, err = s.startIsolated(c, prog, dir, env, outW, errW)
 	}
-	err = cmd.Start()
+	if p == nil && err == nil {
+		p, err = s.startPlain(c, prog, dir, env, outW, errW)
+	}
 	outW.Close()
 	errW.Close()
 	if err != nil {
 		outR.Close()
 		errR.Close()
-		return adapter.Result{}, errs.Wrap(errs.ProcessFailed, "exec", c.Args[0], err)
+		return adapter.Result{Isolation: iso}, err
 	}
-	pgid := cmd.Process.Pid
-	if !s.track(pgid) { // stopped meanwhile
-		_ = syscall.Kill(-pgid, syscall.SIGKILL)
-	}
-	defer s.untrack(pgid)
 
 	limit := c.Limit()
 	stdout, stderr := adapter.NewCappedBuffer(limit), adapter.NewCappedBuffer(limit)
@@ -527,8 +628,11 @@ func (s *Sandbox) run(ctx context.Context, c adapter.Command, prog, dir string) 
 	go stream(outR, stdout, c.Stdout, outDone)
 	go stream(errR, stderr, c.Stderr, errDone)
 
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
+	exited := make(chan exit, 1)
+	go func() {
+		code, err := p.wait()
+		exited <- exit{code, err}
+	}()
 
 	var timer <-chan time.Time
 	if c.Timeout > 0 {
@@ -537,22 +641,22 @@ func (s *Sandbox) run(ctx context.Context, c adapter.Command, prog, dir string) 
 		timer = t.C
 	}
 	var cause error // why the command was ended early, nil if it exited on its own
-	var werr error
+	var ex exit
 	select {
-	case werr = <-exited:
+	case ex = <-exited:
 	case <-timer:
 		cause = errs.New(errs.ProcessTimeout, "exec", "", "command outlived its timeout of %s", c.Timeout)
-		werr = s.terminate(pgid, exited)
+		ex = s.terminate(p, exited)
 	case <-ctx.Done():
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			cause = errs.Wrap(errs.ProcessTimeout, "exec", "", ctx.Err())
 		} else {
 			cause = ctx.Err()
 		}
-		werr = s.terminate(pgid, exited)
+		ex = s.terminate(p, exited)
 	}
-	// Whatever the command left in its process group dies with it.
-	_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	// Whatever the command left behind dies with it.
+	p.finish()
 
 	// A descendant that left the group may still hold the pipes: wait a little, then cut them.
 	grace := time.NewTimer(s.cfg.WaitDelay)
@@ -569,8 +673,11 @@ func (s *Sandbox) run(ctx context.Context, c adapter.Command, prog, dir string) 
 	outR.Close()
 	errR.Close()
 
-	res := adapter.Result{Duration: time.Since(start), ExitCode: exitCode(cmd.ProcessState, werr)}
+	res := adapter.Result{Duration: time.Since(start), ExitCode: ex.code, Isolation: iso}
 	adapter.Capture(&res, stdout, stderr)
+	if cause == nil && ex.err != nil {
+		cause = ex.err
+	}
 	if cause != nil {
 		if e, ok := cause.(*errs.Error); ok {
 			e.Details = map[string]any{"stdout": string(res.Stdout), "stderr": string(res.Stderr)}
@@ -580,16 +687,22 @@ func (s *Sandbox) run(ctx context.Context, c adapter.Command, prog, dir string) 
 	return res, nil
 }
 
-// terminate sends SIGTERM to the group, then SIGKILL after the grace, and returns Wait's error.
-func (s *Sandbox) terminate(pgid int, exited <-chan error) error {
-	_ = syscall.Kill(-pgid, syscall.SIGTERM)
+// exit is how a command's main process ended.
+type exit struct {
+	code int
+	err  error // the process could not be waited for (its helper died)
+}
+
+// terminate sends SIGTERM to the group, then SIGKILL after the grace, and returns how it exited.
+func (s *Sandbox) terminate(p process, exited <-chan exit) exit {
+	p.signal(syscall.SIGTERM)
 	t := time.NewTimer(s.cfg.KillGrace)
 	defer t.Stop()
 	select {
-	case err := <-exited:
-		return err
+	case ex := <-exited:
+		return ex
 	case <-t.C:
-		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		p.signal(syscall.SIGKILL)
 		return <-exited
 	}
 }

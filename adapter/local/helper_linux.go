@@ -1,0 +1,351 @@
+//go:build linux
+
+package local
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/signal"
+	"sync"
+	"syscall"
+
+	"github.com/landlock-lsm/go-landlock/landlock"
+	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
+	"golang.org/x/sys/unix"
+)
+
+// The helper is this same binary, re-executed by the adapter with argv[0] set to helperArg0 and the
+// environment variable helperEnv holding its JSON spec. The package's init function recognises it
+// and runs the helper instead of the program's main, so every binary that links this package (the
+// CLI, a library user's program, a test binary) carries the helper without any call in main.
+const (
+	helperArg0 = "sandboxer-local-helper"
+	helperEnv  = "SANDBOXER_LOCAL_HELPER"
+	helperFD   = 3 // the SOCK_SEQPACKET connection to the adapter
+)
+
+func init() {
+	if len(os.Args) > 0 && os.Args[0] == helperArg0 {
+		if spec := os.Getenv(helperEnv); spec != "" {
+			os.Exit(helperMain(spec))
+		}
+	}
+}
+
+// helperSpec is what the adapter asks the helper to set up before it serves commands.
+type helperSpec struct {
+	Net      bool     `json:"net"`      // running in a new network namespace: bring loopback up
+	Proc     bool     `json:"proc"`     // mount a private /proc for the new PID namespace
+	Landlock bool     `json:"landlock"` // apply the rules below
+	LandNet  bool     `json:"landNet"`  // also deny TCP bind/connect (when there is no network namespace)
+	Rules    fsRules  `json:"rules"`
+	Probe    bool     `json:"probe"` // report and exit
+	Disabled []string `json:"disabled,omitempty"`
+}
+
+// helperReady is the helper's first message: which layers it applied, and why not the others.
+type helperReady struct {
+	Layers      []string          `json:"layers"`
+	Missing     map[string]string `json:"missing,omitempty"`
+	LandlockABI int               `json:"landlockABI"`
+}
+
+// request is one message from the adapter to the helper.
+type request struct {
+	Op   string   `json:"op"` // "spawn" or "signal"
+	ID   uint64   `json:"id"`
+	Path string   `json:"path,omitempty"`
+	Args []string `json:"args,omitempty"`
+	Env  []string `json:"env,omitempty"`
+	Dir  string   `json:"dir,omitempty"`
+	Sig  int      `json:"sig,omitempty"`
+	// Files: stdin, stdout, stderr and, if Cgroup, a cgroup directory, passed as SCM_RIGHTS.
+	Cgroup bool `json:"cgroup,omitempty"`
+}
+
+// reply is one message from the helper: a spawn result (Started or Err) or an exit (Exited).
+type reply struct {
+	ID      uint64 `json:"id"`
+	Started bool   `json:"started,omitempty"`
+	Err     string `json:"err,omitempty"`
+	Errno   int    `json:"errno,omitempty"`
+	Exited  bool   `json:"exited,omitempty"`
+	Status  uint32 `json:"status,omitempty"` // syscall.WaitStatus
+}
+
+func helperMain(specJSON string) int {
+	var spec helperSpec
+	if err := json.Unmarshal([]byte(specJSON), &spec); err != nil {
+		fmt.Fprintln(os.Stderr, "sandboxer helper:", err)
+		return 2
+	}
+	f := os.NewFile(helperFD, "helper-conn")
+	c, err := net.FileConn(f)
+	f.Close()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "sandboxer helper:", err)
+		return 2
+	}
+	conn := c.(*net.UnixConn)
+	// As PID 1 of its namespace the helper must not die of a stray signal from a command: a
+	// handled signal is ignored here and reset to its default in every command it starts.
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP,
+		syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGPIPE)
+
+	ready := setupHelper(spec)
+	if err := send(conn, ready, nil); err != nil || spec.Probe {
+		return 0
+	}
+	h := &helperServer{conn: conn, running: map[int]uint64{}}
+	h.serve()
+	return 0
+}
+
+// setupHelper applies the layers the spec asks for, best effort, and says which took.
+func setupHelper(spec helperSpec) helperReady {
+	r := helperReady{Missing: map[string]string{}}
+	r.Layers = append(r.Layers, LayerUserNS, LayerPIDNS)
+	if spec.Proc {
+		err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, "")
+		if err == nil {
+			err = unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "")
+		}
+		if err != nil {
+			r.Missing[LayerProc] = "mount proc: " + err.Error()
+		} else {
+			r.Layers = append(r.Layers, LayerProc)
+		}
+	}
+	if spec.Net {
+		if err := loopbackUp(); err != nil {
+			// Without loopback the namespace still has no route out; report it anyway.
+			r.Missing["loopback"] = err.Error()
+		}
+		r.Layers = append(r.Layers, LayerNetNS)
+	}
+	abi, _ := landlockABI()
+	r.LandlockABI = abi
+	if spec.Landlock {
+		switch {
+		case abi < 1:
+			r.Missing[LayerLandlock] = "landlock is not supported by this kernel or not enabled at boot"
+		default:
+			if err := landlock.V11.BestEffort().RestrictPaths(spec.Rules.landlockRules()...); err != nil {
+				r.Missing[LayerLandlock] = err.Error()
+				break
+			}
+			r.Layers = append(r.Layers, LayerLandlock)
+			if abi >= 6 {
+				if err := landlock.V11.BestEffort().RestrictScoped(); err == nil {
+					r.Layers = append(r.Layers, LayerLandlockScope)
+				}
+			}
+			if spec.LandNet {
+				if abi < 4 {
+					r.Missing[LayerLandlockNet] = fmt.Sprintf("landlock ABI %d cannot restrict TCP (needs 4)", abi)
+				} else if err := landlock.V11.BestEffort().RestrictNet(); err != nil {
+					r.Missing[LayerLandlockNet] = err.Error()
+				} else {
+					r.Layers = append(r.Layers, LayerLandlockNet)
+				}
+			}
+		}
+	}
+	return r
+}
+
+// loopbackUp sets IFF_UP on lo in the current network namespace.
+func loopbackUp() error {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	ifr, err := unix.NewIfreq("lo")
+	if err != nil {
+		return err
+	}
+	if err := unix.IoctlIfreq(fd, unix.SIOCGIFFLAGS, ifr); err != nil {
+		return err
+	}
+	ifr.SetUint16(ifr.Uint16() | unix.IFF_UP)
+	return unix.IoctlIfreq(fd, unix.SIOCSIFFLAGS, ifr)
+}
+
+func landlockABI() (int, error) {
+	v, _, e := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, 0, 0, 1 /* LANDLOCK_CREATE_RULESET_VERSION */)
+	if e != 0 {
+		return 0, e
+	}
+	return int(v), nil
+}
+
+type helperServer struct {
+	conn    *net.UnixConn
+	wmu     sync.Mutex
+	mu      sync.Mutex
+	running map[int]uint64 // pid -> request id
+	pgids   map[uint64]int // request id -> process group
+}
+
+func (h *helperServer) reply(r reply) {
+	h.wmu.Lock()
+	defer h.wmu.Unlock()
+	_ = send(h.conn, r, nil)
+}
+
+func (h *helperServer) serve() {
+	h.pgids = map[uint64]int{}
+	sigc := make(chan os.Signal, 16)
+	signal.Notify(sigc, syscall.SIGCHLD)
+	go func() {
+		for range sigc {
+			h.reap()
+		}
+	}()
+	buf := make([]byte, 1<<20)
+	oob := make([]byte, unix.CmsgSpace(4*4))
+	for {
+		n, oobn, _, _, err := h.conn.ReadMsgUnix(buf, oob)
+		if err != nil || n == 0 {
+			// The adapter is gone: everything in this PID namespace dies with its init.
+			return
+		}
+		var fds []int
+		if oobn > 0 {
+			if msgs, err := unix.ParseSocketControlMessage(oob[:oobn]); err == nil {
+				for _, m := range msgs {
+					if rights, err := unix.ParseUnixRights(&m); err == nil {
+						fds = append(fds, rights...)
+					}
+				}
+			}
+		}
+		var req request
+		if err := json.Unmarshal(buf[:n], &req); err != nil {
+			closeFDs(fds)
+			continue
+		}
+		switch req.Op {
+		case "spawn":
+			h.spawn(req, fds)
+		case "signal":
+			closeFDs(fds)
+			h.mu.Lock()
+			pg, ok := h.pgids[req.ID]
+			h.mu.Unlock()
+			if ok {
+				_ = syscall.Kill(-pg, syscall.Signal(req.Sig))
+			}
+		default:
+			closeFDs(fds)
+		}
+	}
+}
+
+func closeFDs(fds []int) {
+	for _, fd := range fds {
+		_ = unix.Close(fd)
+	}
+}
+
+func (h *helperServer) spawn(req request, fds []int) {
+	defer closeFDs(fds)
+	want := 3
+	if req.Cgroup {
+		want = 4
+	}
+	if len(fds) != want {
+		h.reply(reply{ID: req.ID, Err: "bad descriptor count"})
+		return
+	}
+	attr := &syscall.ProcAttr{
+		Dir:   req.Dir,
+		Env:   req.Env,
+		Files: []uintptr{uintptr(fds[0]), uintptr(fds[1]), uintptr(fds[2])},
+		Sys:   &syscall.SysProcAttr{Setpgid: true},
+	}
+	if req.Cgroup {
+		attr.Sys.UseCgroupFD, attr.Sys.CgroupFD = true, fds[3]
+	}
+	// The lock spans fork and registration so that the reaper cannot miss a command that exits
+	// at once.
+	h.mu.Lock()
+	pid, err := syscall.ForkExec(req.Path, req.Args, attr)
+	if err == nil {
+		h.running[pid] = req.ID
+		h.pgids[req.ID] = pid
+		// Still under the lock: the reaper cannot report the exit before the start.
+		h.reply(reply{ID: req.ID, Started: true})
+	}
+	h.mu.Unlock()
+	if err != nil {
+		r := reply{ID: req.ID, Err: err.Error()}
+		var en syscall.Errno
+		if errors.As(err, &en) {
+			r.Errno = int(en)
+		}
+		h.reply(r)
+	}
+}
+
+// reap collects every exited child (commands and orphans re-parented to this init) and reports
+// the commands' statuses. What a command left in its process group is killed with it.
+func (h *helperServer) reap() {
+	for {
+		var ws syscall.WaitStatus
+		pid, err := syscall.Wait4(-1, &ws, syscall.WNOHANG, nil)
+		if pid <= 0 || err != nil {
+			return
+		}
+		h.mu.Lock()
+		id, ok := h.running[pid]
+		if ok {
+			delete(h.running, pid)
+			delete(h.pgids, id)
+		}
+		h.mu.Unlock()
+		if ok {
+			_ = syscall.Kill(-pid, syscall.SIGKILL)
+			h.reply(reply{ID: id, Exited: true, Status: uint32(ws)})
+		}
+	}
+}
+
+// send writes one JSON message with optional descriptors.
+func send(conn *net.UnixConn, v any, fds []int) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	var oob []byte
+	if len(fds) > 0 {
+		oob = unix.UnixRights(fds...)
+	}
+	_, _, err = conn.WriteMsgUnix(b, oob, nil)
+	return err
+}
+
+// landlockRules turns the policy into go-landlock rules.
+func (r fsRules) landlockRules() []landlock.Rule {
+	var rules []landlock.Rule
+	if len(r.Read) > 0 {
+		rules = append(rules, landlock.RODirs(r.Read...).IgnoreIfMissing())
+	}
+	if len(r.ReadFiles) > 0 {
+		rules = append(rules, landlock.ROFiles(r.ReadFiles...).IgnoreIfMissing())
+	}
+	if len(r.ReadDir) > 0 {
+		rules = append(rules, landlock.PathAccess(landlock.AccessFSSet(ll.AccessFSReadDir), r.ReadDir...).IgnoreIfMissing())
+	}
+	if len(r.Write) > 0 {
+		rules = append(rules, landlock.RWDirs(r.Write...).WithRefer().WithResolveUnix().IgnoreIfMissing())
+	}
+	if len(r.Devices) > 0 {
+		rules = append(rules, landlock.RWFiles(r.Devices...).WithIoctlDev().IgnoreIfMissing())
+	}
+	return rules
+}

@@ -1,0 +1,47 @@
+package local
+
+// The names of the isolation layers, as they appear in adapter.Isolation.Layers and in Report.
+const (
+	LayerUserNS        = "userns"         // a user namespace: the other namespaces need no root
+	LayerPIDNS         = "pidns"          // a PID namespace per sandbox: commands cannot see or signal host processes
+	LayerProc          = "proc"           // a private /proc showing only the sandbox's processes
+	LayerNetNS         = "netns"          // a network namespace with only loopback (network off)
+	LayerLandlock      = "landlock"       // Landlock file system rules: writes only in the workspace and TMPDIR
+	LayerLandlockScope = "landlock-scope" // Landlock scoping: no signals or abstract sockets to processes outside
+	LayerLandlockNet   = "landlock-tcp"   // Landlock TCP bind/connect denied (only without a network namespace)
+	LayerCgroup        = "cgroup"         // a cgroup per command: the whole tree is killed when it ends
+)
+
+// Isolation modes of Config.Isolation.
+const (
+	IsolationAuto = "auto" // every layer this machine allows (the default, also for "")
+	IsolationOff  = "off"  // plain host processes in a process group; nothing is enforced by the kernel
+)
+
+// LayerStatus says whether one layer can be applied on this machine, and why not.
+type LayerStatus struct {
+	Name      string `json:"name"`
+	Available bool   `json:"available"`
+	Reason    string `json:"reason,omitempty"` // why it is not available
+}
+
+// Report is what Probe found: which isolation layers the local adapter can apply here.
+type Report struct {
+	Layers      []LayerStatus `json:"layers"`
+	LandlockABI int           `json:"landlockABI"` // 0: no Landlock
+	// Network, Filesystem and ProcessTree say whether the adapter.Isolation bits of the same name
+	// can be true for commands on this machine.
+	Network     bool `json:"network"`
+	Filesystem  bool `json:"filesystem"`
+	ProcessTree bool `json:"processTree"`
+}
+
+// Available reports whether the named layer can be applied.
+func (r Report) Available(name string) bool {
+	for _, l := range r.Layers {
+		if l.Name == name {
+			return l.Available
+		}
+	}
+	return false
+}

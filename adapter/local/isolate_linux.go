@@ -1,0 +1,632 @@
+//go:build linux
+
+package local
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/sandboxer/sandboxer/adapter"
+	"github.com/sandboxer/sandboxer/errs"
+)
+
+// helperProc is the parent's side of one running helper: a process that is PID 1 of its own PID
+// namespace (inside a user namespace, and a network namespace when the network is off) with
+// Landlock applied, which starts commands on request. Commands inherit all of it; starting one
+// costs a message and a fork, not new namespaces.
+type helperProc struct {
+	cmd   *exec.Cmd
+	conn  *net.UnixConn
+	ready helperReady
+
+	wmu     sync.Mutex
+	mu      sync.Mutex
+	pending map[uint64]chan reply
+	next    uint64
+	dead    chan struct{}
+}
+
+const helperStartTimeout = 10 * time.Second
+
+// startHelper re-executes this binary as a helper with the namespaces of flags.
+func startHelper(spec helperSpec, flags uintptr) (*helperProc, error) {
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	mine, theirs := os.NewFile(uintptr(fds[0]), "helper"), os.NewFile(uintptr(fds[1]), "helper-child")
+	defer theirs.Close()
+	c, err := net.FileConn(mine)
+	mine.Close()
+	if err != nil {
+		return nil, err
+	}
+	conn := c.(*net.UnixConn)
+	b, _ := json.Marshal(spec)
+	cmd := &exec.Cmd{
+		Path:       "/proc/self/exe",
+		Args:       []string{helperArg0},
+		Env:        []string{helperEnv + "=" + string(b)},
+		ExtraFiles: []*os.File{theirs},
+		Stderr:     os.Stderr,
+		SysProcAttr: &syscall.SysProcAttr{
+			Cloneflags:                 flags,
+			UidMappings:                []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Geteuid(), Size: 1}},
+			GidMappings:                []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getegid(), Size: 1}},
+			GidMappingsEnableSetgroups: false,
+		},
+	}
+	if err := cmd.Start(); err != nil {
+		conn.Close()
+		return nil, err
+	}
+	h := &helperProc{cmd: cmd, conn: conn, pending: map[uint64]chan reply{}, dead: make(chan struct{})}
+	go func() {
+		_ = cmd.Wait()
+		conn.Close()
+	}()
+	buf := make([]byte, 64<<10)
+	_ = conn.SetReadDeadline(time.Now().Add(helperStartTimeout))
+	n, err := conn.Read(buf)
+	_ = conn.SetReadDeadline(time.Time{})
+	if err == nil {
+		err = json.Unmarshal(buf[:n], &h.ready)
+	}
+	if err != nil {
+		h.kill()
+		return nil, fmt.Errorf("helper did not start: %w", err)
+	}
+	if spec.Probe {
+		return h, nil
+	}
+	go h.readLoop()
+	return h, nil
+}
+
+func (h *helperProc) readLoop() {
+	buf := make([]byte, 64<<10)
+	for {
+		n, err := h.conn.Read(buf)
+		if err != nil || n == 0 {
+			break
+		}
+		var r reply
+		if json.Unmarshal(buf[:n], &r) != nil {
+			continue
+		}
+		h.mu.Lock()
+		ch := h.pending[r.ID]
+		if r.Exited || r.Err != "" {
+			delete(h.pending, r.ID)
+		}
+		h.mu.Unlock()
+		if ch != nil {
+			ch <- r
+		}
+	}
+	h.mu.Lock()
+	close(h.dead)
+	for id, ch := range h.pending {
+		close(ch)
+		delete(h.pending, id)
+	}
+	h.mu.Unlock()
+}
+
+func (h *helperProc) alive() bool {
+	select {
+	case <-h.dead:
+		return false
+	default:
+		return true
+	}
+}
+
+// kill ends the helper and, as it is PID 1 of its namespace, every process it started.
+func (h *helperProc) kill() {
+	if h.cmd.Process != nil {
+		_ = h.cmd.Process.Kill()
+	}
+	h.conn.Close()
+}
+
+func (h *helperProc) send(req request, fds []int) (chan reply, error) {
+	h.mu.Lock()
+	select {
+	case <-h.dead:
+		h.mu.Unlock()
+		return nil, errors.New("helper is gone")
+	default:
+	}
+	var ch chan reply
+	if req.Op == "spawn" {
+		h.next++
+		req.ID = h.next
+		ch = make(chan reply, 2)
+		h.pending[req.ID] = ch
+	}
+	h.mu.Unlock()
+	h.wmu.Lock()
+	err := send(h.conn, req, fds)
+	h.wmu.Unlock()
+	if err != nil && ch != nil {
+		h.mu.Lock()
+		delete(h.pending, req.ID)
+		h.mu.Unlock()
+	}
+	return ch, err
+}
+
+// ---- the sandbox's isolation state ----
+
+// isolation holds a sandbox's helpers (one with the network cut off, one with the host network),
+// its private temporary directory and its cgroups.
+type isolation struct {
+	cfg      Config
+	disabled map[string]bool
+	rules    fsRules
+	tmp      string
+	cg       *cgroupPool // nil without per-command cgroups
+
+	mu      sync.Mutex
+	helpers [2]*helperProc // [0]: network off, [1]: network on
+	errs    [2]error
+	stopped bool
+}
+
+func newIsolation(cfg Config, workspace string) (*isolation, error) {
+	iso := &isolation{cfg: cfg, disabled: map[string]bool{}}
+	for _, l := range cfg.DisableLayers {
+		iso.disabled[l] = true
+	}
+	tmp, err := os.MkdirTemp("", "sandboxer-tmp-")
+	if err != nil {
+		return nil, err
+	}
+	iso.tmp = tmp
+	read := append(slices.Clone(DefaultReadPaths), cfg.ReadPaths...)
+	deny := append(DefaultDenyRead(), cfg.DenyRead...)
+	write := append([]string{workspace, tmp}, cfg.WritePaths...)
+	iso.rules = buildRules(read, deny, write, DefaultDevices)
+	if !iso.disabled[LayerCgroup] {
+		iso.cg = newCgroupPool() // nil when this process cannot make cgroups
+	}
+	return iso, nil
+}
+
+// helper returns the running helper for a network mode, starting it on first use.
+func (iso *isolation) helper(network bool) (*helperProc, error) {
+	i := 0
+	if network {
+		i = 1
+	}
+	iso.mu.Lock()
+	defer iso.mu.Unlock()
+	if iso.stopped {
+		return nil, errs.New(errs.SandboxUnavailable, "exec", "", "sandbox is stopped")
+	}
+	if h := iso.helpers[i]; h != nil && h.alive() {
+		return h, nil
+	}
+	flags := uintptr(syscall.CLONE_NEWUSER | syscall.CLONE_NEWPID | syscall.CLONE_NEWNS)
+	spec := helperSpec{Proc: !iso.disabled[LayerProc], Landlock: !iso.disabled[LayerLandlock], Rules: iso.rules}
+	if !network {
+		if !iso.disabled[LayerNetNS] {
+			flags |= syscall.CLONE_NEWNET
+			spec.Net = true
+		} else {
+			spec.LandNet = !iso.disabled[LayerLandlockNet]
+		}
+	}
+	if iso.disabled[LayerPIDNS] || iso.disabled[LayerUserNS] {
+		iso.errs[i] = errors.New("the pidns/userns layer is disabled by configuration")
+		return nil, iso.errs[i]
+	}
+	h, err := startHelper(spec, flags)
+	if err != nil {
+		iso.errs[i] = err
+		return nil, err
+	}
+	iso.helpers[i] = h
+	return h, nil
+}
+
+func (iso *isolation) stop() error {
+	iso.mu.Lock()
+	iso.stopped = true
+	hs := iso.helpers
+	iso.mu.Unlock()
+	for _, h := range hs {
+		if h != nil {
+			h.kill()
+		}
+	}
+	if iso.cg != nil {
+		iso.cg.close()
+	}
+	return os.RemoveAll(iso.tmp)
+}
+
+// enforced turns a helper's layers into the result's Isolation for one command.
+func (iso *isolation) enforced(h *helperProc, network bool, cgroup bool) adapter.Isolation {
+	var is adapter.Isolation
+	if h != nil {
+		is.Layers = slices.Clone(h.ready.Layers)
+	}
+	if cgroup {
+		is.Layers = append(is.Layers, LayerCgroup)
+	}
+	has := func(l string) bool { return slices.Contains(is.Layers, l) }
+	is.Network = !network && has(LayerNetNS)
+	is.Filesystem = has(LayerLandlock)
+	is.ProcessTree = cgroup
+	return is
+}
+
+// missing lists what a fail-closed configuration lacks for a command with this isolation.
+func missing(is adapter.Isolation, network bool) []string {
+	var m []string
+	if !network && !is.Network {
+		m = append(m, "network")
+	}
+	if !is.Filesystem {
+		m = append(m, "filesystem")
+	}
+	if !is.ProcessTree {
+		m = append(m, "processTree")
+	}
+	return m
+}
+
+// helperProcess is a command started by a helper.
+type helperProcess struct {
+	h       *helperProc
+	id      uint64
+	replies chan reply
+	cg      *cgroupDir
+	pool    *cgroupPool
+}
+
+func (p *helperProcess) wait() (int, error) {
+	r, ok := <-p.replies
+	if !ok {
+		return -1, errs.New(errs.SandboxUnavailable, "exec", "", "the isolation helper died")
+	}
+	ws := syscall.WaitStatus(r.Status)
+	if ws.Signaled() {
+		return 128 + int(ws.Signal()), nil
+	}
+	return ws.ExitStatus(), nil
+}
+
+func (p *helperProcess) signal(sig syscall.Signal) {
+	if sig == syscall.SIGKILL && p.cg != nil {
+		p.cg.kill()
+	}
+	_, _ = p.h.send(request{Op: "signal", ID: p.id, Sig: int(sig)}, nil)
+}
+
+func (p *helperProcess) finish() {
+	if p.cg != nil {
+		p.pool.put(p.cg)
+		p.cg = nil
+	}
+}
+
+// start asks the helper to run one command with the given stdio.
+func (iso *isolation) start(c adapter.Command, prog, dir string, env []string, stdio [3]*os.File) (*helperProcess, adapter.Isolation, error) {
+	h, herr := iso.helper(c.AllowNetwork)
+	var cg *cgroupDir
+	if h != nil && iso.cg != nil {
+		cg, _ = iso.cg.get()
+	}
+	is := iso.enforced(h, c.AllowNetwork, cg != nil)
+	if iso.cfg.RequireIsolation {
+		if m := missing(is, c.AllowNetwork); len(m) > 0 {
+			if cg != nil {
+				iso.cg.put(cg)
+			}
+			e := errs.New(errs.IsolationUnavailable, "exec", "", "required isolation cannot be applied: %s", strings.Join(m, ", "))
+			e.Details = map[string]any{"missing": m, "layers": is.Layers}
+			if herr != nil {
+				e.Err = herr
+			}
+			return nil, is, e
+		}
+	}
+	if h == nil {
+		return nil, is, nil // the caller runs the command without the helper
+	}
+	fds := []int{int(stdio[0].Fd()), int(stdio[1].Fd()), int(stdio[2].Fd())}
+	if cg != nil {
+		fds = append(fds, cg.fd)
+	}
+	ch, err := h.send(request{Op: "spawn", Path: prog, Args: c.Args, Env: env, Dir: dir, Cgroup: cg != nil}, fds)
+	if err != nil {
+		if cg != nil {
+			iso.cg.put(cg)
+		}
+		return nil, is, errs.Wrap(errs.SandboxUnavailable, "exec", "", err)
+	}
+	r, ok := <-ch
+	if !ok || !r.Started {
+		if cg != nil {
+			iso.cg.put(cg)
+		}
+		if !ok {
+			return nil, is, errs.New(errs.SandboxUnavailable, "exec", "", "the isolation helper died")
+		}
+		return nil, is, errs.New(errs.ProcessFailed, "exec", c.Args[0], "%s", r.Err)
+	}
+	return &helperProcess{h: h, id: r.ID, replies: ch, cg: cg, pool: iso.cg}, is, nil
+}
+
+// ---- cgroups ----
+
+// cgroupPool hands out empty cgroup v2 directories under this process's own cgroup, one per
+// running command, and reuses them once empty.
+type cgroupPool struct {
+	base string
+	mu   sync.Mutex
+	free []*cgroupDir
+	n    int
+	all  []*cgroupDir
+}
+
+type cgroupDir struct {
+	path   string
+	fd     int
+	killed bool
+}
+
+var cgroupBase = sync.OnceValues(func() (string, error) {
+	mnt, err := cgroup2Mount()
+	if err != nil {
+		return "", err
+	}
+	data, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		return "", err
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if rest, ok := strings.CutPrefix(line, "0::"); ok {
+			return filepath.Join(mnt, rest), nil
+		}
+	}
+	return "", errors.New("no cgroup v2 entry in /proc/self/cgroup")
+})
+
+func cgroup2Mount() (string, error) {
+	data, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return "", err
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		pre, post, ok := strings.Cut(line, " - ")
+		if !ok || !strings.HasPrefix(post, "cgroup2 ") {
+			continue
+		}
+		f := strings.Fields(pre)
+		if len(f) >= 5 {
+			return f[4], nil
+		}
+	}
+	return "", errors.New("cgroup v2 is not mounted")
+}
+
+// newCgroupPool makes the sandbox's cgroup, or returns nil when this process cannot.
+func newCgroupPool() *cgroupPool {
+	base, err := cgroupBase()
+	if err != nil {
+		return nil
+	}
+	dir := filepath.Join(base, fmt.Sprintf("sandboxer-%d-%s", os.Getpid(), randomSuffix()))
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return nil
+	}
+	return &cgroupPool{base: dir}
+}
+
+func (p *cgroupPool) get() (*cgroupDir, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if n := len(p.free); n > 0 {
+		d := p.free[n-1]
+		p.free = p.free[:n-1]
+		return d, nil
+	}
+	p.n++
+	path := filepath.Join(p.base, fmt.Sprintf("c%d", p.n))
+	if err := os.Mkdir(path, 0o755); err != nil {
+		return nil, err
+	}
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		_ = os.Remove(path)
+		return nil, err
+	}
+	d := &cgroupDir{path: path, fd: fd}
+	p.all = append(p.all, d)
+	return d, nil
+}
+
+// put empties the cgroup (killing whatever is left in it) and returns it to the pool. A cgroup that
+// was killed is removed instead of reused: on some kernels (6.18 here) a process cloned into a
+// cgroup after a cgroup.kill is killed at once, as the fork compares kill sequence numbers.
+func (p *cgroupPool) put(d *cgroupDir) {
+	if !d.killed && d.empty() {
+		p.mu.Lock()
+		p.free = append(p.free, d)
+		p.mu.Unlock()
+		return
+	}
+	d.kill()
+	for i := 0; !d.empty(); i++ {
+		if i > 500 { // 5s: leave it for close rather than block longer
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	p.mu.Lock()
+	p.all = slices.DeleteFunc(p.all, func(x *cgroupDir) bool { return x == d })
+	p.mu.Unlock()
+	unix.Close(d.fd)
+	_ = os.Remove(d.path)
+}
+
+func (d *cgroupDir) kill() {
+	d.killed = true
+	_ = os.WriteFile(filepath.Join(d.path, "cgroup.kill"), []byte("1"), 0)
+}
+
+func (d *cgroupDir) empty() bool {
+	data, err := os.ReadFile(filepath.Join(d.path, "cgroup.procs"))
+	return err != nil || len(strings.TrimSpace(string(data))) == 0
+}
+
+func (p *cgroupPool) close() {
+	p.mu.Lock()
+	all := p.all
+	p.all, p.free = nil, nil
+	p.mu.Unlock()
+	_ = os.WriteFile(filepath.Join(p.base, "cgroup.kill"), []byte("1"), 0)
+	for _, d := range all {
+		for i := 0; !d.empty() && i < 200; i++ {
+			time.Sleep(5 * time.Millisecond)
+		}
+		unix.Close(d.fd)
+		_ = os.Remove(d.path)
+	}
+	_ = os.Remove(p.base)
+}
+
+// ---- probe ----
+
+var probeOnce = sync.OnceValue(probe)
+
+// Probe reports which isolation layers the local adapter can apply on this machine, and why not the
+// others. It starts a helper once to find out (a few milliseconds); `sandboxer doctor` prints it.
+func Probe() Report { return probeOnce() }
+
+func probe() Report {
+	var rep Report
+	abi, abiErr := landlockABI()
+	rep.LandlockABI = abi
+	set := func(name string, ok bool, reason string) {
+		rep.Layers = append(rep.Layers, LayerStatus{Name: name, Available: ok, Reason: reason})
+	}
+	spec := helperSpec{Probe: true, Net: true, Proc: true, Landlock: true,
+		Rules: buildRules(DefaultReadPaths, DefaultDenyRead(), []string{os.TempDir()}, DefaultDevices)}
+	h, err := startHelper(spec, syscall.CLONE_NEWUSER|syscall.CLONE_NEWPID|syscall.CLONE_NEWNS|syscall.CLONE_NEWNET)
+	if err != nil {
+		reason := "cannot create user, PID and network namespaces: " + err.Error()
+		for _, l := range []string{LayerUserNS, LayerPIDNS, LayerProc, LayerNetNS, LayerLandlock, LayerLandlockScope} {
+			set(l, false, reason)
+		}
+	} else {
+		h.kill()
+		for _, l := range []string{LayerUserNS, LayerPIDNS, LayerProc, LayerNetNS, LayerLandlock, LayerLandlockScope} {
+			ok := slices.Contains(h.ready.Layers, l)
+			reason := h.ready.Missing[l]
+			if !ok && reason == "" {
+				switch {
+				case l == LayerLandlockScope && abi < 6:
+					reason = fmt.Sprintf("landlock ABI %d has no scoping (needs 6)", abi)
+				case abiErr != nil:
+					reason = "landlock: " + abiErr.Error()
+				}
+			}
+			set(l, ok, reason)
+		}
+	}
+	if abi >= 4 {
+		set(LayerLandlockNet, true, "")
+	} else {
+		set(LayerLandlockNet, false, fmt.Sprintf("landlock ABI %d cannot restrict TCP (needs 4)", abi))
+	}
+	if base, err := cgroupBase(); err != nil {
+		set(LayerCgroup, false, err.Error())
+	} else if p := newCgroupPool(); p == nil {
+		set(LayerCgroup, false, "cannot create a cgroup under "+base)
+	} else {
+		d, err := p.get()
+		if err == nil {
+			_, err = os.Stat(filepath.Join(d.path, "cgroup.kill"))
+		}
+		p.close()
+		if err != nil {
+			set(LayerCgroup, false, "cgroup.kill unavailable (needs Linux 5.14): "+err.Error())
+		} else {
+			set(LayerCgroup, true, "")
+		}
+	}
+	rep.Network = rep.Available(LayerNetNS)
+	rep.Filesystem = rep.Available(LayerLandlock)
+	rep.ProcessTree = rep.Available(LayerCgroup) && rep.Available(LayerPIDNS)
+	return rep
+}
+
+// startIsolated starts a command through the sandbox's helper. It returns a nil process and a nil
+// error when no helper can run here and the configuration does not require one: the caller then
+// runs the command as a plain process, and the result says nothing was enforced.
+func (s *Sandbox) startIsolated(c adapter.Command, prog, dir string, env []string, outW, errW *os.File) (process, adapter.Isolation, error) {
+	stdin, closeStdin, err := stdinFile(c.Stdin)
+	if err != nil {
+		return nil, adapter.Isolation{}, errs.Wrap(errs.Internal, "exec", "", err)
+	}
+	p, is, err := s.iso.start(c, prog, dir, env, [3]*os.File{stdin, outW, errW})
+	closeStdin()
+	if p == nil {
+		return nil, is, err
+	}
+	return p, is, err
+}
+
+// stdinFile turns Command.Stdin into a file a helper can receive: /dev/null for none, the file
+// itself, or a pipe fed by a goroutine. The returned function closes the caller's copy.
+func stdinFile(r io.Reader) (*os.File, func(), error) {
+	if r == nil {
+		f, err := os.Open(os.DevNull)
+		if err != nil {
+			return nil, nil, err
+		}
+		return f, func() { f.Close() }, nil
+	}
+	if f, ok := r.(*os.File); ok {
+		return f, func() {}, nil
+	}
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return nil, nil, err
+	}
+	go func() {
+		_, _ = io.Copy(pw, r)
+		pw.Close()
+	}()
+	return pr, func() { pr.Close() }, nil
+}
+
+func (iso *isolation) capabilities() (adapter.FSIsolation, adapter.NetworkIsolation) {
+	rep := Probe()
+	fsIso, netIso := adapter.FSNone, adapter.NetHost
+	if rep.Filesystem && !iso.disabled[LayerLandlock] {
+		fsIso = adapter.FSJail
+	}
+	if rep.Network && !iso.disabled[LayerNetNS] {
+		netIso = adapter.NetNamespace
+	}
+	return fsIso, netIso
+}
