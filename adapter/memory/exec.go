@@ -35,7 +35,15 @@ type call struct {
 	stopped atomic.Bool // the sandbox was stopped while this call ran
 
 	failOnce sync.Once
-	fatal    error // a spent limit (errs.LimitExceeded)
+	fatalErr atomic.Pointer[errs.Error] // a spent limit (errs.LimitExceeded)
+}
+
+// fatal returns the spent limit that ended the call, or nil.
+func (c *call) fatal() error {
+	if e := c.fatalErr.Load(); e != nil {
+		return e
+	}
+	return nil
 }
 
 type callKey struct{}
@@ -47,10 +55,10 @@ func (c *call) limit(what string, format string, args ...any) error {
 	c.failOnce.Do(func() {
 		e := errs.New(errs.LimitExceeded, "exec", "", format, args...)
 		e.Details = map[string]any{"limit": what}
-		c.fatal = e
+		c.fatalErr.Store(e)
 		c.cancel()
 	})
-	return c.fatal
+	return c.fatal()
 }
 
 // enter reports whether the call is still running; tree access after the call returned (a
@@ -210,8 +218,8 @@ func (s *Sandbox) ExecuteCommand(ctx context.Context, c adapter.Command) (adapte
 	adapter.Capture(&res, stdout.buf, stderr.buf)
 	var k killed
 	switch {
-	case cl.fatal != nil:
-		return res, withOutput(cl.fatal, res)
+	case cl.fatal() != nil:
+		return res, withOutput(cl.fatal(), res)
 	case cl.stopped.Load():
 		return res, withOutput(errs.New(errs.SandboxUnavailable, "exec", "", "sandbox %s was stopped while the command ran", s.id), res)
 	case errors.As(runErr, &k):

@@ -173,8 +173,8 @@ func execHandler(ctx context.Context, args []string) error {
 	if code < 0 {
 		return killed{-code}
 	}
-	if cl.fatal != nil {
-		return cl.fatal
+	if err := cl.fatal(); err != nil {
+		return err
 	}
 	if code == 0 {
 		return nil
@@ -401,10 +401,10 @@ func openHandler(ctx context.Context, p string, flag int, perm os.FileMode) (io.
 	abs := absIn(hc.Dir, p)
 	switch abs {
 	case "/dev/stdin", "/dev/fd/0":
-		if hc.Stdin == nil {
-			return nopRWC{r: strings.NewReader("")}, nil
+		if f, isFile := hc.Stdin.(*os.File); hc.Stdin == nil || isFile && f == nil {
+			return pipeFrom(ctx, strings.NewReader(""))
 		}
-		return nopRWC{r: hc.Stdin}, nil
+		return pipeFrom(ctx, hc.Stdin)
 	case "/dev/stdout", "/dev/fd/1":
 		return nopRWC{w: hc.Stdout}, nil
 	case "/dev/stderr", "/dev/fd/2":
@@ -430,7 +430,34 @@ func openHandler(ctx context.Context, p string, flag int, perm os.FileMode) (io.
 	if err != nil {
 		return nil, shellPathError("open", p, err)
 	}
+	if flag == os.O_RDONLY {
+		// The interpreter turns any input redirection that is not an *os.File into a pipe fed by
+		// a goroutine it never stops; feeding our own pipe, closed by the interpreter after the
+		// command, ends the feeder however much of the file the command read.
+		if st, err := f.Stat(); err == nil && !st.IsDir() {
+			return pipeFrom(ctx, &treeFile{File: f, cl: cl})
+		}
+	}
 	return &treeFile{File: f, cl: cl}, nil
+}
+
+// pipeFrom returns the read end of an OS pipe fed from src. The feeder ends when src ends, when
+// the read end is closed, or when the call ends.
+func pipeFrom(ctx context.Context, src io.Reader) (*os.File, error) {
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	stop := context.AfterFunc(ctx, func() { _ = pw.Close() })
+	go func() {
+		defer stop()
+		_, _ = io.Copy(pw, src)
+		if c, ok := src.(io.Closer); ok {
+			_ = c.Close()
+		}
+		_ = pw.Close()
+	}()
+	return pr, nil
 }
 
 // treeFile is an open tree file that refuses I/O once its call ended and turns a spent tree

@@ -5,6 +5,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"sync"
 	"syscall"
 )
 
@@ -12,6 +13,7 @@ import (
 // io.ReadWriteCloser, io.Seeker and io.ReaderAt. A File is not safe for concurrent use by
 // several goroutines, but several Files on one node are.
 type File struct {
+	mu     sync.Mutex // guards off, dirPos and closed
 	fs     *FS
 	n      *node
 	name   string // base name for Stat
@@ -74,6 +76,8 @@ func (f *FS) Open(name string) (*File, error) { return f.OpenFile(name, os.O_RDO
 func (fl *File) Path() string { return fl.path }
 
 func (fl *File) Read(p []byte) (int, error) {
+	fl.mu.Lock()
+	defer fl.mu.Unlock()
 	if fl.closed {
 		return 0, fs.ErrClosed
 	}
@@ -83,7 +87,7 @@ func (fl *File) Read(p []byte) (int, error) {
 	if fl.dev != nil {
 		return fl.dev.Read(p)
 	}
-	n, err := fl.ReadAt(p, fl.off)
+	n, err := fl.readAt(p, fl.off)
 	fl.off += int64(n)
 	if errors.Is(err, io.EOF) && n > 0 {
 		err = nil
@@ -93,9 +97,16 @@ func (fl *File) Read(p []byte) (int, error) {
 
 // ReadAt reads at an offset without moving the file offset.
 func (fl *File) ReadAt(p []byte, off int64) (int, error) {
-	if fl.closed {
+	fl.mu.Lock()
+	closed := fl.closed
+	fl.mu.Unlock()
+	if closed {
 		return 0, fs.ErrClosed
 	}
+	return fl.readAt(p, off)
+}
+
+func (fl *File) readAt(p []byte, off int64) (int, error) {
 	if fl.n.mode.IsDir() {
 		return 0, pathErr("read", fl.path, syscall.EISDIR)
 	}
@@ -116,6 +127,8 @@ func (fl *File) ReadAt(p []byte, off int64) (int, error) {
 }
 
 func (fl *File) Write(p []byte) (int, error) {
+	fl.mu.Lock()
+	defer fl.mu.Unlock()
 	if fl.closed {
 		return 0, fs.ErrClosed
 	}
@@ -157,6 +170,8 @@ func (fl *File) Write(p []byte) (int, error) {
 
 // Seek moves the offset (whence as io.Seeker).
 func (fl *File) Seek(offset int64, whence int) (int64, error) {
+	fl.mu.Lock()
+	defer fl.mu.Unlock()
 	if fl.closed {
 		return 0, fs.ErrClosed
 	}
@@ -181,7 +196,10 @@ func (fl *File) Seek(offset int64, whence int) (int64, error) {
 
 // Stat describes the open file.
 func (fl *File) Stat() (fs.FileInfo, error) {
-	if fl.closed {
+	fl.mu.Lock()
+	closed := fl.closed
+	fl.mu.Unlock()
+	if closed {
 		return nil, fs.ErrClosed
 	}
 	fl.fs.mu.RLock()
@@ -191,6 +209,8 @@ func (fl *File) Stat() (fs.FileInfo, error) {
 
 // ReadDir reads directory entries as fs.ReadDirFile does.
 func (fl *File) ReadDir(count int) ([]fs.DirEntry, error) {
+	fl.mu.Lock()
+	defer fl.mu.Unlock()
 	if fl.closed {
 		return nil, fs.ErrClosed
 	}
@@ -217,6 +237,8 @@ func (fl *File) ReadDir(count int) ([]fs.DirEntry, error) {
 
 // Close releases the file; further calls fail with fs.ErrClosed.
 func (fl *File) Close() error {
+	fl.mu.Lock()
+	defer fl.mu.Unlock()
 	if fl.closed {
 		return fs.ErrClosed
 	}
