@@ -156,17 +156,50 @@ func (c *checker) walk(n syntax.Node, x ctx, src string) {
 
 // call inspects a simple command: its assignments, its words, then the command itself.
 func (c *checker) call(ce *syntax.CallExpr, x ctx, src string) {
-	c.walk(ce, x, src)
-	if c.denied {
-		return
-	}
 	for _, a := range ce.Assigns {
-		if a.Name != nil && a.Value != nil {
+		c.walk(a, x, src)
+		if a.Name != nil && a.Value != nil && !c.denied {
 			c.assign(a.Name.Value, c.resolveWord(a.Value, srcOf(src, a.Value)), x)
 		}
 	}
 	if len(ce.Args) == 0 || c.denied {
 		return
 	}
-	c.argv(c.resolveWords(ce.Args, src), x)
+	args := make([]arg, 0, len(ce.Args))
+	for _, w := range ce.Args {
+		t, k := wordText(w)
+		c.scanText(t)
+		if !literalWord(w) {
+			c.walk(w, x, src) // substitutions and the words nested in expansions
+		}
+		if c.denied {
+			return
+		}
+		if hasBraceCandidate(w) {
+			args = c.appendBraces(args, w, src)
+			continue
+		}
+		a := arg{s: t, k: k, src: srcOf(src, w)}
+		knownBase(&a)
+		args = append(args, a)
+	}
+	c.argv(args, x)
+}
+
+// literalWord reports whether w holds only literal text (no expansion or substitution).
+func literalWord(w *syntax.Word) bool {
+	for _, p := range w.Parts {
+		switch p := p.(type) {
+		case *syntax.Lit, *syntax.SglQuoted:
+		case *syntax.DblQuoted:
+			for _, q := range p.Parts {
+				if _, ok := q.(*syntax.Lit); !ok {
+					return false
+				}
+			}
+		default:
+			return false
+		}
+	}
+	return true
 }

@@ -37,6 +37,20 @@ const maxBraceWords = 256
 // wordText returns the text of w with unknown parts replaced by dyn, and its kind. Globs and
 // unquoted expansions make it multi; quoted expansions single.
 func wordText(w *syntax.Word) (string, kind) {
+	if len(w.Parts) == 1 {
+		switch p := w.Parts[0].(type) {
+		case *syntax.Lit:
+			v, glob := unescapeLit(p.Value)
+			if glob {
+				return v, multi
+			}
+			return v, static
+		case *syntax.SglQuoted:
+			if !p.Dollar {
+				return p.Value, static
+			}
+		}
+	}
 	var b strings.Builder
 	k := static
 	for _, p := range w.Parts {
@@ -133,11 +147,20 @@ func unescapeLit(s string) (string, bool) {
 }
 
 func hasGlob(s string) bool {
-	if strings.ContainsAny(s, "*?") {
-		return true
+	open := false
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '*', '?':
+			return true
+		case '[':
+			open = true
+		case ']':
+			if open {
+				return true
+			}
+		}
 	}
-	i := strings.IndexByte(s, '[')
-	return i >= 0 && strings.IndexByte(s[i+1:], ']') >= 0
+	return false
 }
 
 // unescapeDq removes the backslashes that double quotes honour (\$ \` \" \\ and line continuation).
@@ -317,19 +340,28 @@ func basename(s string) string {
 	return s
 }
 
-// resolveWords turns the words of a simple command into args, expanding braces (bash) where
-// the result stays small.
+// appendBraces appends the words w expands to with bash brace expansion, or one unknown word
+// when the expansion would be large.
+func (c *checker) appendBraces(out []arg, w *syntax.Word, src string) []arg {
+	wsrc := srcOf(src, w)
+	if !syntax.SplitBraces(w) {
+		return append(out, c.resolveWord(w, wsrc))
+	}
+	if braceCount(w) > maxBraceWords {
+		return append(out, arg{s: dyn, k: multi, src: wsrc})
+	}
+	for _, e := range expand.Braces(w) {
+		out = append(out, c.resolveWord(e, wsrc))
+	}
+	return out
+}
+
+// resolveWords turns the words of a simple command into args, expanding braces.
 func (c *checker) resolveWords(words []*syntax.Word, src string) []arg {
 	out := make([]arg, 0, len(words))
 	for _, w := range words {
-		if hasBraceCandidate(w) && syntax.SplitBraces(w) {
-			if braceCount(w) > maxBraceWords {
-				out = append(out, arg{s: dyn, k: multi, src: srcOf(src, w)})
-				continue
-			}
-			for _, e := range expand.Braces(w) {
-				out = append(out, c.resolveWord(e, srcOf(src, w)))
-			}
+		if hasBraceCandidate(w) {
+			out = c.appendBraces(out, w, src)
 			continue
 		}
 		out = append(out, c.resolveWord(w, srcOf(src, w)))

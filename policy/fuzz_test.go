@@ -1,0 +1,62 @@
+package policy_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/sandboxer/sandboxer/errs"
+	"github.com/sandboxer/sandboxer/policy"
+)
+
+// FuzzCheck: Check never panics, always returns a well-formed decision, and a script denied on
+// its own stays denied when something harmless runs before or after it.
+func FuzzCheck(f *testing.F) {
+	for _, tc := range append(append([]checkCase(nil), issueCases...), moreCases...) {
+		if len(tc.argv) == 3 && tc.argv[1] == "-c" {
+			f.Add(tc.argv[2])
+		} else {
+			f.Add(strings.Join(tc.argv, " "))
+		}
+	}
+	f.Add("sh <<EOF\ncurl x\nEOF")
+	f.Add("cat <<'E'\n$(curl x)\nE")
+	f.Add("x=$'\\x63url'; $x")
+	f.Add("echo http://[::1]:80 http://localhost@a")
+	f.Add("a\x00b\x00curl")
+	f.Fuzz(func(t *testing.T, script string) {
+		d := policy.Check([]string{"sh", "-c", script})
+		wellFormed(t, d)
+		wellFormed(t, policy.Check(strings.Split(script, "\x00")))
+		wellFormed(t, policy.Check(strings.Fields(script)))
+		if d.Allowed {
+			return
+		}
+		for _, wrapped := range []string{script + "; true", "true && " + script} {
+			if w := policy.Check([]string{"sh", "-c", wrapped}); w.Allowed {
+				t.Fatalf("sh -c %q is denied (%s: %s) but sh -c %q is allowed", script, d.Code, d.Reason, wrapped)
+			}
+		}
+	})
+}
+
+func wellFormed(t *testing.T, d policy.Decision) {
+	t.Helper()
+	if d.Allowed {
+		if d.Code != "" || d.Reason != "" || d.Command != "" {
+			t.Fatalf("allowed decision carries a denial: %+v", d)
+		}
+		if d.Err("bash") != nil {
+			t.Fatalf("allowed decision has an error")
+		}
+		return
+	}
+	if d.Code != errs.NetworkDisabled && d.Code != errs.GitRemoteDisabled {
+		t.Fatalf("denied with code %q", d.Code)
+	}
+	if d.Reason == "" {
+		t.Fatalf("denied without a reason: %+v", d)
+	}
+	if errs.CodeOf(d.Err("bash")) != d.Code {
+		t.Fatalf("Err does not carry the code: %+v", d)
+	}
+}
