@@ -1,0 +1,350 @@
+package local_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/sandboxer/sandboxer/adapter"
+	"github.com/sandboxer/sandboxer/adapter/adaptertest"
+	"github.com/sandboxer/sandboxer/adapter/local"
+	"github.com/sandboxer/sandboxer/errs"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// requireLayers skips (visibly, with the probe's reason) when a layer cannot be applied here, or
+// fails when SANDBOXER_TEST_REQUIRE contains "isolation" (CI on a kernel that must have them).
+func requireLayers(t *testing.T, names ...string) {
+	t.Helper()
+	rep := local.Probe()
+	for _, n := range names {
+		if rep.Available(n) {
+			continue
+		}
+		reason := "unknown"
+		for _, l := range rep.Layers {
+			if l.Name == n {
+				reason = l.Reason
+			}
+		}
+		if strings.Contains(os.Getenv("SANDBOXER_TEST_REQUIRE"), "isolation") {
+			t.Fatalf("isolation layer %s unavailable: %s", n, reason)
+		}
+		t.Skipf("isolation layer %s unavailable on this machine: %s", n, reason)
+	}
+}
+
+func needTool(t *testing.T, name string) {
+	t.Helper()
+	if _, err := exec.LookPath(name); err != nil {
+		t.Skipf("%s is not installed", name)
+	}
+}
+
+func newIsolated(t *testing.T, cfg local.Config) *local.Sandbox {
+	t.Helper()
+	if cfg.Root == "" {
+		cfg.Root = t.TempDir()
+	}
+	sb, err := local.New(cfg)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = sb.Stop(context.Background()) })
+	return sb
+}
+
+func run(t *testing.T, sb adapter.Sandbox, c adapter.Command) adapter.Result {
+	t.Helper()
+	if c.Timeout == 0 {
+		c.Timeout = 30 * time.Second
+	}
+	res, err := sb.ExecuteCommand(context.Background(), c)
+	require.NoError(t, err, "%q", c.Args)
+	return res
+}
+
+// countingServer listens on the host's loopback only and counts accepted connections.
+func countingServer(t *testing.T) (port int, count func() int64) {
+	t.Helper()
+	l, err := net.Listen("tcp4", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { l.Close() })
+	var n atomic.Int64
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			n.Add(1)
+			_, _ = c.Write([]byte("HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\nok"))
+			c.Close()
+		}
+	}()
+	return l.Addr().(*net.TCPAddr).Port, n.Load
+}
+
+func networkClients(t *testing.T, sb *local.Sandbox, port int) map[string][]string {
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	script := fmt.Sprintf("#!/bin/sh\nexec curl -sS --max-time 3 http://%s/\n", addr)
+	require.NoError(t, sb.WriteFile(context.Background(), "fetch.sh", []byte(script)))
+	require.NoError(t, os.Chmod(filepath.Join(sb.Dir(), "fetch.sh"), 0o755))
+	return map[string][]string{
+		"curl":      {"curl", "-sS", "--max-time", "3", "http://" + addr + "/"},
+		"env curl":  {"env", "curl", "-sS", "--max-time", "3", "http://" + addr + "/"},
+		"python3":   {"python3", "-c", fmt.Sprintf("import socket; s=socket.create_connection(('127.0.0.1', %d), 3); print(s.recv(10))", port)},
+		"bash tcp":  {"bash", "-c", fmt.Sprintf("echo hi > /dev/tcp/127.0.0.1/%d", port)},
+		"busybox":   {"busybox", "nc", "-w", "3", "127.0.0.1", fmt.Sprint(port)},
+		"script":    {"./fetch.sh"},
+		"sh script": {"sh", "-c", "sh ./fetch.sh"},
+	}
+}
+
+func TestNetworkOffReachesNothingOutside(t *testing.T) {
+	t.Parallel()
+	requireLayers(t, local.LayerNetNS)
+	for _, tool := range []string{"curl", "python3", "bash", "busybox"} {
+		needTool(t, tool)
+	}
+	port, count := countingServer(t)
+	sb := newIsolated(t, local.Config{})
+	for name, argv := range networkClients(t, sb, port) {
+		res := run(t, sb, adapter.Command{Args: argv})
+		assert.NotEqual(t, 0, res.ExitCode, "%s must fail to connect: %s %s", name, res.Stdout, res.Stderr)
+		assert.True(t, res.Isolation.Network, name)
+		assert.Contains(t, res.Isolation.Layers, local.LayerNetNS, name)
+	}
+	assert.Zero(t, count(), "the host's loopback server saw connections from a network-off command")
+
+	// With the network allowed, the same clients reach it.
+	for name, argv := range networkClients(t, sb, port) {
+		before := count()
+		res := run(t, sb, adapter.Command{Args: argv, AllowNetwork: true})
+		assert.Equal(t, 0, res.ExitCode, "%s: %s %s", name, res.Stdout, res.Stderr)
+		assert.False(t, res.Isolation.Network, name)
+		assert.Greater(t, count(), before, name)
+	}
+}
+
+func TestNetworkOffLoopbackInsideWorks(t *testing.T) {
+	t.Parallel()
+	requireLayers(t, local.LayerNetNS)
+	needTool(t, "python3")
+	sb := newIsolated(t, local.Config{})
+	// A server the command starts on 127.0.0.1 is reachable from inside the same command.
+	res := run(t, sb, adapter.Command{Args: []string{"python3", "-c", `
+import socket
+srv = socket.socket(); srv.bind(("127.0.0.1", 0)); srv.listen(1)
+c = socket.create_connection(srv.getsockname(), 3)
+conn, _ = srv.accept(); conn.sendall(b"inside-ok")
+print(c.recv(20).decode())
+`}})
+	assert.Equal(t, 0, res.ExitCode, string(res.Stderr))
+	assert.Equal(t, "inside-ok\n", string(res.Stdout))
+	// And through a shell with a background server, as an agent would do it.
+	res = run(t, sb, adapter.Command{Args: []string{"sh", "-c",
+		`busybox nc -l -p 18123 -e echo served & sleep 0.3; busybox nc -w 2 127.0.0.1 18123`}})
+	assert.Equal(t, "served\n", string(res.Stdout), string(res.Stderr))
+}
+
+func TestWritesOnlyInWorkspaceAndTmp(t *testing.T) {
+	t.Parallel()
+	requireLayers(t, local.LayerLandlock)
+	outside := t.TempDir()
+	sb := newIsolated(t, local.Config{})
+	parent := filepath.Dir(sb.Dir())
+	attempts := []string{
+		"echo x > " + outside + "/direct",
+		"ln -s " + outside + " out-link && echo x > out-link/via-link",
+		"ln -s " + outside + "/dangling dangle && echo x > dangle",
+		"echo x > ../dotdot-escape",
+		"echo x > " + sb.Dir() + "/../abs-dotdot",
+		"mkdir " + outside + "/newdir",
+		"cp /etc/hostname " + outside + "/copied",
+		"touch /tmp/sandboxer-landlock-probe-" + filepath.Base(outside),
+		"mv " + sb.Dir() + "/nothing " + outside + "/moved; echo x > w && mv w " + outside + "/moved",
+	}
+	for _, script := range attempts {
+		res := run(t, sb, adapter.Command{Args: []string{"sh", "-c", script}})
+		assert.NotEqual(t, 0, res.ExitCode, "%q must fail", script)
+		assert.True(t, res.Isolation.Filesystem)
+	}
+	entries, err := os.ReadDir(outside)
+	require.NoError(t, err)
+	assert.Empty(t, entries, "nothing may be written outside the workspace")
+	for _, name := range []string{"dotdot-escape", "abs-dotdot"} {
+		assert.NoFileExists(t, filepath.Join(parent, name))
+	}
+	assert.NoFileExists(t, "/tmp/sandboxer-landlock-probe-"+filepath.Base(outside))
+
+	// The workspace and the private TMPDIR are writable; links inside work.
+	res := run(t, sb, adapter.Command{Args: []string{"sh", "-c",
+		`echo a > a && mkdir -p d && ln -s ../a d/l && cat d/l && mv a d/b && echo t > "$TMPDIR/t" && cat "$TMPDIR/t"`}})
+	assert.Equal(t, 0, res.ExitCode, string(res.Stderr))
+	assert.Equal(t, "a\nt\n", string(res.Stdout))
+}
+
+func TestDenyReadCarvesOutOfAllowedPaths(t *testing.T) {
+	t.Parallel()
+	requireLayers(t, local.LayerLandlock)
+	fake := t.TempDir() // a fake host with a home directory
+	home := filepath.Join(fake, "home", "me")
+	require.NoError(t, os.MkdirAll(filepath.Join(home, ".ssh"), 0o700))
+	require.NoError(t, os.MkdirAll(filepath.Join(home, ".aws"), 0o700))
+	require.NoError(t, os.WriteFile(filepath.Join(home, ".ssh", "id_ed25519"), []byte("PRIVATE KEY"), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(home, ".aws", "credentials"), []byte("AWS SECRET"), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(home, "notes.txt"), []byte("public notes"), 0o644))
+	sb := newIsolated(t, local.Config{
+		ReadPaths: []string{fake},
+		DenyRead:  []string{filepath.Join(home, ".ssh"), filepath.Join(home, ".aws")},
+	})
+	res := run(t, sb, adapter.Command{Args: []string{"cat", filepath.Join(home, "notes.txt")}})
+	assert.Equal(t, 0, res.ExitCode, string(res.Stderr))
+	assert.Equal(t, "public notes", string(res.Stdout))
+
+	for _, script := range []string{
+		"cat " + home + "/.ssh/id_ed25519",
+		"cat " + home + "/.aws/credentials",
+		"ln -s " + home + "/.ssh key-link && cat key-link/id_ed25519",
+		"cd " + home + " && cat ./.ssh/../.ssh/id_ed25519",
+		"cp -r " + home + "/.aws . && cat .aws/credentials",
+		"cat /etc/shadow", // a default deny-read entry
+	} {
+		res := run(t, sb, adapter.Command{Args: []string{"sh", "-c", script}})
+		assert.NotEqual(t, 0, res.ExitCode, "%q must fail", script)
+		assert.NotContains(t, string(res.Stdout), "PRIVATE KEY")
+		assert.NotContains(t, string(res.Stdout), "AWS SECRET")
+	}
+	// Home directories are not readable at all by default.
+	if home, err := os.UserHomeDir(); err == nil {
+		res := run(t, sb, adapter.Command{Args: []string{"ls", home}})
+		assert.NotEqual(t, 0, res.ExitCode, "the server's home must not be listable")
+	}
+}
+
+func TestSetsidGrandchildDies(t *testing.T) {
+	t.Parallel()
+	requireLayers(t, local.LayerCgroup, local.LayerPIDNS)
+	needTool(t, "setsid")
+	sb := newIsolated(t, local.Config{})
+	ctx := context.Background()
+	// On timeout.
+	_, err := sb.ExecuteCommand(ctx, adapter.Command{
+		Args:    []string{"sh", "-c", `setsid sh -c 'sleep 2; echo alive > timeout-marker' </dev/null >/dev/null 2>&1 & sleep 60`},
+		Timeout: 500 * time.Millisecond,
+	})
+	require.ErrorIs(t, err, errs.ProcessTimeout)
+	// On a normal exit, with a double fork so the grandchild is nobody's child.
+	res := run(t, sb, adapter.Command{Args: []string{"sh", "-c",
+		`(setsid sh -c 'sleep 2; echo alive > exit-marker' </dev/null >/dev/null 2>&1 &) ; exit 0`}})
+	assert.Equal(t, 0, res.ExitCode)
+	assert.True(t, res.Isolation.ProcessTree)
+	// On cancellation.
+	cctx, cancel := context.WithCancel(ctx)
+	time.AfterFunc(500*time.Millisecond, cancel)
+	_, err = sb.ExecuteCommand(cctx, adapter.Command{Args: []string{"sh", "-c",
+		`setsid sh -c 'sleep 2; echo alive > cancel-marker' </dev/null >/dev/null 2>&1 & sleep 60`}})
+	require.ErrorIs(t, err, context.Canceled)
+	time.Sleep(2500 * time.Millisecond)
+	for _, m := range []string{"timeout-marker", "exit-marker", "cancel-marker"} {
+		_, err := sb.ReadFile(ctx, m)
+		assert.ErrorIs(t, err, errs.NotFound, "a setsid grandchild outlived its command (%s)", m)
+	}
+}
+
+func TestRequireIsolationFailsClosed(t *testing.T) {
+	t.Parallel()
+	requireLayers(t, local.LayerUserNS)
+	ctx := context.Background()
+	for _, tc := range []struct {
+		disable      string
+		networkStill bool // a command with AllowNetwork needs no network layer
+	}{
+		{local.LayerNetNS, true},
+		{local.LayerLandlock, false},
+		{local.LayerCgroup, false},
+	} {
+		sb := newIsolated(t, local.Config{RequireIsolation: true, DisableLayers: []string{tc.disable}})
+		res, err := sb.ExecuteCommand(ctx, adapter.Command{Args: []string{"sh", "-c", "echo ran > ran.txt"}})
+		require.ErrorIs(t, err, errs.IsolationUnavailable, "disabled %s", tc.disable)
+		assert.Empty(t, res.Stdout)
+		_, rerr := sb.ReadFile(ctx, "ran.txt")
+		assert.ErrorIs(t, rerr, errs.NotFound, "a refused command must not run")
+		_, err = sb.ExecuteCommand(ctx, adapter.Command{Args: []string{"true"}, AllowNetwork: true})
+		if tc.networkStill {
+			assert.NoError(t, err, "disabled %s", tc.disable)
+		} else {
+			assert.ErrorIs(t, err, errs.IsolationUnavailable, "disabled %s", tc.disable)
+		}
+	}
+	// Without require_isolation the same configuration runs and says what was not enforced.
+	sb := newIsolated(t, local.Config{DisableLayers: []string{local.LayerNetNS, local.LayerLandlockNet}})
+	res := run(t, sb, adapter.Command{Args: []string{"true"}})
+	assert.False(t, res.Isolation.Network)
+	assert.NotContains(t, res.Isolation.Layers, local.LayerNetNS)
+}
+
+func TestIsolationReportedAndOff(t *testing.T) {
+	t.Parallel()
+	requireLayers(t, local.LayerNetNS, local.LayerLandlock, local.LayerCgroup)
+	sb := newIsolated(t, local.Config{})
+	res := run(t, sb, adapter.Command{Args: []string{"true"}})
+	assert.True(t, res.Isolation.Network)
+	assert.True(t, res.Isolation.Filesystem)
+	assert.True(t, res.Isolation.ProcessTree)
+	c := sb.Capabilities()
+	assert.Equal(t, adapter.FSJail, c.FSIsolation)
+	assert.Equal(t, adapter.NetNamespace, c.Network)
+
+	off := newIsolated(t, local.Config{Isolation: local.IsolationOff})
+	res = run(t, off, adapter.Command{Args: []string{"true"}})
+	assert.Equal(t, adapter.Isolation{}, res.Isolation)
+	c = off.Capabilities()
+	assert.Equal(t, adapter.FSNone, c.FSIsolation)
+	assert.Equal(t, adapter.NetHost, c.Network)
+
+	_, err := local.New(local.Config{Isolation: "maybe"})
+	assert.ErrorIs(t, err, errs.InvalidInput)
+	_, err = local.New(local.Config{DisableLayers: []string{"nope"}})
+	assert.ErrorIs(t, err, errs.InvalidInput)
+	_, err = local.New(local.Config{ReadPaths: []string{"relative"}})
+	assert.ErrorIs(t, err, errs.InvalidInput)
+	_, err = local.New(local.Config{Isolation: local.IsolationOff, RequireIsolation: true})
+	assert.ErrorIs(t, err, errs.InvalidInput)
+}
+
+func TestProbe(t *testing.T) {
+	t.Parallel()
+	rep := local.Probe()
+	names := map[string]bool{}
+	for _, l := range rep.Layers {
+		names[l.Name] = true
+		if !l.Available {
+			assert.NotEmpty(t, l.Reason, "%s: an unavailable layer says why", l.Name)
+		}
+		t.Logf("%-15s available=%-5v %s", l.Name, l.Available, l.Reason)
+	}
+	for _, n := range []string{local.LayerUserNS, local.LayerPIDNS, local.LayerNetNS, local.LayerLandlock, local.LayerCgroup} {
+		assert.True(t, names[n], n)
+	}
+	assert.Equal(t, rep.Available(local.LayerNetNS), rep.Network)
+	assert.Equal(t, rep.Available(local.LayerLandlock), rep.Filesystem)
+}
+
+func TestConformanceIsolationOff(t *testing.T) {
+	adaptertest.Run(t, adaptertest.Harness{
+		New: func(t *testing.T) adapter.Sandbox {
+			sb, err := local.New(local.Config{Root: t.TempDir(), Isolation: local.IsolationOff})
+			require.NoError(t, err)
+			return sb
+		},
+		Outside: outside,
+	})
+}
