@@ -1,0 +1,47 @@
+package memory_test
+
+import (
+	"context"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/sandboxer/sandboxer/adapter"
+	"github.com/sandboxer/sandboxer/adapter/memory"
+	"github.com/sandboxer/sandboxer/errs"
+)
+
+// FuzzScript: any script either runs (any exit code) or ends with a documented error code; the
+// interpreter never panics, never hangs past its limits, and never touches the host's files.
+//
+//	go test ./adapter/memory -run XXX -fuzz FuzzScript -fuzztime 60s
+func FuzzScript(f *testing.F) {
+	for _, seed := range []string{
+		"echo hi", "cat a | grep x | wc -l", "for i in 1 2; do echo $i; done", "f() { f; }; f",
+		"yes | head -c 10", "sed -n 's/a/b/gp' a", "find . -name '*' -exec cat {} +", "rg -n -- '(' .",
+		"x=$(cat a); echo ${x//a/b}", "cd /; ls -la; cd -", "ln -s /etc e; cat e/passwd", "diff -u a a",
+		"echo x > /tmp/f; cat < /tmp/f", "eval 'while :; do :; done'", "kill -9 $$", "trap 'echo t' EXIT",
+		"printf '%s\\n' *", "sort -k2 -t, a | uniq -c", "xargs -n1 echo < a", "sh -c 'exit 3'; echo $?",
+	} {
+		f.Add(seed)
+	}
+	sb, err := memory.New(memory.Config{MaxCommands: 2000, MaxLoopIterations: 2000, MaxTreeBytes: 1 << 20, MaxStringBytes: 1 << 20})
+	if err != nil {
+		f.Fatal(err)
+	}
+	_ = sb.WriteFile(context.Background(), "a", []byte("a,1\nb,2\nx marks\n"))
+	wd, _ := os.Getwd()
+	f.Fuzz(func(t *testing.T, script string) {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_, err := sb.ExecuteCommand(ctx, adapter.Command{Args: []string{"sh", "-c", script}, MaxOutputBytes: 4096})
+		switch errs.CodeOf(err) {
+		case "", errs.LimitExceeded, errs.ProcessTimeout:
+		default:
+			t.Fatalf("script %q: unexpected error %v", script, err)
+		}
+		if _, err := os.Stat(wd + "/a"); err == nil {
+			t.Fatalf("script %q wrote to the host", script)
+		}
+	})
+}
