@@ -221,6 +221,9 @@ func (iso *isolation) helper(network bool) (*helperProc, error) {
 	if h := iso.helpers[i]; h != nil && h.alive() {
 		return h, nil
 	}
+	if iso.errs[i] != nil && iso.helpers[i] == nil {
+		return nil, iso.errs[i] // it could not start: do not pay for a failed start per command
+	}
 	flags := uintptr(syscall.CLONE_NEWUSER | syscall.CLONE_NEWPID | syscall.CLONE_NEWNS)
 	spec := helperSpec{Proc: !iso.disabled[LayerProc], Landlock: !iso.disabled[LayerLandlock], Rules: iso.rules}
 	if !network {
