@@ -261,7 +261,7 @@ func TestSetsidGrandchildDies(t *testing.T) {
 
 func TestRequireIsolationFailsClosed(t *testing.T) {
 	t.Parallel()
-	requireLayers(t, local.LayerUserNS)
+	requireLayers(t, local.LayerNetNS, local.LayerLandlock, local.LayerCgroup)
 	ctx := context.Background()
 	for _, tc := range []struct {
 		disable      string
