@@ -8,9 +8,16 @@
 // SIGTERM, then SIGKILL after a short grace, and whatever a command leaves in its group when it exits
 // is killed too.
 //
-// What this adapter does not enforce on its own: a command can read and write anything the host user
-// can outside the workspace, reach the network, and escape the kill by calling setsid. Result.Isolation
-// says so for every command.
+// Kernel isolation (Config.Isolation, on by default where the kernel allows it): each sandbox has
+// a helper, this binary re-executed (see the package's init), that is PID 1 of new user, PID and
+// mount namespaces, with a network namespace holding only loopback for commands whose network is
+// off, and Landlock rules that confine writes to the workspace and a private TMPDIR and reads to
+// system directories minus a deny list. The helper starts commands on request, each in a cgroup of
+// its own where this process can create cgroups, so every descendant dies with the command.
+// Result.Isolation says what was enforced for each command; Config.RequireIsolation refuses a
+// command when a layer is missing; Probe tells which layers this machine allows. docs/local.md has
+// the details. With Config.Isolation "off" a command can read and write anything the host user can,
+// reach the network, and escape the kill by calling setsid.
 package local
 
 import (
