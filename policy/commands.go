@@ -66,6 +66,9 @@ func init() {
 		"toybox":   (*checker).busybox,
 		"openssl":  (*checker).openssl,
 		"parallel": (*checker).parallel,
+		"hash":     (*checker).hash,
+		"tar":      (*checker).tar,
+		"gtar":     (*checker).tar,
 		"exec":     wrapper(&opts{arg: "a"}, 0, false),
 		"nohup":    wrapper(&opts{}, 0, false),
 		"time":     wrapper(&opts{arg: "fo", longArg: set("format", "output")}, 0, false),
@@ -101,7 +104,8 @@ func (c *checker) argv(a []arg, x ctx) {
 		return
 	}
 	name := a[0]
-	base := name.base
+	// Lower case: macOS file systems find CURL as curl. A leading = is zsh's =cmd (path of cmd).
+	base := strings.ToLower(strings.TrimLeft(name.base, "="))
 	if base == "" {
 		if name.k != static {
 			c.denyUnresolvable(name.src, "command name")
@@ -240,7 +244,14 @@ func isStdinPath(s string) bool {
 func (c *checker) stdinScript(a []arg, x ctx, l lang) {
 	switch x.stdin {
 	case stdinInherited:
-		// The bash tool gives no stdin: nothing to run.
+		// The bash tool gives no stdin: nothing to run, unless a bare exec replaced the
+		// shell's stdin somewhere (Check decides at the end, wherever that exec was).
+		if c.inheritedShell == "" {
+			c.inheritedShell = a[0].src
+			if c.inheritedShell == "" {
+				c.inheritedShell = a[0].base
+			}
+		}
 	case stdinUnknown:
 		c.denyNet(a[0].src, a[0].base+" reads its script from a pipe or file that cannot be inspected")
 	case stdinDoc:
@@ -315,10 +326,12 @@ func (c *checker) shell(a []arg, x ctx, l lang) {
 		c.stdinScript(a, x, l)
 	case ops[0].k == static && isStdinPath(ops[0].s):
 		c.stdinScript(a, x, l)
-	case ops[0].k == multi:
-		c.denyUnresolvable(ops[0].src, "operand of "+a[0].base)
+	case ops[0].k != static:
+		// bash <(generate) or bash "$f": a script whose name is not known.
+		c.denyUnresolvable(ops[0].src, "script file of "+a[0].base)
 	}
-	// Otherwise a script file: its content is not part of the command and is not inspected.
+	// Otherwise a named script file: its content is not part of the command and is not
+	// inspected (docs/policy.md).
 }
 
 func (c *checker) eval(a []arg, x ctx) {
@@ -332,7 +345,7 @@ func (c *checker) source(a []arg, x ctx) {
 		return
 	}
 	switch {
-	case a[1].k == multi:
+	case a[1].k != static:
 		c.denyUnresolvable(a[1].src, "file sourced by "+a[0].s)
 	case a[1].k == static && isStdinPath(a[1].s):
 		c.stdinScript(a, x, x.lang)
@@ -434,11 +447,13 @@ func (c *checker) splitWords(s string, x ctx) ([]arg, bool) {
 }
 
 func (c *checker) xargs(a []arg, x ctx) {
-	replace := ""
+	replace, argFile := "", false
 	i, bad := (&opts{arg: "adEILnPs", optArg: "eil", longArg: set("arg-file", "delimiter",
 		"max-lines", "max-args", "max-procs", "max-chars", "process-slot-var")}).parse(a, 1,
 		func(name string, v arg) bool {
 			switch name {
+			case "a", "arg-file":
+				argFile = true
 			case "I":
 				replace = v.s
 			case "i", "replace":
@@ -462,7 +477,11 @@ func (c *checker) xargs(a []arg, x ctx) {
 	} else {
 		cmd = append(cmd, arg{s: dyn, k: multi, src: "(input of xargs)"})
 	}
-	// xargs gives the command /dev/null as stdin.
+	// xargs gives the command /dev/null as stdin, unless it reads its input from -a FILE.
+	if argFile {
+		c.argv(cmd, x)
+		return
+	}
 	c.argv(cmd, ctx{lang: x.lang, stdin: stdinDoc})
 }
 
@@ -691,5 +710,44 @@ func (c *checker) python(a []arg, _ ctx) {
 		})
 	if bad >= 0 {
 		c.denyUnresolvable(a[bad].src, "python option")
+	}
+}
+
+// hash -p PATH NAME makes NAME run PATH.
+func (c *checker) hash(a []arg, x ctx) {
+	(&opts{arg: "p"}).parse(a, 1, func(name string, v arg) bool {
+		if name == "p" {
+			c.argv([]arg{v}, x)
+		}
+		return false
+	})
+}
+
+// tarCommandOpts are tar options whose value is a command tar runs.
+var tarCommandOpts = set("to-command", "use-compress-program", "info-script", "new-volume-script")
+
+func (c *checker) tar(a []arg, x ctx) {
+	for i := 1; i < len(a) && !c.denied; i++ {
+		w := a[i]
+		if w.k != static {
+			continue
+		}
+		name, val, hasVal := strings.Cut(strings.TrimPrefix(w.s, "--"), "=")
+		switch {
+		case strings.HasPrefix(w.s, "--") && tarCommandOpts[name]:
+			if !hasVal && i+1 < len(a) {
+				i++
+				c.scriptArg(a[i], "tar --"+name, x)
+			} else {
+				c.script(val, langSh, x)
+			}
+		case strings.HasPrefix(w.s, "--checkpoint-action="):
+			if cmd, ok := strings.CutPrefix(strings.TrimPrefix(w.s, "--checkpoint-action="), "exec="); ok {
+				c.script(cmd, langSh, x)
+			}
+		case (w.s == "-I" || w.s == "-F") && i+1 < len(a):
+			i++
+			c.scriptArg(a[i], "tar "+w.s, x)
+		}
 	}
 }

@@ -31,7 +31,13 @@ func FuzzCheck(f *testing.F) {
 		if d.Allowed {
 			return
 		}
-		for _, wrapped := range []string{script + "; true", "true && " + script} {
+		wrapped := []string{"true && " + script}
+		// A script ending in a backslash is not a complete statement: `nc\` followed by
+		// "; true" is the command `nc;`, which is rightly not nc. Only complete scripts compose.
+		if !strings.HasSuffix(script, `\`) {
+			wrapped = append(wrapped, script+"; true")
+		}
+		for _, wrapped := range wrapped {
 			if w := policy.Check([]string{"sh", "-c", wrapped}); w.Allowed {
 				t.Fatalf("sh -c %q is denied (%s: %s) but sh -c %q is allowed", script, d.Code, d.Reason, wrapped)
 			}

@@ -60,7 +60,7 @@ func (c *checker) git(a []arg, x ctx) {
 			if i+1 >= len(a) {
 				return
 			}
-			if a[i+1].k != static && name == "-c" {
+			if a[i+1].k == multi || a[i+1].k != static && name == "-c" {
 				c.denyUnresolvable(a[i+1].src, "git -c setting")
 				return
 			}

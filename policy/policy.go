@@ -56,6 +56,9 @@ func Check(argv []string) Decision {
 	if !c.denied {
 		c.argv(args, ctx{lang: langSh})
 	}
+	if !c.denied && c.execStdin && c.inheritedShell != "" {
+		c.denyNet(c.inheritedShell, "a shell reads its script from a stdin that exec redirected, which cannot be inspected")
+	}
 	if c.denied {
 		return c.d
 	}
@@ -67,6 +70,11 @@ type checker struct {
 	d      Decision
 	denied bool
 	depth  int
+
+	// execStdin: a bare `exec <...` replaced a shell's stdin somewhere; inheritedShell: a
+	// shell reads its script from the stdin it inherited. Together they deny.
+	execStdin      bool
+	inheritedShell string
 }
 
 func (c *checker) deny(code errs.Code, command, reason string) {

@@ -79,7 +79,29 @@ func (c *checker) stmts(ss []*syntax.Stmt, x ctx, src string) {
 	}
 }
 
+// execRedirectsStdin reports whether s is a bare exec that replaces the shell's stdin.
+func execRedirectsStdin(s *syntax.Stmt) bool {
+	ce, ok := s.Cmd.(*syntax.CallExpr)
+	if !ok || len(ce.Args) != 1 || ce.Args[0].Lit() != "exec" {
+		return false
+	}
+	for _, r := range s.Redirs {
+		if r.N != nil && r.N.Value != "0" {
+			continue
+		}
+		switch r.Op {
+		case syntax.RdrIn, syntax.RdrInOut, syntax.DplIn, syntax.Hdoc, syntax.DashHdoc, syntax.WordHdoc:
+			return true
+		}
+	}
+	return false
+}
+
 func (c *checker) stmt(s *syntax.Stmt, x ctx, src string) {
+	if execRedirectsStdin(s) {
+		// `exec <file` or `exec <<EOF`: later commands read that as their stdin (see Check).
+		c.execStdin = true
+	}
 	for _, r := range s.Redirs {
 		if r.Word != nil {
 			c.walk(r.Word, x, src)
@@ -91,8 +113,10 @@ func (c *checker) stmt(s *syntax.Stmt, x ctx, src string) {
 			continue
 		}
 		switch r.Op {
-		case syntax.RdrIn, syntax.RdrInOut:
-			if t, k := wordText(r.Word); k == static && t == "/dev/null" {
+		case syntax.RdrIn, syntax.RdrInOut, syntax.DplIn:
+			if r.Word == nil {
+				x.stdin = stdinUnknown
+			} else if t, k := wordText(r.Word); k == static && (t == "/dev/null" || r.Op == syntax.DplIn && (t == "-" || t == "0")) {
 				x.stdin, x.doc = stdinDoc, arg{}
 			} else {
 				x.stdin = stdinUnknown
@@ -101,6 +125,9 @@ func (c *checker) stmt(s *syntax.Stmt, x ctx, src string) {
 			t, k := heredocText(r.Word, r.Hdoc)
 			x.stdin, x.doc = stdinDoc, arg{s: t, k: k, src: srcOf(src, r.Hdoc)}
 		case syntax.WordHdoc:
+			if r.Word == nil {
+				continue
+			}
 			t, k := wordText(r.Word)
 			x.stdin, x.doc = stdinDoc, arg{s: t + "\n", k: k, src: srcOf(src, r.Word)}
 		}
@@ -119,10 +146,21 @@ func (c *checker) stmt(s *syntax.Stmt, x ctx, src string) {
 		c.stmt(cmd.Y, x, src)
 	case *syntax.DeclClause:
 		for _, a := range cmd.Args {
-			if a.Name != nil && a.Value != nil {
+			switch {
+			case a.Name != nil && a.Value != nil:
 				c.assign(a.Name.Value, c.resolveWord(a.Value, srcOf(src, a.Value)), x)
+			case a.Naked && a.Name == nil && a.Value != nil: // export "PAGER=..."
+				v := c.resolveWord(a.Value, srcOf(src, a.Value))
+				if name, val, ok := envAssign(v.s); ok && v.k == static {
+					c.assign(name, lit(val), x)
+				}
 			}
 		}
+		c.walk(cmd, x, src)
+	case *syntax.FuncDecl, *syntax.CoprocClause:
+		// A function body runs with its caller's stdin, a coprocess reads a pipe: a shell
+		// reading its script from stdin there cannot be inspected.
+		x.stdin = stdinUnknown
 		c.walk(cmd, x, src)
 	default:
 		c.walk(cmd, x, src)

@@ -189,6 +189,9 @@ func unescapeDq(s string) string {
 // heredocText is the text of a here-document body: verbatim when the delimiter was quoted,
 // otherwise with \$ \` \\ and line continuations removed and expansions unknown.
 func heredocText(delim, body *syntax.Word) (string, kind) {
+	if body == nil {
+		return "", static // an empty body
+	}
 	quotedDelim := false
 	if delim != nil {
 		for _, p := range delim.Parts {
@@ -378,6 +381,9 @@ func (c *checker) resolveWord(w *syntax.Word, src string) arg {
 
 // srcOf returns the source text of node n inside src, or "" when the offsets do not fit.
 func srcOf(src string, n syntax.Node) string {
+	if w, ok := n.(*syntax.Word); ok && (w == nil || len(w.Parts) == 0) {
+		return ""
+	}
 	p, e := n.Pos(), n.End()
 	if !p.IsValid() || !e.IsValid() {
 		return ""
