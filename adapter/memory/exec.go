@@ -154,7 +154,7 @@ func (s *Sandbox) ExecuteCommand(ctx context.Context, c adapter.Command) (adapte
 				return adapter.Result{}, errs.New(errs.InvalidInput, "exec", "", "env entry %q is not KEY=VALUE", kv)
 			}
 		}
-		env = expand.ListEnviron(append(append([]string(nil), s.baseEnv...), c.Env...)...)
+		env = shellEnv(append(append([]string(nil), s.baseEnv...), c.Env...))
 	}
 	limit := c.MaxOutputBytes
 	if limit == 0 {
@@ -503,7 +503,7 @@ func putRunner(r *interp.Runner) { runnerPool.Put(r) }
 // bootEnv is the environment runners are created with. Its TMPDIR fixes the interpreter's
 // private temporary directory (used only for process substitution FIFOs, which are refused at
 // parse time) to a path with a NUL byte: any host call on it fails before reaching the kernel.
-var bootEnv = expand.ListEnviron("TMPDIR=/\x00sandboxer-no-host-tmp", "HOME="+Workspace)
+var bootEnv = shellEnv([]string{"TMPDIR=/\x00sandboxer-no-host-tmp", "HOME=" + Workspace})
 
 func newRunner() *interp.Runner {
 	r, err := interp.New(

@@ -31,6 +31,7 @@ const (
 	internalCmdV  = "\x00sandboxer:command-v"
 	internalPwd   = "\x00sandboxer:pwd"
 	internalUnsup = "\x00sandboxer:unsupported"
+	internalNoop  = "\x00sandboxer:noop"
 	internalSrc   = "\x00sandboxer:" // prefix of a source path resolved in the tree
 )
 
@@ -47,6 +48,7 @@ func init() {
 		internalCmdV:  runCommandV,
 		internalPwd:   runPwd,
 		internalUnsup: runUnsupported,
+		internalNoop:  runNoop,
 		"which":       runWhich,
 	}
 }
@@ -77,6 +79,8 @@ func callHandler(ctx context.Context, args []string) ([]string, error) {
 	switch args[0] {
 	case "kill":
 		return append([]string{internalKill}, args[1:]...), nil
+	case "umask", "ulimit", "jobs":
+		return append([]string{internalNoop, args[0]}, args[1:]...), nil
 	case "type":
 		return append([]string{internalType}, args[1:]...), nil
 	case "command":
@@ -260,7 +264,7 @@ func nestedExit(code int, err error) (int, error) {
 }
 
 func exportedOnly(env expand.Environ) expand.Environ {
-	return expand.ListEnviron(coreutils.Environ(env)...)
+	return shellEnv(coreutils.Environ(env))
 }
 
 func (s *Sandbox) runUtility(ctx context.Context, cl *call, dir string, vars expand.Environ, stdin io.Reader, stdout, stderr io.Writer, u coreutils.Func, args []string) int {
@@ -771,6 +775,32 @@ func runPwd(ctx context.Context, cl *call, hc interp.HandlerContext, args []stri
 		}
 	}
 	fmt.Fprintln(hc.Stdout, dir)
+	return 0
+}
+
+// runNoop answers the process-attribute builtins the interpreter lacks: umask (reports 0022 and
+// accepts a new value, which files created here ignore), ulimit (everything unlimited; the
+// adapter's own limits apply) and jobs (background jobs are not listed).
+func runNoop(ctx context.Context, cl *call, hc interp.HandlerContext, args []string) int {
+	name, rest := args[1], args[2:]
+	switch name {
+	case "umask":
+		if len(rest) == 0 {
+			fmt.Fprintln(hc.Stdout, "0022")
+		} else if rest[0] == "-S" {
+			fmt.Fprintln(hc.Stdout, "u=rwx,g=rx,o=rx")
+		}
+	case "ulimit":
+		set := false
+		for _, a := range rest {
+			if !strings.HasPrefix(a, "-") {
+				set = true
+			}
+		}
+		if !set {
+			fmt.Fprintln(hc.Stdout, "unlimited")
+		}
+	}
 	return 0
 }
 

@@ -165,7 +165,38 @@ func newSandbox(cfg Config, t *memfs.FS) *Sandbox {
 	base := []string{"PATH=" + DefaultPath, "HOME=" + Workspace, "LANG=C.UTF-8", "TZ=UTC",
 		"USER=sandbox", "LOGNAME=sandbox", "SHELL=/bin/sh", "TMPDIR=/tmp"}
 	base = append(base, cfg.Env...)
-	return &Sandbox{cfg: cfg, id: id, fs: t, baseEnv: base, envList: expand.ListEnviron(base...)}
+	return &Sandbox{cfg: cfg, id: id, fs: t, baseEnv: base, envList: shellEnv(base)}
+}
+
+// identity are the shell's user ids: set and read-only but not exported, as in bash, so that the
+// interpreter does not fill them from the host process.
+var identity = map[string]expand.Variable{
+	"UID":  {Set: true, ReadOnly: true, Kind: expand.String, Str: "1000"},
+	"EUID": {Set: true, ReadOnly: true, Kind: expand.String, Str: "1000"},
+	"GID":  {Set: true, ReadOnly: true, Kind: expand.String, Str: "1000"},
+}
+
+type sandboxEnviron struct{ expand.Environ }
+
+func (e sandboxEnviron) Get(name string) expand.Variable {
+	if v, ok := identity[name]; ok {
+		return v
+	}
+	return e.Environ.Get(name)
+}
+
+func (e sandboxEnviron) Each(fn func(name string, vr expand.Variable) bool) {
+	for name, v := range identity {
+		if !fn(name, v) {
+			return
+		}
+	}
+	e.Environ.Each(fn)
+}
+
+// shellEnv is the environment a shell of this sandbox starts with.
+func shellEnv(pairs []string) expand.Environ {
+	return sandboxEnviron{expand.ListEnviron(pairs...)}
 }
 
 type eofDevice struct{}

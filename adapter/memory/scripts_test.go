@@ -65,6 +65,11 @@ func TestScripts(t *testing.T) {
 		{name: "kill in child shell", script: `sh -c 'kill $$'; echo "child=$?"`, out: "child=143\n"},
 		{name: "kill -l", script: `kill -l | head -n 2`, out: " 1) SIGHUP\n 2) SIGINT\n"},
 		{name: "etc passwd invisible", script: `cat /etc/passwd; ls /etc | wc -l`, out: "0\n", errOut: "cat: /etc/passwd: No such file or directory\n"},
+		{name: "process builtins", script: `umask; ulimit -n; jobs; echo $UID; env | grep -c UID`, out: "0022\nunlimited\n1000\n0\n", code: 1},
+		{name: "test -O refused", script: `test -O a.txt`, errOut: "*", code: 2},
+		{name: "eval", script: `c='echo evaluated'; eval "$c"`, out: "evaluated\n"},
+		{name: "globstar", script: `shopt -s globstar; echo **/*.go`, out: "sub/deep/c.go\n"},
+		{name: "bin paths", script: `/bin/sh -c 'echo via /bin/sh'; /usr/bin/head -n 1 a.txt`, out: "via /bin/sh\nhello world\n"},
 		{name: "process substitution refused", script: `cat <(echo x)`, errOut: "*", code: 2},
 
 		// files

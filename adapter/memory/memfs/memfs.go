@@ -592,7 +592,7 @@ func (f *FS) Chmod(name string, perm fs.FileMode) error {
 	if err != nil {
 		return err
 	}
-	w.n.mode = w.n.mode.Type() | perm.Perm()
+	w.n.mode = w.n.mode.Type() | perm&(fs.ModePerm|fs.ModeSticky|fs.ModeSetuid|fs.ModeSetgid)
 	return nil
 }
 
