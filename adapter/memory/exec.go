@@ -291,9 +291,10 @@ func (s *Sandbox) runTop(ctx context.Context, cl *call, args []string, dir strin
 	}
 	if _, ok := coreutils.Lookup(name); !ok && !interp.IsBuiltin(name) && internal[name] == nil {
 		if !strings.Contains(name, "/") {
-			return 127, notFound{name, "executable file not found in $PATH"}
-		}
-		if _, why := s.executable(dir, name); why != "" {
+			if s.lookPath(env.Get("PATH").String(), name) == "" {
+				return 127, notFound{name, "executable file not found in $PATH"}
+			}
+		} else if _, why := s.executable(dir, name); why != "" {
 			return 127, notFound{name, why}
 		}
 	}

@@ -230,8 +230,27 @@ func (s *Sandbox) runCommand(ctx context.Context, cl *call, hc interp.HandlerCon
 		code, err := s.runShell(ctx, cl, shArgs, hc.Dir, hc.Env, stdinFile(hc.Stdin), hc.Stdout, hc.Stderr)
 		return nestedExit(code, err)
 	}
+	if p := s.lookPath(hc.Env.Get("PATH").String(), name); p != "" {
+		shArgs := append([]string{"sh", p}, args[1:]...)
+		code, err := s.runShell(ctx, cl, shArgs, hc.Dir, hc.Env, stdinFile(hc.Stdin), hc.Stdout, hc.Stderr)
+		return nestedExit(code, err)
+	}
 	fmt.Fprintf(hc.Stderr, "sh: %s: command not found\n", name)
 	return 127, nil
+}
+
+// lookPath finds an executable script of the tree on PATH (built-in programs are found before
+// PATH is searched).
+func (s *Sandbox) lookPath(pathVar, name string) string {
+	for _, d := range strings.Split(pathVar, ":") {
+		if !strings.HasPrefix(d, "/") {
+			continue
+		}
+		if p, why := s.executable("/", path.Join(d, name)); why == "" {
+			return p
+		}
+	}
+	return ""
 }
 
 // binDirs are where the built-in programs live, as far as scripts can tell.
@@ -672,6 +691,11 @@ func lookupKind(cl *call, hc interp.HandlerContext, name string) (kind, where st
 	}
 	if _, ok := coreutils.Lookup(name); ok {
 		return "file", "/usr/bin/" + name
+	}
+	if !strings.Contains(name, "/") {
+		if p := cl.sb.lookPath(hc.Env.Get("PATH").String(), name); p != "" {
+			return "file", p
+		}
 	}
 	if strings.Contains(name, "/") {
 		if p, why := cl.sb.executable(hc.Dir, name); why == "" {

@@ -220,3 +220,41 @@ func TestOutputFloodMemory(t *testing.T) {
 	runtime.ReadMemStats(&ms)
 	assert.Less(t, ms.TotalAlloc-before, uint64(16<<20), "streaming through a pipe must not buffer the stream")
 }
+
+func TestDirectArgv(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	sb := newSandbox(t, memory.Config{})
+	require.NoError(t, sb.WriteFile(ctx, "bin/tool", []byte("echo tool $1\n")))
+	_, err := run(t, sb, "chmod +x bin/tool; printf 'echo script $#\\n' > s.sh; chmod 755 s.sh; printf 'echo no' > noexec.sh")
+	require.NoError(t, err)
+	for _, c := range []struct {
+		args  []string
+		env   []string
+		stdin string
+		out   string
+	}{
+		{args: []string{"./s.sh", "a", "b"}, out: "script 2\n"},
+		{args: []string{"/usr/bin/wc", "-l"}, stdin: "1\n2\n", out: "2\n"},
+		{args: []string{"tool", "x"}, env: []string{"PATH=/workspace/bin:/usr/bin"}, out: "tool x\n"},
+		{args: []string{"printf", "%s-%s", "a", "b"}, out: "a-b"},
+		{args: []string{"bash", "-euo", "pipefail", "-c", "echo $1", "name", "arg"}, out: "arg\n"},
+	} {
+		cmd := adapter.Command{Args: c.args, Env: c.env}
+		if c.stdin != "" {
+			cmd.Stdin = strings.NewReader(c.stdin)
+		}
+		res, err := sb.ExecuteCommand(ctx, cmd)
+		require.NoError(t, err, c.args)
+		assert.Equal(t, c.out, string(res.Stdout), c.args)
+		assert.Equal(t, 0, res.ExitCode, "%v: %s", c.args, res.Stderr)
+	}
+	for _, args := range [][]string{{"nope"}, {"./missing.sh"}, {"./noexec.sh"}, {"/usr/bin/python3"}, {"tool"}} {
+		_, err := sb.ExecuteCommand(ctx, adapter.Command{Args: args})
+		assert.ErrorIs(t, err, errs.ProcessFailed, args)
+	}
+	_, err = sb.ExecuteCommand(ctx, adapter.Command{Args: []string{"true"}, Env: []string{"=bad"}})
+	assert.ErrorIs(t, err, errs.InvalidInput)
+	_, err = sb.ExecuteCommand(ctx, adapter.Command{Args: []string{"true"}, MaxOutputBytes: -1})
+	assert.ErrorIs(t, err, errs.InvalidInput)
+}

@@ -70,6 +70,8 @@ func TestScripts(t *testing.T) {
 		{name: "eval", script: `c='echo evaluated'; eval "$c"`, out: "evaluated\n"},
 		{name: "globstar", script: `shopt -s globstar; echo **/*.go`, out: "sub/deep/c.go\n"},
 		{name: "bin paths", script: `/bin/sh -c 'echo via /bin/sh'; /usr/bin/head -n 1 a.txt`, out: "via /bin/sh\nhello world\n"},
+		{name: "PATH scripts", script: "mkdir bin && printf 'echo tool $1\\n' > bin/tool && chmod +x bin/tool && PATH=/workspace/bin:$PATH; tool x; command -v tool", out: "tool x\n/workspace/bin/tool\n"},
+		{name: "script from stdin", script: `echo 'echo piped $((2*3))' | sh`, out: "piped 6\n"},
 		{name: "process substitution refused", script: `cat <(echo x)`, errOut: "*", code: 2},
 
 		// files
