@@ -206,7 +206,12 @@ func (s *Sandbox) ExecuteCommand(ctx context.Context, c adapter.Command) (adapte
 	stderr.close()
 	if stdin != nil {
 		stdin.Close() // a copier blocked on a full pipe gets EPIPE
-		<-stdinDone
+		// A copier blocked reading Command.Stdin itself cannot be interrupted: give it a moment,
+		// then leave it to finish when the caller's reader returns.
+		select {
+		case <-stdinDone:
+		case <-time.After(100 * time.Millisecond):
+		}
 	}
 
 	var nf notFound

@@ -3,6 +3,7 @@ package memory_test
 import (
 	"context"
 	"errors"
+	"io"
 	"io/fs"
 	"os"
 	"runtime"
@@ -257,4 +258,24 @@ func TestDirectArgv(t *testing.T) {
 	assert.ErrorIs(t, err, errs.InvalidInput)
 	_, err = sb.ExecuteCommand(ctx, adapter.Command{Args: []string{"true"}, MaxOutputBytes: -1})
 	assert.ErrorIs(t, err, errs.InvalidInput)
+}
+
+// blockingReader never returns until released.
+type blockingReader struct{ release chan struct{} }
+
+func (b blockingReader) Read(p []byte) (int, error) {
+	<-b.release
+	return 0, io.EOF
+}
+
+func TestStdinThatNeverEndsDoesNotStallTheCall(t *testing.T) {
+	t.Parallel()
+	sb := newSandbox(t, memory.Config{})
+	release := make(chan struct{})
+	defer close(release)
+	start := time.Now()
+	res, err := sb.ExecuteCommand(context.Background(), adapter.Command{Args: []string{"echo", "hi"}, Stdin: blockingReader{release}})
+	require.NoError(t, err)
+	assert.Equal(t, "hi\n", string(res.Stdout))
+	assert.Less(t, time.Since(start), 3*time.Second)
 }
