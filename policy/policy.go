@@ -15,6 +15,8 @@
 package policy
 
 import (
+	"mvdan.cc/sh/v3/syntax"
+
 	"github.com/sandboxer/sandboxer/errs"
 )
 
@@ -75,6 +77,12 @@ type checker struct {
 	// shell reads its script from the stdin it inherited. Together they deny.
 	execStdin      bool
 	inheritedShell string
+
+	// walk state: the visitor is bound once; wx and wsrc are the context of the current walk.
+	visitFn func(syntax.Node) bool
+	wx      ctx
+	wsrc    string
+	argBuf  []arg
 }
 
 func (c *checker) deny(code errs.Code, command, reason string) {

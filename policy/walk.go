@@ -170,26 +170,34 @@ func (c *checker) stmt(s *syntax.Stmt, x ctx, src string) {
 // walk inspects every statement, command substitution and word under n (n itself is never a
 // statement): nested statements get their own stmt call, words are scanned for URLs.
 func (c *checker) walk(n syntax.Node, x ctx, src string) {
-	syntax.Walk(n, func(n syntax.Node) bool {
-		if c.denied {
-			return false
-		}
-		switch n := n.(type) {
-		case *syntax.Stmt:
-			c.stmt(n, x, src)
-			return false
-		case *syntax.CmdSubst:
-			c.stmts(n.Stmts, ctx{lang: x.lang}, src)
-			return false
-		case *syntax.ProcSubst:
-			c.stmts(n.Stmts, ctx{lang: x.lang}, src)
-			return false
-		case *syntax.Word:
-			t, _ := wordText(n)
-			c.scanText(t)
-		}
-		return true
-	})
+	if c.visitFn == nil {
+		c.visitFn = c.visit // one allocation per Check, not one per walk
+	}
+	px, psrc := c.wx, c.wsrc
+	c.wx, c.wsrc = x, src
+	syntax.Walk(n, c.visitFn)
+	c.wx, c.wsrc = px, psrc
+}
+
+func (c *checker) visit(n syntax.Node) bool {
+	if c.denied {
+		return false
+	}
+	switch n := n.(type) {
+	case *syntax.Stmt:
+		c.stmt(n, c.wx, c.wsrc)
+		return false
+	case *syntax.CmdSubst:
+		c.stmts(n.Stmts, ctx{lang: c.wx.lang}, c.wsrc)
+		return false
+	case *syntax.ProcSubst:
+		c.stmts(n.Stmts, ctx{lang: c.wx.lang}, c.wsrc)
+		return false
+	case *syntax.Word:
+		t, _ := wordText(n)
+		c.scanText(t)
+	}
+	return true
 }
 
 // call inspects a simple command: its assignments, its words, then the command itself.
@@ -203,7 +211,10 @@ func (c *checker) call(ce *syntax.CallExpr, x ctx, src string) {
 	if len(ce.Args) == 0 || c.denied {
 		return
 	}
-	args := make([]arg, 0, len(ce.Args))
+	// The words live in c.argBuf: commands nested in them append after them and truncate
+	// back, so one buffer serves the whole Check.
+	start := len(c.argBuf)
+	defer func() { c.argBuf = c.argBuf[:start] }()
 	for _, w := range ce.Args {
 		t, k := wordText(w)
 		c.scanText(t)
@@ -214,14 +225,15 @@ func (c *checker) call(ce *syntax.CallExpr, x ctx, src string) {
 			return
 		}
 		if hasBraceCandidate(w) {
-			args = c.appendBraces(args, w, src)
+			c.argBuf = c.appendBraces(c.argBuf, w, src)
 			continue
 		}
 		a := arg{s: t, k: k, src: srcOf(src, w)}
 		knownBase(&a)
-		args = append(args, a)
+		c.argBuf = append(c.argBuf, a)
 	}
-	c.argv(args, x)
+	end := len(c.argBuf)
+	c.argv(c.argBuf[start:end:end], x) // capped: a handler's append cannot write into the buffer
 }
 
 // literalWord reports whether w holds only literal text (no expansion or substitution).
