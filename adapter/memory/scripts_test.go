@@ -100,6 +100,7 @@ func TestScripts(t *testing.T) {
 		{name: "wc", script: `wc -l a.txt; wc -w < a.txt; wc -c a.txt; wc a.txt`, out: "4 a.txt\n7\n36 a.txt\n 4  7 36 a.txt\n"},
 		{name: "sort", script: `sort words.txt | tr '\n' ' '; echo; sort -n nums.txt | tr '\n' ' '; echo; sort -rn nums.txt | head -n 1; sort -u words.txt | wc -l`, out: "a a b b b c \n1 2 2 10 33 \n33\n3\n"},
 		{name: "sort -t -k", script: `tail -n +2 csv.txt | sort -t, -k3 -n | cut -d, -f2`, out: "bob\nann\n"},
+		{name: "sort -k N,M", script: `printf 'b 1 z\na 1 y\nc 0 x\n' | sort -k2,2 -s`, out: "c 0 x\nb 1 z\na 1 y\n"},
 		{name: "uniq", script: `sort words.txt | uniq; sort words.txt | uniq -c | head -n 1; sort words.txt | uniq -d | wc -l; sort words.txt | uniq -u`, out: "a\nb\nc\n      2 a\n2\nc\n"},
 		{name: "cut", script: `cut -d, -f2 csv.txt | head -n 2; cut -c1-3 a.txt | head -n 1; cut -d, -f1,3 csv.txt | tail -n 1`, out: "name\nann\nhel\n2,25\n"},
 		{name: "tr", script: `echo hello | tr a-y b-z; echo 'a  b   c' | tr -s ' '; echo hello | tr -d l; echo abc | tr '[:lower:]' '[:upper:]'`, out: "ifmmp\na b c\nheo\nABC\n"},

@@ -386,18 +386,27 @@ func sortCmd(e *Env, args []string) int {
 	}
 	ls, status := readLines(e, "sort", files)
 	sep := flags['t']
-	keyField := 0
+	keyField, keyEnd := 0, 0
 	if k, ok := flags['k']; ok {
-		f := strings.SplitN(k, ",", 2)[0]
-		f = strings.TrimRight(f, "nrbf")
-		if i := strings.IndexByte(f, '.'); i >= 0 {
-			f = f[:i]
+		startSpec, endSpec, hasEnd := strings.Cut(k, ",")
+		field := func(spec string) (int, bool) {
+			spec = strings.TrimRight(spec, "nrbfg")
+			if i := strings.IndexByte(spec, '.'); i >= 0 {
+				spec = spec[:i]
+			}
+			n, err := strconv.Atoi(spec)
+			return n, err == nil && n >= 1
 		}
-		n, err := strconv.Atoi(f)
-		if err != nil || n < 1 {
+		n, ok := field(startSpec)
+		if !ok {
 			return e.usage("sort", "invalid key '%s'", k)
 		}
 		keyField = n
+		if hasEnd {
+			if keyEnd, ok = field(endSpec); !ok {
+				return e.usage("sort", "invalid key '%s'", k)
+			}
+		}
 		if strings.ContainsRune(k, 'n') {
 			flags['n'] = "1"
 		}
@@ -418,10 +427,18 @@ func sortCmd(e *Env, args []string) int {
 		if keyField > len(fields) {
 			return ""
 		}
-		if sep != "" {
-			return strings.Join(fields[keyField-1:], sep)
+		end := len(fields)
+		if keyEnd > 0 && keyEnd < end {
+			end = keyEnd
 		}
-		return strings.Join(fields[keyField-1:], " ")
+		if end < keyField {
+			return ""
+		}
+		j := " "
+		if sep != "" {
+			j = sep
+		}
+		return strings.Join(fields[keyField-1:end], j)
 	}
 	numeric, fold, reverse := flags['n'] != "" || flags['h'] != "", flags['f'] != "", flags['r'] != ""
 	cmp := func(a, b string) int {
