@@ -9,6 +9,8 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"slices"
+	"strings"
 	"sync"
 	"syscall"
 
@@ -27,12 +29,69 @@ const (
 	helperFD   = 3 // the SOCK_SEQPACKET connection to the adapter
 )
 
+// initArg0 and initEnv mark the per-command init: PID 1 of a command's own PID namespace, used
+// where cgroups are not available, so that the namespace (and every descendant) ends with it.
+const (
+	initArg0 = "sandboxer-local-init"
+	initEnv  = "SANDBOXER_LOCAL_INIT=1"
+)
+
 func init() {
-	if len(os.Args) > 0 && os.Args[0] == helperArg0 {
+	if len(os.Args) == 0 {
+		return
+	}
+	switch os.Args[0] {
+	case helperArg0:
 		if spec := os.Getenv(helperEnv); spec != "" {
 			os.Exit(helperMain(spec))
 		}
+	case initArg0:
+		if len(os.Args) > 2 && os.Getenv(strings.TrimSuffix(initEnv, "=1")) == "1" {
+			os.Exit(initMain(os.Args[1], os.Args[2:]))
+		}
 	}
+}
+
+// initMain runs one command as the child of this PID 1, forwards catchable signals to its process
+// group, reaps everything, and exits with the command's status (128+signo for a signal), which
+// takes the whole namespace down.
+func initMain(path string, argv []string) int {
+	env := make([]string, 0, len(os.Environ()))
+	for _, kv := range os.Environ() {
+		if kv != initEnv {
+			env = append(env, kv)
+		}
+	}
+	sigc := make(chan os.Signal, 16)
+	signal.Notify(sigc, syscall.SIGCHLD, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT,
+		syscall.SIGUSR1, syscall.SIGUSR2)
+	pid, err := syscall.ForkExec(path, argv, &syscall.ProcAttr{
+		Env: env, Files: []uintptr{0, 1, 2}, Sys: &syscall.SysProcAttr{Setpgid: true},
+	})
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "%s: %v\n", argv[0], err)
+		return 127
+	}
+	for sig := range sigc {
+		if sig != syscall.SIGCHLD {
+			_ = syscall.Kill(-pid, sig.(syscall.Signal))
+			continue
+		}
+		for {
+			var ws syscall.WaitStatus
+			p, err := syscall.Wait4(-1, &ws, syscall.WNOHANG, nil)
+			if p <= 0 || err != nil {
+				break
+			}
+			if p == pid {
+				if ws.Signaled() {
+					return 128 + int(ws.Signal())
+				}
+				return ws.ExitStatus()
+			}
+		}
+	}
+	return 127
 }
 
 // helperSpec is what the adapter asks the helper to set up before it serves commands.
@@ -43,6 +102,7 @@ type helperSpec struct {
 	LandNet  bool     `json:"landNet"`  // also deny TCP bind/connect (when there is no network namespace)
 	Rules    fsRules  `json:"rules"`
 	Probe    bool     `json:"probe"` // report and exit
+	Exe      string   `json:"exe"`   // this binary, to start per-command inits
 	Disabled []string `json:"disabled,omitempty"`
 }
 
@@ -64,6 +124,8 @@ type request struct {
 	Sig  int      `json:"sig,omitempty"`
 	// Files: stdin, stdout, stderr and, if Cgroup, a cgroup directory, passed as SCM_RIGHTS.
 	Cgroup bool `json:"cgroup,omitempty"`
+	// Init runs the command under a per-command init in its own PID namespace.
+	Init bool `json:"init,omitempty"`
 }
 
 // reply is one message from the helper: a spawn result (Started or Err) or an exit (Exited).
@@ -99,7 +161,7 @@ func helperMain(specJSON string) int {
 	if err := send(conn, ready, nil); err != nil || spec.Probe {
 		return 0
 	}
-	h := &helperServer{conn: conn, running: map[int]uint64{}}
+	h := &helperServer{conn: conn, running: map[int]uint64{}, exe: spec.Exe}
 	h.serve()
 	return 0
 }
@@ -184,6 +246,7 @@ func landlockABI() (int, error) {
 }
 
 type helperServer struct {
+	exe     string
 	conn    *net.UnixConn
 	wmu     sync.Mutex
 	mu      sync.Mutex
@@ -271,10 +334,16 @@ func (h *helperServer) spawn(req request, fds []int) {
 	if req.Cgroup {
 		attr.Sys.UseCgroupFD, attr.Sys.CgroupFD = true, fds[3]
 	}
+	path, args := req.Path, req.Args
+	if req.Init {
+		path, args = h.exe, append([]string{initArg0, req.Path}, req.Args...)
+		attr.Env = append(slices.Clone(req.Env), initEnv)
+		attr.Sys.Cloneflags = syscall.CLONE_NEWPID
+	}
 	// The lock spans fork and registration so that the reaper cannot miss a command that exits
 	// at once.
 	h.mu.Lock()
-	pid, err := syscall.ForkExec(req.Path, req.Args, attr)
+	pid, err := syscall.ForkExec(path, args, attr)
 	if err == nil {
 		h.running[pid] = req.ID
 		h.pgids[req.ID] = pid
@@ -334,6 +403,9 @@ func (r fsRules) landlockRules() []landlock.Rule {
 	var rules []landlock.Rule
 	if len(r.Read) > 0 {
 		rules = append(rules, landlock.RODirs(r.Read...).IgnoreIfMissing())
+	}
+	if len(r.Exe) > 0 {
+		rules = append(rules, landlock.ROFiles(r.Exe...).IgnoreIfMissing())
 	}
 	if len(r.ReadFiles) > 0 {
 		rules = append(rules, landlock.ROFiles(r.ReadFiles...).IgnoreIfMissing())

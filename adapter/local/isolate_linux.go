@@ -179,6 +179,7 @@ type isolation struct {
 	disabled map[string]bool
 	rules    fsRules
 	tmp      string
+	exe      string      // this binary, for per-command inits
 	cg       *cgroupPool // nil without per-command cgroups
 
 	mu      sync.Mutex
@@ -201,6 +202,10 @@ func newIsolation(cfg Config, workspace string) (*isolation, error) {
 	deny := append(DefaultDenyRead(), cfg.DenyRead...)
 	write := append([]string{workspace, tmp}, cfg.WritePaths...)
 	iso.rules = buildRules(read, deny, write, DefaultDevices)
+	if exe, err := os.Executable(); err == nil {
+		iso.exe = cleanAbs(exe)
+		iso.rules.Exe = []string{iso.exe}
+	}
 	if !iso.disabled[LayerCgroup] {
 		iso.cg = newCgroupPool() // nil when this process cannot make cgroups
 	}
@@ -225,7 +230,7 @@ func (iso *isolation) helper(network bool) (*helperProc, error) {
 		return nil, iso.errs[i] // it could not start: do not pay for a failed start per command
 	}
 	flags := uintptr(syscall.CLONE_NEWUSER | syscall.CLONE_NEWPID | syscall.CLONE_NEWNS)
-	spec := helperSpec{Proc: !iso.disabled[LayerProc], Landlock: !iso.disabled[LayerLandlock], Rules: iso.rules}
+	spec := helperSpec{Proc: !iso.disabled[LayerProc], Landlock: !iso.disabled[LayerLandlock], Rules: iso.rules, Exe: iso.exe}
 	if !network {
 		if !iso.disabled[LayerNetNS] {
 			flags |= syscall.CLONE_NEWNET
@@ -264,7 +269,7 @@ func (iso *isolation) stop() error {
 }
 
 // enforced turns a helper's layers into the result's Isolation for one command.
-func (iso *isolation) enforced(h *helperProc, network bool, cgroup bool) adapter.Isolation {
+func (iso *isolation) enforced(h *helperProc, network, cgroup, init bool) adapter.Isolation {
 	var is adapter.Isolation
 	if h != nil {
 		is.Layers = slices.Clone(h.ready.Layers)
@@ -272,10 +277,13 @@ func (iso *isolation) enforced(h *helperProc, network bool, cgroup bool) adapter
 	if cgroup {
 		is.Layers = append(is.Layers, LayerCgroup)
 	}
+	if init {
+		is.Layers = append(is.Layers, LayerPIDNSCommand)
+	}
 	has := func(l string) bool { return slices.Contains(is.Layers, l) }
 	is.Network = !network && has(LayerNetNS)
 	is.Filesystem = has(LayerLandlock)
-	is.ProcessTree = cgroup
+	is.ProcessTree = cgroup || init
 	return is
 }
 
@@ -336,7 +344,8 @@ func (iso *isolation) start(c adapter.Command, prog, dir string, env []string, s
 	if h != nil && iso.cg != nil {
 		cg, _ = iso.cg.get()
 	}
-	is := iso.enforced(h, c.AllowNetwork, cg != nil)
+	init := h != nil && cg == nil && iso.exe != "" && !iso.disabled[LayerPIDNSCommand]
+	is := iso.enforced(h, c.AllowNetwork, cg != nil, init)
 	if iso.cfg.RequireIsolation {
 		if m := missing(is, c.AllowNetwork); len(m) > 0 {
 			if cg != nil {
@@ -357,7 +366,7 @@ func (iso *isolation) start(c adapter.Command, prog, dir string, env []string, s
 	if cg != nil {
 		fds = append(fds, cg.fd)
 	}
-	ch, err := h.send(request{Op: "spawn", Path: prog, Args: c.Args, Env: env, Dir: dir, Cgroup: cg != nil}, fds)
+	ch, err := h.send(request{Op: "spawn", Path: prog, Args: c.Args, Env: env, Dir: dir, Cgroup: cg != nil, Init: init}, fds)
 	if err != nil {
 		if cg != nil {
 			iso.cg.put(cg)

@@ -231,9 +231,21 @@ func TestDenyReadCarvesOutOfAllowedPaths(t *testing.T) {
 
 func TestSetsidGrandchildDies(t *testing.T) {
 	t.Parallel()
-	requireLayers(t, local.LayerCgroup, local.LayerPIDNS)
 	needTool(t, "setsid")
-	sb := newIsolated(t, local.Config{})
+	t.Run("cgroup", func(t *testing.T) {
+		t.Parallel()
+		requireLayers(t, local.LayerCgroup, local.LayerPIDNS)
+		testSetsid(t, newIsolated(t, local.Config{}), local.LayerCgroup)
+	})
+	t.Run("pidns-command", func(t *testing.T) {
+		t.Parallel()
+		requireLayers(t, local.LayerPIDNS)
+		sb := newIsolated(t, local.Config{DisableLayers: []string{local.LayerCgroup}})
+		testSetsid(t, sb, local.LayerPIDNSCommand)
+	})
+}
+
+func testSetsid(t *testing.T, sb *local.Sandbox, layer string) {
 	ctx := context.Background()
 	// On timeout.
 	_, err := sb.ExecuteCommand(ctx, adapter.Command{
@@ -246,6 +258,7 @@ func TestSetsidGrandchildDies(t *testing.T) {
 		`(setsid sh -c 'sleep 2; echo alive > exit-marker' </dev/null >/dev/null 2>&1 &) ; exit 0`}})
 	assert.Equal(t, 0, res.ExitCode)
 	assert.True(t, res.Isolation.ProcessTree)
+	assert.Contains(t, res.Isolation.Layers, layer)
 	// On cancellation.
 	cctx, cancel := context.WithCancel(ctx)
 	time.AfterFunc(500*time.Millisecond, cancel)
@@ -261,17 +274,17 @@ func TestSetsidGrandchildDies(t *testing.T) {
 
 func TestRequireIsolationFailsClosed(t *testing.T) {
 	t.Parallel()
-	requireLayers(t, local.LayerNetNS, local.LayerLandlock, local.LayerCgroup)
+	requireLayers(t, local.LayerNetNS, local.LayerLandlock, local.LayerPIDNS)
 	ctx := context.Background()
 	for _, tc := range []struct {
-		disable      string
+		disable      []string
 		networkStill bool // a command with AllowNetwork needs no network layer
 	}{
-		{local.LayerNetNS, true},
-		{local.LayerLandlock, false},
-		{local.LayerCgroup, false},
+		{[]string{local.LayerNetNS}, true},
+		{[]string{local.LayerLandlock}, false},
+		{[]string{local.LayerCgroup, local.LayerPIDNSCommand}, false},
 	} {
-		sb := newIsolated(t, local.Config{RequireIsolation: true, DisableLayers: []string{tc.disable}})
+		sb := newIsolated(t, local.Config{RequireIsolation: true, DisableLayers: tc.disable})
 		res, err := sb.ExecuteCommand(ctx, adapter.Command{Args: []string{"sh", "-c", "echo ran > ran.txt"}})
 		require.ErrorIs(t, err, errs.IsolationUnavailable, "disabled %s", tc.disable)
 		assert.Empty(t, res.Stdout)
@@ -342,6 +355,20 @@ func TestConformanceIsolationOff(t *testing.T) {
 	adaptertest.Run(t, adaptertest.Harness{
 		New: func(t *testing.T) adapter.Sandbox {
 			sb, err := local.New(local.Config{Root: t.TempDir(), Isolation: local.IsolationOff})
+			require.NoError(t, err)
+			return sb
+		},
+		Outside: outside,
+	})
+}
+
+// TestConformancePIDNamespacePerCommand runs the suite in the mode of machines without cgroups:
+// each command under its own init, PID 1 of its own PID namespace.
+func TestConformancePIDNamespacePerCommand(t *testing.T) {
+	requireLayers(t, local.LayerPIDNS)
+	adaptertest.Run(t, adaptertest.Harness{
+		New: func(t *testing.T) adapter.Sandbox {
+			sb, err := local.New(local.Config{Root: t.TempDir(), DisableLayers: []string{local.LayerCgroup}, RequireIsolation: true})
 			require.NoError(t, err)
 			return sb
 		},

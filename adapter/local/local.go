@@ -94,7 +94,7 @@ func (c Config) Validate() error {
 	if c.RequireIsolation && c.Isolation == IsolationOff {
 		return errs.New(errs.InvalidInput, "local", "", "require_isolation contradicts isolation: off")
 	}
-	known := []string{LayerUserNS, LayerPIDNS, LayerProc, LayerNetNS, LayerLandlock, LayerLandlockScope, LayerLandlockNet, LayerCgroup}
+	known := []string{LayerUserNS, LayerPIDNS, LayerProc, LayerNetNS, LayerLandlock, LayerLandlockScope, LayerLandlockNet, LayerCgroup, LayerPIDNSCommand}
 	for _, l := range c.DisableLayers {
 		if !slices.Contains(known, l) {
 			return errs.New(errs.InvalidInput, "local", "", "unknown isolation layer %q in disable_layers", l)

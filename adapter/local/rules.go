@@ -48,6 +48,7 @@ type fsRules struct {
 	ReadDir   []string `json:"readDir"`   // list only (parents of a carved-out path)
 	Write     []string `json:"write"`     // read, write, execute, whole hierarchies
 	Devices   []string `json:"devices"`   // read and write of device files, with ioctl
+	Exe       []string `json:"exe"`       // this binary (per-command inits), whatever the deny list says
 }
 
 // within reports whether p is base or beneath it (both clean and absolute).
