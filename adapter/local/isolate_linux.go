@@ -439,12 +439,46 @@ func cgroup2Mount() (string, error) {
 	return "", errors.New("cgroup v2 is not mounted")
 }
 
+// removeStale removes, once per process, the cgroups that processes which have since died left
+// behind (killed, or never stopped their sandboxes).
+var removeStale = sync.OnceFunc(func() {
+	base, err := cgroupBase()
+	if err != nil {
+		return
+	}
+	entries, _ := os.ReadDir(base)
+	for _, e := range entries {
+		rest, ok := strings.CutPrefix(e.Name(), "sandboxer-")
+		if !ok || !e.IsDir() {
+			continue
+		}
+		pidStr, _, _ := strings.Cut(rest, "-")
+		var pid int
+		if _, err := fmt.Sscanf(pidStr, "%d", &pid); err != nil || pid <= 0 {
+			continue
+		}
+		if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
+			continue // still alive (or not ours to judge)
+		}
+		dir := filepath.Join(base, e.Name())
+		_ = os.WriteFile(filepath.Join(dir, "cgroup.kill"), []byte("1"), 0)
+		kids, _ := os.ReadDir(dir)
+		for _, k := range kids {
+			if k.IsDir() {
+				_ = os.Remove(filepath.Join(dir, k.Name()))
+			}
+		}
+		_ = os.Remove(dir)
+	}
+})
+
 // newCgroupPool makes the sandbox's cgroup, or returns nil when this process cannot.
 func newCgroupPool() *cgroupPool {
 	base, err := cgroupBase()
 	if err != nil {
 		return nil
 	}
+	removeStale()
 	dir := filepath.Join(base, fmt.Sprintf("sandboxer-%d-%s", os.Getpid(), randomSuffix()))
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		return nil
