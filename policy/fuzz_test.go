@@ -28,7 +28,9 @@ func FuzzCheck(f *testing.F) {
 		wellFormed(t, d)
 		wellFormed(t, policy.Check(strings.Split(script, "\x00")))
 		wellFormed(t, policy.Check(strings.Fields(script)))
-		if d.Allowed {
+		// execve takes C strings: an argument holding NUL can never run, and the parser drops
+		// NUL bytes, so composition is only asserted for scripts without them.
+		if d.Allowed || strings.IndexByte(script, 0) >= 0 {
 			return
 		}
 		wrapped := []string{"true && " + script}
