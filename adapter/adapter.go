@@ -201,7 +201,8 @@ type File struct {
 // BulkReader reads many files in one round trip (one archive stream, one walk), for adapters where a
 // call per file is expensive.
 type BulkReader interface {
-	// ReadFiles calls fn for each of paths in an unspecified order. A missing path is errs.NotFound
+	// ReadFiles calls fn for each of paths in an unspecified order; data is valid only during the
+	// call (copy it to keep it). A missing path is errs.NotFound
 	// and stops the call; an error from fn stops it and is returned.
 	ReadFiles(ctx context.Context, paths []string, fn func(path string, data []byte) error) error
 }

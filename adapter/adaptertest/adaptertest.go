@@ -268,6 +268,14 @@ func (s *suite) testPathEscape(t *testing.T) {
 			_, err := st.StatFile(ctx, p)
 			assert.ErrorIs(t, err, errs.PathEscape, "stat %q", p)
 		}
+		if br, ok := sb.(adapter.BulkReader); ok {
+			err := br.ReadFiles(ctx, []string{p}, func(string, []byte) error { return nil })
+			assert.ErrorIs(t, err, errs.PathEscape, "bulk read %q", p)
+		}
+		if bw, ok := sb.(adapter.BulkWriter); ok {
+			err := bw.WriteFiles(ctx, []adapter.File{{Path: p, Data: []byte("pwned")}})
+			assert.ErrorIs(t, err, errs.PathEscape, "bulk write %q", p)
+		}
 		if rm, ok := sb.(adapter.Remover); ok && !strings.HasPrefix(p, "link") && p != "dangling" && p != "chain2" {
 			// Removing the link itself is allowed (it is inside); removing through it is not.
 			err := rm.RemoveFile(ctx, p)
@@ -312,6 +320,18 @@ func (s *suite) testSymlinkInside(t *testing.T) {
 		got, err := sb.ReadFile(ctx, p)
 		require.NoError(t, err, p)
 		assert.Equal(t, "inside", string(got), p)
+		if br, ok := sb.(adapter.BulkReader); ok {
+			err := br.ReadFiles(ctx, []string{p}, func(_ string, data []byte) error {
+				assert.Equal(t, "inside", string(data), "bulk read %s", p)
+				return nil
+			})
+			require.NoError(t, err, p)
+		}
+	}
+	if bw, ok := sb.(adapter.BulkWriter); ok {
+		require.NoError(t, bw.WriteFiles(ctx, []adapter.File{{Path: "chain", Data: []byte("inside")}}))
+		res := shOK(t, sb, "test -L chain && cat real/target.txt")
+		assert.Equal(t, "inside", string(res.Stdout), "a bulk write through an inside link writes the target")
 	}
 	// Writing through an inside link writes the target and keeps the link.
 	require.NoError(t, sb.WriteFile(ctx, "link.txt", []byte("updated")))

@@ -122,6 +122,7 @@ type Sandbox struct {
 	temp    bool // dir was created by New and is removed by Stop
 	env     []string
 	pathDir []string
+	tempID  string // names this sandbox's temporary files
 
 	iso *isolation // nil when Config.Isolation is "off"
 
@@ -138,6 +139,8 @@ var _ interface {
 	adapter.Statter
 	adapter.Remover
 	adapter.Forker
+	adapter.BulkReader
+	adapter.BulkWriter
 } = (*Sandbox)(nil)
 
 // New opens (or creates) the workspace and returns a started sandbox.
@@ -176,7 +179,7 @@ func New(cfg Config) (*Sandbox, error) {
 	if err != nil {
 		return nil, errs.Wrap(errs.SandboxUnavailable, "new", cfg.Root, err)
 	}
-	s.cfg, s.dir, s.given, s.root = cfg, dir, given, root
+	s.cfg, s.dir, s.given, s.root, s.tempID = cfg, dir, given, root, randomSuffix()
 	s.pathDir = filepath.SplitList(cfg.Path)
 	s.env = []string{
 		"PATH=" + cfg.Path,
@@ -388,32 +391,34 @@ func (s *Sandbox) WriteFile(ctx context.Context, p string, data []byte) error {
 	if r == "." {
 		return errs.New(errs.InvalidInput, "write", p, "the workspace root is a directory")
 	}
-	target, perm, err := s.resolve("write", p, r)
+	d, err := s.openDir("write", p, path.Dir(r), true)
 	if err != nil {
 		return err
 	}
-	dir := path.Dir(target)
-	if dir != "." {
-		if err := s.root.MkdirAll(dir, 0o755); err != nil {
-			return mapErr("write", p, err)
-		}
+	defer d.Close()
+	err = s.writeAt(d, "write", p, path.Base(r), data)
+	if errors.Is(err, errFinalSymlink) {
+		return s.writeThroughLink(p, r, data)
 	}
-	tmp := path.Join(dir, ".sandboxer-"+randomSuffix())
-	f, err := s.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+	return err
+}
+
+// writeThroughLink writes the file a final symlink leads to, when it stays inside the workspace.
+func (s *Sandbox) writeThroughLink(p, r string, data []byte) error {
+	target, _, err := s.resolve("write", p, r)
 	if err != nil {
-		return mapErr("write", p, err)
+		return err
 	}
-	_, werr := f.Write(data)
-	cerr := f.Close()
-	if err := errors.Join(werr, cerr); err != nil {
-		_ = s.root.Remove(tmp)
-		return mapErr("write", p, err)
+	d, err := s.openDir("write", p, path.Dir(target), true)
+	if err != nil {
+		return err
 	}
-	if err := s.root.Rename(tmp, target); err != nil {
-		_ = s.root.Remove(tmp)
-		return mapErr("write", p, err)
+	defer d.Close()
+	err = s.writeAt(d, "write", p, path.Base(target), data)
+	if errors.Is(err, errFinalSymlink) { // replaced by a link meanwhile
+		return errs.New(errs.PathEscape, "write", p, "the target changed into a symlink while writing")
 	}
-	return nil
+	return err
 }
 
 func randomSuffix() string {
