@@ -2,6 +2,10 @@ package docker_test
 
 import (
 	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
 	"testing"
 	"time"
 
@@ -82,8 +86,18 @@ func TestAttachAndExternalKill(t *testing.T) {
 	require.NoError(t, sb.Stop(ctx), "Stop after the container is gone")
 }
 
-// It is not parallel: Prune removes every abandoned (not running) sandboxer container, also those
-// other tests stopped on purpose.
+// TestPruneOrphanHelper is not a test on its own: TestPrune runs the test binary with it to get a
+// sandbox whose creating process really died without stopping it.
+func TestPruneOrphanHelper(t *testing.T) {
+	if os.Getenv("SANDBOXER_PRUNE_ORPHAN") != "1" {
+		t.Skip("helper process for TestPrune")
+	}
+	sb, err := docker.New(ctxT(t), docker.Config{})
+	require.NoError(t, err)
+	fmt.Println("ORPHAN", sb.ID())
+	os.Exit(0) // no Stop, no TestMain clean-up check: a crash as far as the container knows
+}
+
 func TestPrune(t *testing.T) {
 	needDocker(t)
 	ctx := ctxT(t)
@@ -94,29 +108,28 @@ func TestPrune(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { persist.Stop(context.Background()) })
 
-	// This process is alive: nothing of it is pruned.
-	removed, err := docker.Prune(ctx, docker.Config{}, docker.PruneOptions{})
-	require.NoError(t, err)
-	assert.NotContains(t, removed, sb.ID())
-	assert.NotContains(t, removed, persist.ID())
+	// A process that created a sandbox and died without stopping it.
+	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestPruneOrphanHelper$", "-test.count=1")
+	cmd.Env = append(os.Environ(), "SANDBOXER_PRUNE_ORPHAN=1")
+	out, err := cmd.Output()
+	require.NoError(t, err, string(out))
+	_, rest, ok := strings.Cut(string(out), "ORPHAN ")
+	require.True(t, ok, string(out))
+	orphan := strings.Fields(rest)[0]
 
-	// A crashed owner: stop the container so it counts as abandoned (a dead pid cannot be
-	// faked from here without racing pid reuse).
+	// This process is alive: nothing of it is pruned, even a container it stopped; the orphan is.
 	c, err := client.New(client.FromEnv, client.WithAPIVersionNegotiation())
 	require.NoError(t, err)
 	defer c.Close()
 	_, err = c.ContainerKill(ctx, sb.ContainerID(), client.ContainerKillOptions{Signal: "KILL"})
 	require.NoError(t, err)
-	require.Eventually(t, func() bool {
-		ins, err := c.ContainerInspect(ctx, sb.ContainerID(), client.ContainerInspectOptions{})
-		return err == nil && !ins.Container.State.Running
-	}, 10*time.Second, 50*time.Millisecond)
-	removed, err = docker.Prune(ctx, docker.Config{}, docker.PruneOptions{})
+	removed, err := docker.Prune(ctx, docker.Config{}, docker.PruneOptions{})
 	require.NoError(t, err)
-	assert.Contains(t, removed, sb.ID())
+	assert.Contains(t, removed, orphan)
+	assert.NotContains(t, removed, sb.ID(), "a live owner's container is never pruned")
 	assert.NotContains(t, removed, persist.ID())
-	_, err = c.ContainerInspect(ctx, sb.ContainerID(), client.ContainerInspectOptions{})
-	assert.Error(t, err, "pruned container is gone")
+	_, err = docker.Attach(ctx, docker.Config{}, orphan)
+	assert.ErrorIs(t, err, errs.NotFound, "the pruned container is gone")
 
 	list, err := docker.List(ctx, docker.Config{})
 	require.NoError(t, err)

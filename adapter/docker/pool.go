@@ -218,22 +218,23 @@ func Prune(ctx context.Context, cfg Config, o PruneOptions) ([]string, error) {
 	return removed, classify("docker prune", errors.Join(errList...))
 }
 
-// abandoned reports whether c's creator is gone (or c is not running) and c is not persistent.
+// abandoned reports whether c was left behind: not persistent, and either its creator (a process
+// on this host) is gone, or its creator is unknown here and it is no longer running. A container
+// of a live process is never abandoned, whatever its state: it may be between create and start,
+// or about to be stopped by its owner.
 func abandoned(c Info) bool {
 	if c.Persist {
 		return false
 	}
-	if c.State != "running" {
-		return true
-	}
+	stopped := c.State == "exited" || c.State == "dead"
 	host, pidText, ok := strings.Cut(c.Owner, ":")
 	me, _ := os.Hostname()
 	if !ok || host != me {
-		return false
+		return stopped
 	}
 	pid, err := strconv.Atoi(pidText)
 	if err != nil || pid <= 0 {
-		return false
+		return stopped
 	}
 	err = syscall.Kill(pid, 0)
 	return errors.Is(err, syscall.ESRCH)
