@@ -73,11 +73,13 @@ func unknownAdapter(name string) error {
 }
 
 var localBackend = backend{
-	enforces: "file calls jailed to the workspace by os.Root; commands in their own process group, " +
-		"killed as a tree on timeout; minimal environment. Commands themselves see the host file " +
-		"system and network unless its capabilities say otherwise.",
+	enforces: "file calls jailed to the workspace by os.Root; with --isolation auto (the default) " +
+		"each command also runs in its own user, PID and network namespaces (loopback only unless " +
+		"--allow-network), under Landlock (writes only to the workspace and a private TMPDIR, " +
+		"home directories and credentials unreadable) and in a cgroup killed as a whole; " +
+		"--require-isolation refuses a command when a layer is missing. Every result says which layers applied.",
 	open: func(ctx context.Context, s Settings) (adapter.Sandbox, error) {
-		return local.New(local.Config{Root: s.Root})
+		return local.New(localConfig(s, s.Root))
 	},
 	create: func(ctx context.Context, s Settings, st state.Dir, rec *state.Record) error {
 		rec.Workspace = st.WorkspaceDir(rec.ID)
@@ -88,7 +90,7 @@ var localBackend = backend{
 		if err != nil || !fi.IsDir() {
 			return nil, errs.New(errs.SandboxUnavailable, "attach", "", "sandbox %s: workspace %s is gone", rec.ID, rec.Workspace)
 		}
-		return local.New(local.Config{Root: rec.Workspace})
+		return local.New(localConfig(s, rec.Workspace))
 	},
 	detach: func(ctx context.Context, sb adapter.Sandbox) error {
 		return sb.Stop(ctx) // a configured Root is kept by Stop
@@ -180,4 +182,13 @@ func sortedUnique(s []string) []string {
 		}
 	}
 	return out
+}
+
+// localConfig is the local adapter's configuration for the settings and a workspace.
+func localConfig(s Settings, root string) local.Config {
+	iso := s.Isolation
+	if iso == "auto" {
+		iso = local.IsolationAuto
+	}
+	return local.Config{Root: root, Isolation: iso, RequireIsolation: s.RequireIsolation}
 }

@@ -33,13 +33,19 @@ const (
 	keyAttempt        = "attempt"
 	keySandbox        = "sandbox"
 	keyStore          = "store"
+	keyIsolation      = "isolation"
+	keyRequireIso     = "require-isolation"
 )
 
 var knownKeys = map[string]bool{
 	keyAdapter: true, keyRoot: true, keyImage: true, keyAllowNetwork: true, keyMaxOutputBytes: true,
 	keyTimeout: true, keyJournal: true, keyStateDir: true, keyRunID: true, keyNodeID: true,
 	keyIteration: true, keyAttempt: true, keySandbox: true, keyStore: true,
+	keyIsolation: true, keyRequireIso: true,
 }
+
+// configAliases are config file spellings accepted for a key (SPEC.md writes require_isolation).
+var configAliases = map[string]string{"require_isolation": keyRequireIso}
 
 // Defaults of the settings (the lowest layer).
 const (
@@ -74,7 +80,11 @@ type Settings struct {
 	Attempt        int
 	Sandbox        string
 	Store          string
-	ConfigFile     string // the file that was read, if any
+	// Isolation ("auto" or "off") and RequireIsolation configure the local adapter's kernel
+	// isolation; RequireIsolation refuses a command when a layer cannot be applied.
+	Isolation        string
+	RequireIsolation bool
+	ConfigFile       string // the file that was read, if any
 }
 
 // DefaultStateDir is $XDG_STATE_HOME/sandboxer, or ~/.local/state/sandboxer, or (without a home
@@ -106,6 +116,8 @@ func addCommonFlags(f *pflag.FlagSet) {
 	f.Int(keyAttempt, 1, "retry attempt of the task (>1 adds the retry warning)")
 	f.String(keySandbox, "", "id of a long-lived sandbox (see `sandboxer sandbox create`)")
 	f.String(keyStore, "", "FileSync store to hydrate the workspace from and flush back to")
+	f.String(keyIsolation, "auto", "local adapter kernel isolation: auto (every layer the kernel allows) or off")
+	f.Bool(keyRequireIso, false, "refuse a command when an isolation layer cannot be applied (fail closed)")
 }
 
 // load resolves the settings: defaults < config file < SANDBOXER_* environment < flags that were
@@ -139,12 +151,19 @@ func load(flags *pflag.FlagSet) (Settings, error) {
 		if err := cv.ReadInConfig(); err != nil {
 			return Settings{}, fmt.Errorf("config file %s: %w", cfg, err)
 		}
-		for _, k := range cv.AllKeys() {
+		settings := cv.AllSettings()
+		for alias, key := range configAliases {
+			if val, ok := settings[alias]; ok {
+				settings[key] = val
+				delete(settings, alias)
+			}
+		}
+		for k := range settings {
 			if !knownKeys[k] {
 				return Settings{}, fmt.Errorf("config file %s: unknown key %q", cfg, k)
 			}
 		}
-		if err := v.MergeConfigMap(cv.AllSettings()); err != nil {
+		if err := v.MergeConfigMap(settings); err != nil {
 			return Settings{}, fmt.Errorf("config file %s: %w", cfg, err)
 		}
 		s.ConfigFile = cfg
@@ -162,6 +181,21 @@ func load(flags *pflag.FlagSet) (Settings, error) {
 	if has(keyAllowNetwork) {
 		if s.AllowNetwork, err = boolSetting(v, keyAllowNetwork); err != nil {
 			return Settings{}, err
+		}
+	}
+	if has(keyRequireIso) {
+		if s.RequireIsolation, err = boolSetting(v, keyRequireIso); err != nil {
+			return Settings{}, err
+		}
+	}
+	if has(keyIsolation) {
+		switch s.Isolation = v.GetString(keyIsolation); s.Isolation {
+		case "auto", "off":
+		default:
+			return Settings{}, fmt.Errorf("--%s %q: want auto or off", keyIsolation, s.Isolation)
+		}
+		if s.Isolation == "off" && s.RequireIsolation {
+			return Settings{}, fmt.Errorf("--%s off contradicts --%s", keyIsolation, keyRequireIso)
 		}
 	}
 	if has(keyMaxOutputBytes) {
