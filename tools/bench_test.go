@@ -20,8 +20,14 @@ import (
 	"github.com/sandboxer/sandboxer/tools/patch"
 )
 
+// benchLocal is a local sandbox without kernel isolation: the tool layer's own cost. The isolated
+// exec figure is BenchmarkExecTrue in adapter/local.
 func benchLocal(b *testing.B, root string) adapter.Sandbox {
-	sb, err := local.New(local.Config{Root: root})
+	return benchLocalConfig(b, local.Config{Root: root, Isolation: local.IsolationOff})
+}
+
+func benchLocalConfig(b *testing.B, cfg local.Config) adapter.Sandbox {
+	sb, err := local.New(cfg)
 	require.NoError(b, err)
 	b.Cleanup(func() { _ = sb.Stop(context.Background()) })
 	return sb
@@ -47,16 +53,21 @@ func BenchmarkBashTrue(b *testing.B) {
 			}
 		}
 	})
-	b.Run("tool", func(b *testing.B) {
-		tc := tools.NewContext(benchLocal(b, b.TempDir()))
-		in := json.RawMessage(`{"cmd":"/bin/true"}`)
-		ctx := context.Background()
-		for b.Loop() {
-			if _, err := tools.Bash.Call(ctx, in, tc); err != nil {
+	for _, iso := range []string{local.IsolationOff, local.IsolationAuto} {
+		b.Run("tool/isolation="+iso, func(b *testing.B) {
+			tc := tools.NewContext(benchLocalConfig(b, local.Config{Root: b.TempDir(), Isolation: iso}))
+			in := json.RawMessage(`{"cmd":"/bin/true"}`)
+			ctx := context.Background()
+			if _, err := tools.Bash.Call(ctx, in, tc); err != nil { // starts the isolation helper
 				b.Fatal(err)
 			}
-		}
-	})
+			for b.Loop() {
+				if _, err := tools.Bash.Call(ctx, in, tc); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }
 
 // BenchmarkGrep50MB compares the grep tool with bare `rg -n` over the same generated 50 MB tree

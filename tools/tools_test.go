@@ -24,6 +24,7 @@ import (
 func newLocal(t *testing.T) adapter.Sandbox {
 	sb, err := local.New(local.Config{Root: t.TempDir()})
 	require.NoError(t, err)
+	t.Cleanup(func() { _ = sb.Stop(context.Background()) })
 	return sb
 }
 

@@ -214,5 +214,10 @@ func readAt(d *os.File, p, name string, buf []byte) (data, spare []byte, err err
 			return buf[:n], buf, nil
 		}
 		n += m
+		if int64(n) == st.Size && n < len(buf) {
+			// The size fstat gave: done, without a read just to see end of file. A file that
+			// grows meanwhile is read as it was at fstat (its mtime tells FileSync later).
+			return buf[:n], buf, nil
+		}
 	}
 }

@@ -183,6 +183,7 @@ type isolation struct {
 	cg       *cgroupPool // nil without per-command cgroups
 
 	mu      sync.Mutex
+	tmpMade bool
 	helpers [2]*helperProc // [0]: network off, [1]: network on
 	errs    [2]error
 	stopped bool
@@ -193,10 +194,9 @@ func newIsolation(cfg Config, workspace string) (*isolation, error) {
 	for _, l := range cfg.DisableLayers {
 		iso.disabled[l] = true
 	}
-	tmp, err := os.MkdirTemp("", "sandboxer-tmp-")
-	if err != nil {
-		return nil, err
-	}
+	// The private TMPDIR is made when the first command runs (ensureTmp), so a sandbox that only
+	// moves files, or is never stopped, leaves nothing behind.
+	tmp := filepath.Join(os.TempDir(), "sandboxer-tmp-"+randomSuffix())
 	iso.tmp = tmp
 	read := append(slices.Clone(DefaultReadPaths), cfg.ReadPaths...)
 	deny := append(DefaultDenyRead(), cfg.DenyRead...)
@@ -250,6 +250,24 @@ func (iso *isolation) helper(network bool) (*helperProc, error) {
 	}
 	iso.helpers[i] = h
 	return h, nil
+}
+
+// ensureTmp creates the private TMPDIR before the first command. Mkdir, not MkdirAll: the name
+// is random, and a directory someone else planted there is refused.
+func (iso *isolation) ensureTmp() error {
+	iso.mu.Lock()
+	defer iso.mu.Unlock()
+	if iso.tmpMade {
+		return nil
+	}
+	if iso.stopped {
+		return errs.New(errs.SandboxUnavailable, "exec", "", "sandbox is stopped")
+	}
+	if err := os.Mkdir(iso.tmp, 0o700); err != nil {
+		return errs.Wrap(errs.Internal, "exec", "", err)
+	}
+	iso.tmpMade = true
+	return nil
 }
 
 func (iso *isolation) stop() error {

@@ -27,6 +27,8 @@ func newIsolation(cfg Config, _ string) (*isolation, error) {
 
 func (iso *isolation) stop() error { return os.RemoveAll(iso.tmp) }
 
+func (iso *isolation) ensureTmp() error { return nil }
+
 func (iso *isolation) capabilities() (adapter.FSIsolation, adapter.NetworkIsolation) {
 	return adapter.FSNone, adapter.NetHost
 }

@@ -444,6 +444,11 @@ func (s *Sandbox) ExecuteCommand(ctx context.Context, c adapter.Command) (adapte
 	if err != nil {
 		return adapter.Result{}, err
 	}
+	if s.iso != nil {
+		if err := s.iso.ensureTmp(); err != nil {
+			return adapter.Result{}, err
+		}
+	}
 	prog, err := s.lookPath(c.Args[0], dir)
 	if err != nil {
 		return adapter.Result{}, err

@@ -25,22 +25,26 @@ func BenchmarkMCPBash(b *testing.B) {
 		}
 		reportMedian(b, lat)
 	})
-	b.Run("mcp-bash-journal", func(b *testing.B) {
-		e := newEnv(b)
-		cs := e.startMCP(b, "--run-id", "bench", "--node-id", "n")
-		args := map[string]any{"cmd": "/bin/true"}
-		callTool(b, cs, "bash", args) // warm up: connection, journal file, prepared statements
-		lat := make([]time.Duration, 0, b.N)
-		for b.Loop() {
-			start := time.Now()
-			res := callTool(b, cs, "bash", args)
-			lat = append(lat, time.Since(start))
-			if res.IsError {
-				b.Fatal(text(b, res))
+	// isolation=off is the tool path itself; isolation=auto adds the local adapter's kernel
+	// isolation (namespaces, Landlock, a cgroup per command), whose own figure is in adapter/local.
+	for _, iso := range []string{"off", "auto"} {
+		b.Run("mcp-bash-journal/isolation="+iso, func(b *testing.B) {
+			e := newEnv(b)
+			cs := e.startMCP(b, "--run-id", "bench", "--node-id", "n", "--isolation", iso)
+			args := map[string]any{"cmd": "/bin/true"}
+			callTool(b, cs, "bash", args) // warm up: connection, journal file, prepared statements
+			lat := make([]time.Duration, 0, b.N)
+			for b.Loop() {
+				start := time.Now()
+				res := callTool(b, cs, "bash", args)
+				lat = append(lat, time.Since(start))
+				if res.IsError {
+					b.Fatal(text(b, res))
+				}
 			}
-		}
-		reportMedian(b, lat)
-	})
+			reportMedian(b, lat)
+		})
+	}
 }
 
 func reportMedian(b *testing.B, lat []time.Duration) {

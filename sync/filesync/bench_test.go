@@ -120,6 +120,7 @@ func syncedWorkspace(b *testing.B, store string, mode filesync.Mode) (*filesync.
 	if err != nil {
 		b.Fatal(err)
 	}
+	b.Cleanup(func() { _ = sb.Stop(context.Background()) })
 	s, err := filesync.New(sb, st, filesync.Options{Collections: []string{"files"}, Mode: mode})
 	if err != nil {
 		b.Fatal(err)
@@ -273,6 +274,9 @@ func BenchmarkHydrate(b *testing.B) {
 				if err != nil || rep.Written != benchFiles {
 					b.Fatalf("hydrate: %v %+v", err, rep)
 				}
+				b.StopTimer()
+				_ = sb.Stop(context.Background())
+				b.StartTimer()
 			}
 		})
 	}

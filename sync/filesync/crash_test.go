@@ -48,6 +48,7 @@ func TestFlushKilledChild(t *testing.T) {
 	st := filesynctest.Stores[c.Store](t, c.StoreDir)
 	sb, err := local.New(local.Config{Root: c.Workspace})
 	require.NoError(t, err)
+	defer sb.Stop(context.Background())
 	s, err := filesync.New(sb, st, filesync.Options{Collections: []string{"files"}, StateFile: c.StateFile})
 	require.NoError(t, err)
 	fmt.Println("ready")
@@ -102,6 +103,7 @@ func crashTrial(t *testing.T, store string, trial int, tr trigger) {
 	require.NoError(t, err)
 	sb, err := local.New(local.Config{Root: cfg.Workspace})
 	require.NoError(t, err)
+	defer sb.Stop(context.Background())
 	s, err := filesync.New(sb, st, filesync.Options{Collections: []string{"files"}, StateFile: cfg.StateFile})
 	require.NoError(t, err)
 	_, err = s.Hydrate(ctx)
@@ -174,6 +176,7 @@ func crashTrial(t *testing.T, store string, trial int, tr trigger) {
 	// The next flush, resuming from the state file, completes and brings the store up to date.
 	sb2, err := local.New(local.Config{Root: cfg.Workspace})
 	require.NoError(t, err)
+	defer sb2.Stop(context.Background())
 	s2, err := filesync.New(sb2, st2, filesync.Options{Collections: []string{"files"}, StateFile: cfg.StateFile})
 	require.NoError(t, err)
 	rep, err := s2.Flush(ctx)

@@ -1,6 +1,7 @@
 package filesync_test
 
 import (
+	"context"
 	"testing"
 
 	"github.com/sandboxer/sandboxer/adapter"
@@ -13,6 +14,7 @@ import (
 func newLocal(t *testing.T) adapter.Sandbox {
 	sb, err := local.New(local.Config{Root: t.TempDir()})
 	require.NoError(t, err)
+	t.Cleanup(func() { _ = sb.Stop(context.Background()) })
 	return sb
 }
 
