@@ -528,7 +528,9 @@ func stream(r *os.File, buf *adapter.CappedBuffer, live io.Writer, done chan<- s
 	if live != nil {
 		w = io.MultiWriter(buf, live)
 	}
-	b := make([]byte, 32*1024)
+	bp := readBufs.Get().(*[]byte)
+	defer readBufs.Put(bp)
+	b := *bp
 	for {
 		n, err := r.Read(b)
 		if n > 0 {
@@ -542,6 +544,9 @@ func stream(r *os.File, buf *adapter.CappedBuffer, live io.Writer, done chan<- s
 		}
 	}
 }
+
+// readBufs recycles the pipe read buffers: two per command would otherwise be garbage.
+var readBufs = sync.Pool{New: func() any { b := make([]byte, 32*1024); return &b }}
 
 // drain copies what is buffered in the pipe now, without waiting for more.
 func drain(r *os.File, b []byte, w io.Writer) {
