@@ -424,7 +424,7 @@ func (s *Sandbox) runShell(ctx context.Context, cl *call, args []string, dir str
 		data, err := s.fs.ReadFile(p)
 		cl.leave()
 		if err != nil {
-			fmt.Fprintf(stderr, "%s: %s: %s\n", shName, inv.file, errText(err))
+			fmt.Fprintf(stderr, "%s: %s: %s\n", shName, inv.file, coreutils.ErrText(err))
 			return 127, nil
 		}
 		script = string(data)

@@ -534,29 +534,7 @@ func (nopRWC) Close() error { return nil }
 // shellPathError renders tree errors the way a shell prints them ("x: No such file or
 // directory"); the interpreter prints *os.PathError values and sets status 1.
 func shellPathError(op, p string, err error) error {
-	return &os.PathError{Op: op, Path: p, Err: errors.New(errText(err))}
-}
-
-func errText(err error) string {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		err = pe.Err
-	}
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return "No such file or directory"
-	case errors.Is(err, fs.ErrExist):
-		return "File exists"
-	case errors.Is(err, syscall.EISDIR):
-		return "Is a directory"
-	case errors.Is(err, syscall.ENOTDIR):
-		return "Not a directory"
-	case errors.Is(err, syscall.ELOOP):
-		return "Too many levels of symbolic links"
-	case errors.Is(err, syscall.ENOSPC):
-		return "No space left on device"
-	}
-	return err.Error()
+	return &os.PathError{Op: op, Path: p, Err: errors.New(coreutils.ErrText(err))}
 }
 
 func readDirHandler(ctx context.Context, p string) ([]fs.DirEntry, error) {

@@ -198,8 +198,8 @@ func (e *Env) readAll(name string) ([]byte, error) {
 	return data, nil
 }
 
-// errText renders an error the way coreutils do ("No such file or directory").
-func errText(err error) string {
+// ErrText renders an error the way coreutils do ("No such file or directory").
+func ErrText(err error) string {
 	var pe *fs.PathError
 	if errors.As(err, &pe) {
 		err = pe.Err
@@ -254,7 +254,7 @@ func (e *Env) writeErr(name string, err error) int {
 	if e.Ctx.Err() != nil {
 		return 130
 	}
-	e.errf(name, "write error: %s", errText(err))
+	e.errf(name, "write error: %s", ErrText(err))
 	return 1
 }
 

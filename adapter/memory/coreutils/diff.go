@@ -141,7 +141,7 @@ func diff(e *Env, args []string) int {
 	for i, f := range files {
 		d, err := e.readAll(f)
 		if err != nil {
-			e.errf("diff", "%s: %s", f, errText(err))
+			e.errf("diff", "%s: %s", f, ErrText(err))
 			return 2
 		}
 		data[i] = d

@@ -49,7 +49,7 @@ func cat(e *Env, args []string) int {
 		if !number && name != "-" {
 			data, err := e.readAll(name)
 			if err != nil {
-				e.errf("cat", "%s: %s", name, errText(err))
+				e.errf("cat", "%s: %s", name, ErrText(err))
 				status = 1
 				continue
 			}
@@ -60,7 +60,7 @@ func cat(e *Env, args []string) int {
 		}
 		r, err := e.open(name)
 		if err != nil {
-			e.errf("cat", "%s: %s", name, errText(err))
+			e.errf("cat", "%s: %s", name, ErrText(err))
 			status = 1
 			continue
 		}
@@ -93,7 +93,7 @@ func cat(e *Env, args []string) int {
 			if errors.As(err, &we) || isBrokenPipe(err) {
 				return e.writeErr("cat", err)
 			}
-			e.errf("cat", "%s: %s", name, errText(err))
+			e.errf("cat", "%s: %s", name, ErrText(err))
 			status = 1
 		}
 	}
@@ -186,7 +186,7 @@ func ls(e *Env, args []string) int {
 			if li, lerr := e.FS.Stat(abs, false); lerr == nil {
 				info = li
 			} else {
-				e.errf("ls", "cannot access '%s': %s", n, errText(err))
+				e.errf("ls", "cannot access '%s': %s", n, ErrText(err))
 				status = 2
 				continue
 			}
@@ -213,7 +213,7 @@ func ls(e *Env, args []string) int {
 		}
 		ents, err := e.FS.ReadDir(abs)
 		if err != nil {
-			e.errf("ls", "cannot open directory '%s': %s", label, errText(err))
+			e.errf("ls", "cannot open directory '%s': %s", label, ErrText(err))
 			status = 2
 			return true
 		}
@@ -310,7 +310,7 @@ func mkdir(e *Env, args []string) int {
 			err = e.FS.Mkdir(e.Abs(n), perm)
 		}
 		if err != nil {
-			e.errf("mkdir", "cannot create directory '%s': %s", n, errText(err))
+			e.errf("mkdir", "cannot create directory '%s': %s", n, ErrText(err))
 			status = 1
 		}
 	}
@@ -333,7 +333,7 @@ func rm(e *Env, args []string) int {
 		info, err := e.FS.Stat(abs, false)
 		if err != nil {
 			if !force {
-				e.errf("rm", "cannot remove '%s': %s", n, errText(err))
+				e.errf("rm", "cannot remove '%s': %s", n, ErrText(err))
 				status = 1
 			}
 			continue
@@ -358,7 +358,7 @@ func rm(e *Env, args []string) int {
 			err = e.FS.Remove(abs)
 		}
 		if err != nil {
-			e.errf("rm", "cannot remove '%s': %s", n, errText(err))
+			e.errf("rm", "cannot remove '%s': %s", n, ErrText(err))
 			status = 1
 		}
 	}
@@ -387,7 +387,7 @@ func rmdir(e *Env, args []string) int {
 				err = e.FS.Remove(abs)
 			}
 			if err != nil {
-				e.errf("rmdir", "failed to remove '%s': %s", n, errText(err))
+				e.errf("rmdir", "failed to remove '%s': %s", n, ErrText(err))
 				status = 1
 				break
 			}
@@ -438,7 +438,7 @@ func mv(e *Env, args []string) int {
 			}
 		}
 		if err := e.FS.Rename(e.Abs(s), to); err != nil {
-			e.errf("mv", "cannot move '%s' to '%s': %s", s, dst, errText(err))
+			e.errf("mv", "cannot move '%s' to '%s': %s", s, dst, ErrText(err))
 			status = 1
 		}
 	}
@@ -528,7 +528,7 @@ func cp(e *Env, args []string) int {
 			if e.Ctx.Err() != nil {
 				return 130
 			}
-			e.errf("cp", "cannot copy '%s': %s", s, errText(err))
+			e.errf("cp", "cannot copy '%s': %s", s, ErrText(err))
 			status = 1
 		}
 	}
@@ -554,7 +554,7 @@ func touch(e *Env, args []string) int {
 	if r, ok := flags['r']; ok {
 		info, err := e.FS.Stat(e.Abs(r), true)
 		if err != nil {
-			return e.fail("touch", "failed to get attributes of '%s': %s", r, errText(err))
+			return e.fail("touch", "failed to get attributes of '%s': %s", r, ErrText(err))
 		}
 		when = info.ModTime()
 	}
@@ -567,14 +567,14 @@ func touch(e *Env, args []string) int {
 			}
 			f, err := e.FS.OpenFile(abs, os.O_CREATE|os.O_WRONLY, 0o644)
 			if err != nil {
-				e.errf("touch", "cannot touch '%s': %s", n, errText(err))
+				e.errf("touch", "cannot touch '%s': %s", n, ErrText(err))
 				status = 1
 				continue
 			}
 			f.Close()
 		}
 		if err := e.FS.Chtimes(abs, when); err != nil {
-			e.errf("touch", "cannot touch '%s': %s", n, errText(err))
+			e.errf("touch", "cannot touch '%s': %s", n, ErrText(err))
 			status = 1
 		}
 	}
@@ -627,7 +627,7 @@ func ln(e *Env, args []string) int {
 			}
 		}
 		if err := e.FS.Symlink(t, link); err != nil {
-			e.errf("ln", "failed to create symbolic link '%s': %s", dst, errText(err))
+			e.errf("ln", "failed to create symbolic link '%s': %s", dst, ErrText(err))
 			status = 1
 		}
 	}
@@ -713,7 +713,7 @@ func realpath(e *Env, args []string) int {
 	for _, n := range names {
 		out, err := e.FS.Resolve(e.Abs(n), "/", true)
 		if err != nil {
-			e.errf("realpath", "%s: %s", n, errText(err))
+			e.errf("realpath", "%s: %s", n, ErrText(err))
 			status = 1
 			continue
 		}
@@ -772,7 +772,7 @@ func mktemp(e *Env, args []string) int {
 			continue
 		}
 		if err != nil {
-			return e.fail("mktemp", "failed to create file via template '%s': %s", tmpl, errText(err))
+			return e.fail("mktemp", "failed to create file via template '%s': %s", tmpl, ErrText(err))
 		}
 		fmt.Fprintln(e.Stdout, p)
 		return 0
@@ -795,7 +795,7 @@ func chmod(e *Env, args []string) int {
 	apply := func(abs, name string) {
 		info, err := e.FS.Stat(abs, true)
 		if err != nil {
-			e.errf("chmod", "cannot access '%s': %s", name, errText(err))
+			e.errf("chmod", "cannot access '%s': %s", name, ErrText(err))
 			status = 1
 			return
 		}

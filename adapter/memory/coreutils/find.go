@@ -59,7 +59,7 @@ func find(e *Env, args []string) int {
 		abs := e.Abs(root)
 		info, err := e.FS.Stat(abs, false)
 		if err != nil {
-			e.errf("find", "'%s': %s", root, errText(err))
+			e.errf("find", "'%s': %s", root, ErrText(err))
 			status = 1
 			continue
 		}
@@ -82,7 +82,7 @@ func find(e *Env, args []string) int {
 			}
 			ents, err := e.FS.ReadDir(abs)
 			if err != nil {
-				e.errf("find", "'%s': %s", label, errText(err))
+				e.errf("find", "'%s': %s", label, ErrText(err))
 				status = 1
 				return true
 			}
@@ -254,7 +254,7 @@ func (fc *findCtx) parsePrimary() *findNode {
 		ref := arg()
 		ri, err := fc.e.FS.Stat(fc.e.Abs(ref), true)
 		if err != nil {
-			fc.err = fmt.Errorf("'%s': %s", ref, errText(err))
+			fc.err = fmt.Errorf("'%s': %s", ref, ErrText(err))
 			return always(func(string, fs.FileInfo, int) bool { return false })
 		}
 		return always(func(_ string, info fs.FileInfo, _ int) bool { return info.ModTime().After(ri.ModTime()) })
@@ -285,7 +285,7 @@ func (fc *findCtx) parsePrimary() *findNode {
 				err = fc.e.FS.Remove(fc.e.Abs(p))
 			}
 			if err != nil {
-				fc.e.errf("find", "cannot delete '%s': %s", p, errText(err))
+				fc.e.errf("find", "cannot delete '%s': %s", p, ErrText(err))
 				fc.status = 1
 				return false
 			}

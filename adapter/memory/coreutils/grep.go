@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"io"
 	"io/fs"
 	"path"
 	"regexp"
@@ -316,7 +317,7 @@ func grep(e *Env, args []string) int {
 				case 'f':
 					data, err := e.readAll(v)
 					if err != nil {
-						return e.usage("grep", "%s: %s", v, errText(err))
+						return e.usage("grep", "%s: %s", v, ErrText(err))
 					}
 					pats = append(pats, lines(data)...)
 				case 'm':
@@ -406,7 +407,7 @@ func grep(e *Env, args []string) int {
 		info, err := e.FS.Stat(abs, true)
 		if err != nil {
 			if !silent {
-				e.errf("grep", "%s: %s", op, errText(err))
+				e.errf("grep", "%s: %s", op, ErrText(err))
 			}
 			hadErr = true
 			continue
@@ -459,7 +460,7 @@ func grep(e *Env, args []string) int {
 		}
 		if err != nil {
 			if !silent {
-				e.errf("grep", "%s: %s", in.label, errText(err))
+				e.errf("grep", "%s: %s", in.label, ErrText(err))
 			}
 			hadErr = true
 			continue
@@ -489,24 +490,7 @@ func grep(e *Env, args []string) int {
 			if matches > 0 {
 				status = 0
 			}
-			switch {
-			case count:
-				if showName {
-					fmt.Fprintf(w, "%s:%d\n", in.label, matches)
-				} else {
-					fmt.Fprintf(w, "%d\n", matches)
-				}
-			case list:
-				if matches > 0 {
-					fmt.Fprintln(w, in.label)
-				}
-			case listNo:
-				if matches == 0 {
-					fmt.Fprintln(w, in.label)
-				}
-			case binary && matches > 0 && !quiet:
-				fmt.Fprintf(w, "Binary file %s matches\n", in.label)
-			}
+			grepSummary(w, count, list, listNo, binary && !quiet, showName, in.label, matches)
 			continue
 		}
 		lastPrinted := -1
@@ -557,24 +541,7 @@ func grep(e *Env, args []string) int {
 		if matches > 0 {
 			status = 0
 		}
-		switch {
-		case count:
-			if showName {
-				fmt.Fprintf(w, "%s:%d\n", in.label, matches)
-			} else {
-				fmt.Fprintf(w, "%d\n", matches)
-			}
-		case list:
-			if matches > 0 {
-				fmt.Fprintln(w, in.label)
-			}
-		case listNo:
-			if matches == 0 {
-				fmt.Fprintln(w, in.label)
-			}
-		case binary && matches > 0 && !quiet:
-			fmt.Fprintf(w, "Binary file %s matches\n", in.label)
-		}
+		grepSummary(w, count, list, listNo, binary && !quiet, showName, in.label, matches)
 	}
 	if err := w.Flush(); err != nil {
 		return e.writeErr("grep", err)
@@ -747,7 +714,7 @@ func rg(e *Env, args []string) int {
 		}
 		data, err := e.FS.Content(in.abs)
 		if err != nil {
-			fmt.Fprintf(e.Stderr, "%s: %s\n", in.label, errText(err))
+			fmt.Fprintf(e.Stderr, "%s: %s\n", in.label, ErrText(err))
 			hadErr = true
 			continue
 		}
@@ -824,3 +791,26 @@ func hasHiddenPart(rel string) bool {
 }
 
 var _ fs.FileInfo
+
+// grepSummary writes what grep prints per input instead of its lines: the count (-c), the name
+// (-l, -L), or the binary-file notice.
+func grepSummary(w io.Writer, count, list, listNo, binary, showName bool, label string, matches int) {
+	switch {
+	case count:
+		if showName {
+			fmt.Fprintf(w, "%s:%d\n", label, matches)
+		} else {
+			fmt.Fprintf(w, "%d\n", matches)
+		}
+	case list:
+		if matches > 0 {
+			fmt.Fprintln(w, label)
+		}
+	case listNo:
+		if matches == 0 {
+			fmt.Fprintln(w, label)
+		}
+	case binary && matches > 0:
+		fmt.Fprintf(w, "Binary file %s matches\n", label)
+	}
+}

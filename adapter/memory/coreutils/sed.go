@@ -545,7 +545,7 @@ func sed(e *Env, args []string) int {
 			i++
 			data, err := e.readAll(rest[i])
 			if err != nil {
-				return e.fail("sed", "couldn't open file %s: %s", rest[i], errText(err))
+				return e.fail("sed", "couldn't open file %s: %s", rest[i], ErrText(err))
 			}
 			scripts = append(scripts, string(data))
 		case a == "-s" || a == "-u" || a == "-z" || a == "--posix":
@@ -591,7 +591,7 @@ func sed(e *Env, args []string) int {
 		for _, f := range files {
 			data, err := e.readAll(f)
 			if err != nil {
-				e.errf("sed", "can't read %s: %s", f, errText(err))
+				e.errf("sed", "can't read %s: %s", f, ErrText(err))
 				status = 2
 				continue
 			}
@@ -599,7 +599,7 @@ func sed(e *Env, args []string) int {
 			r := &sedRun{quiet: quiet}
 			code := r.run(cmds, data, &buf)
 			if err := e.FS.WriteFile(e.Abs(f), buf.Bytes(), 0o644); err != nil {
-				e.errf("sed", "couldn't write %s: %s", f, errText(err))
+				e.errf("sed", "couldn't write %s: %s", f, ErrText(err))
 				status = 4
 			}
 			if code != 0 {
@@ -616,7 +616,7 @@ func sed(e *Env, args []string) int {
 	for _, f := range files {
 		data, err := e.readAll(f)
 		if err != nil {
-			e.errf("sed", "can't read %s: %s", f, errText(err))
+			e.errf("sed", "can't read %s: %s", f, ErrText(err))
 			status = 2
 			continue
 		}

@@ -87,7 +87,7 @@ func eachInput(e *Env, name string, files []string, fn func(label string, r io.R
 	for _, f := range files {
 		r, err := e.open(f)
 		if err != nil {
-			e.errf(name, "cannot open '%s' for reading: %s", f, errText(err))
+			e.errf(name, "cannot open '%s' for reading: %s", f, ErrText(err))
 			status = 1
 			continue
 		}
@@ -562,7 +562,7 @@ func uniq(e *Env, args []string) int {
 	}
 	if out != "" {
 		if err := e.FS.WriteFile(e.Abs(out), buf.Bytes(), 0o644); err != nil {
-			return e.fail("uniq", "%s: %s", out, errText(err))
+			return e.fail("uniq", "%s: %s", out, ErrText(err))
 		}
 		return status
 	}
@@ -802,7 +802,7 @@ func tee(e *Env, args []string) int {
 	for _, f := range files {
 		fh, err := e.FS.OpenFile(e.Abs(f), mode, 0o644)
 		if err != nil {
-			e.errf("tee", "%s: %s", f, errText(err))
+			e.errf("tee", "%s: %s", f, ErrText(err))
 			status = 1
 			continue
 		}
@@ -1053,7 +1053,7 @@ func sha256sum(e *Env, args []string) int {
 	for _, f := range files {
 		r, err := e.open(f)
 		if err != nil {
-			e.errf("sha256sum", "%s: %s", f, errText(err))
+			e.errf("sha256sum", "%s: %s", f, ErrText(err))
 			status = 1
 			continue
 		}
@@ -1064,7 +1064,7 @@ func sha256sum(e *Env, args []string) int {
 			if e.Ctx.Err() != nil {
 				return 130
 			}
-			e.errf("sha256sum", "%s: %s", f, errText(err))
+			e.errf("sha256sum", "%s: %s", f, ErrText(err))
 			status = 1
 			continue
 		}
@@ -1113,7 +1113,7 @@ func base64Cmd(e *Env, args []string) int {
 	}
 	data, err := e.readAll(name)
 	if err != nil {
-		return e.fail("base64", "%s: %s", name, errText(err))
+		return e.fail("base64", "%s: %s", name, ErrText(err))
 	}
 	if flags['d'] != "" {
 		clean := strings.Map(func(r rune) rune {
