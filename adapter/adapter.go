@@ -207,6 +207,21 @@ type BulkReader interface {
 	ReadFiles(ctx context.Context, paths []string, fn func(path string, data []byte) error) error
 }
 
+// TreeReader walks the workspace and reads the files it finds in the same pass, for callers
+// that read every file anyway (FileSync's full flush): no separate listing, and the work spread
+// over several goroutines.
+type TreeReader interface {
+	// ReadTree walks dir ("" or "." for the whole workspace) as Lister.ListFiles does (regular
+	// files only; symlinks neither followed nor listed; files that vanish during the walk are
+	// skipped) and calls fn with each file's stat and content. Files for which want(path) is
+	// false are not read and fn is not called for them (want nil: every file). want and fn may
+	// be called from up to workers goroutines at once (workers < 1 means 1); data is valid only
+	// during the call. Errors: a walk or read that cannot complete returns an error (errs.* as
+	// ListFiles and ReadFile, or a context error), and the caller must then treat the files fn
+	// saw as an incomplete list; an error from fn stops the walk and is returned.
+	ReadTree(ctx context.Context, dir string, workers int, want func(path string) bool, fn func(info FileInfo, data []byte) error) error
+}
+
 // BulkWriter writes many files in one round trip. Each file is written atomically; the set as a
 // whole is not.
 type BulkWriter interface {

@@ -192,6 +192,12 @@ func readAt(d *os.File, p, name string, buf []byte) (data, spare []byte, err err
 	if st.Mode&unix.S_IFMT != unix.S_IFREG {
 		return nil, buf, errs.New(errs.NotFound, "read", p, "not a regular file")
 	}
+	return readFD(fd, p, &st, buf)
+}
+
+// readFD reads the open regular file fd, whose fstat is st, into buf (grown as needed) and
+// returns the data and the buffer for reuse.
+func readFD(fd int, p string, st *unix.Stat_t, buf []byte) (data, spare []byte, err error) {
 	if need := int(st.Size) + 1; cap(buf) < need {
 		buf = make([]byte, need)
 	}

@@ -9,14 +9,16 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sandboxer/sandboxer/adapter"
 	"github.com/sandboxer/sandboxer/errs"
 )
 
-// applyBudget bounds the content a flush holds in memory before it applies a batch to the store.
-const applyBudget = 64 << 20
+// applyBudget bounds the content a flush holds in memory before it applies a batch to the store
+// (a variable only so that a test can lower it).
+var applyBudget = 64 << 20
 
 // hashed is one file read and hashed by a flush.
 type hashed struct {
@@ -24,6 +26,9 @@ type hashed struct {
 	hash string
 	data []byte // kept only when the content differs from the base
 	err  error
+	// again: the content differs but was not kept (over applyBudget during a one-pass walk);
+	// the file is read once more after the walk.
+	again bool
 }
 
 // pending is one change a flush will send to the store.
@@ -39,7 +44,18 @@ type pending struct {
 func (s *Sync) flush(ctx context.Context) (Report, error) {
 	start := time.Now()
 	rep := Report{Mode: s.opts.Mode}
-	files, statted, err := s.listAll(ctx)
+	var (
+		files   []adapter.FileInfo
+		statted bool
+		err     error
+		walked  []hashed // files read and hashed by the walk itself
+	)
+	if tr, ok := s.sb.(adapter.TreeReader); ok && s.opts.Mode == ModeFull {
+		files, walked, err = s.readTree(ctx, tr)
+		statted = true
+	} else {
+		files, statted, err = s.listAll(ctx)
+	}
 	if err != nil {
 		return rep, walkErr(err) // nothing written, nothing deleted
 	}
@@ -64,7 +80,9 @@ func (s *Sync) flush(ctx context.Context) (Report, error) {
 		if s.opts.Mode == ModeDiff && statted && isCached && c.matches(f) && isKnown && k.Hash == c.Hash {
 			continue // unchanged since it was last hashed, and the store agreed then
 		}
-		toHash = append(toHash, f)
+		if walked == nil {
+			toHash = append(toHash, f)
+		}
 	}
 	files = files[:n]
 	rep.Listed = len(files)
@@ -80,20 +98,16 @@ func (s *Sync) flush(ctx context.Context) (Report, error) {
 	var batch []pending
 	var batchBytes int
 	var applyErr error
-	results, stop := s.hashAll(ctx, toHash)
-	for r := range results {
-		if applyErr != nil {
-			continue // drain
-		}
+	handle := func(r hashed, stop func()) {
 		if r.err != nil {
 			if errs.CodeOf(r.err) == errs.NotFound {
 				rep.Skipped = append(rep.Skipped, r.f.Path) // vanished since the walk
 				delete(s.cache, r.f.Path)
-				continue
+				return
 			}
 			applyErr = r.err
 			stop()
-			continue
+			return
 		}
 		rep.Hashed++
 		if statted {
@@ -104,7 +118,7 @@ func (s *Sync) flush(ctx context.Context) (Report, error) {
 		s.dirty = true
 		k, ok := s.known[r.f.Path]
 		if ok && k.Hash == r.hash {
-			continue
+			return
 		}
 		pc := pending{path: r.f.Path, hash: r.hash, data: r.data, coll: k.Coll, base: k.Hash}
 		if !ok {
@@ -119,6 +133,28 @@ func (s *Sync) flush(ctx context.Context) (Report, error) {
 				stop()
 			}
 		}
+	}
+	// The one-pass walk is complete here: its results may now be applied.
+	for _, r := range walked {
+		if applyErr != nil {
+			break
+		}
+		if r.again {
+			toHash = append(toHash, r.f)
+			continue
+		}
+		handle(r, func() {})
+	}
+	if applyErr != nil {
+		toHash = nil
+	}
+	slices.SortFunc(toHash, func(a, b adapter.FileInfo) int { return strings.Compare(a.Path, b.Path) })
+	results, stop := s.hashAll(ctx, toHash)
+	for r := range results {
+		if applyErr != nil {
+			continue // drain
+		}
+		handle(r, stop)
 	}
 	stop()
 	if applyErr != nil {
@@ -276,6 +312,58 @@ func (s *Sync) resolveOwners(ctx context.Context, batch []pending) error {
 		}
 	}
 	return nil
+}
+
+// readTree walks and reads the workspace in one pass (adapter.TreeReader), for a full flush, and
+// returns the files (filtered) and their hashes. Nothing is applied until the walk completed, so
+// the content of changed files is kept only up to applyBudget; past it a result is marked again,
+// to be read once more after the walk.
+func (s *Sync) readTree(ctx context.Context, tr adapter.TreeReader) ([]adapter.FileInfo, []hashed, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, nil, err
+	}
+	var (
+		mu      sync.Mutex // guards results and serialises Filter, which need not be concurrency-safe
+		results = make([]hashed, 0, len(s.known)+len(s.known)/8+16)
+		kept    atomic.Int64
+	)
+	want := func(p string) bool {
+		if CheckPath("", p) != nil {
+			return false
+		}
+		if s.opts.Filter == nil {
+			return true
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		return s.opts.Filter(p)
+	}
+	// s.known is only read while the walk runs: nothing is applied before it returns.
+	err := tr.ReadTree(ctx, "", s.opts.Workers, want, func(f adapter.FileInfo, data []byte) error {
+		r := hashed{f: f, hash: hashOf(data)}
+		if k, ok := s.known[f.Path]; !ok || k.Hash != r.hash {
+			if kept.Add(int64(len(data))) <= int64(applyBudget) {
+				r.data = append(make([]byte, 0, len(data)), data...)
+			} else {
+				r.again = true
+			}
+		}
+		mu.Lock()
+		results = append(results, r)
+		mu.Unlock()
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	files := make([]adapter.FileInfo, len(results))
+	for i, r := range results {
+		files[i] = r.f
+	}
+	if results == nil {
+		results = []hashed{} // non-nil: the walk read the files
+	}
+	return files, results, nil
 }
 
 // hashAll reads and hashes files with Options.Workers workers, through the sandbox's BulkReader
