@@ -429,6 +429,25 @@ func (s *suite) testOptionalFileInterfaces(t *testing.T) {
 		err = br.ReadFiles(ctx, []string{"bulk/1", "bulk/2"}, func(string, []byte) error { return stop })
 		assert.ErrorIs(t, err, stop)
 	}
+	if tr, ok := sb.(adapter.TreeReader); ok {
+		checked++
+		var mu sync.Mutex
+		got := map[string]string{}
+		err := tr.ReadTree(ctx, "", 2, func(p string) bool { return p != "d/b.txt" }, func(fi adapter.FileInfo, data []byte) error {
+			mu.Lock()
+			defer mu.Unlock()
+			assert.EqualValues(t, len(data), fi.Size, fi.Path)
+			got[fi.Path] = string(data)
+			return nil
+		})
+		require.NoError(t, err)
+		assert.Equal(t, map[string]string{"d/e/c.bin": "\x00", "bulk/1": "one", "bulk/2": "\x00\x02"}, got, "want() filters; every other regular file is read")
+		err = tr.ReadTree(ctx, "../", 1, nil, func(adapter.FileInfo, []byte) error { return nil })
+		assert.ErrorIs(t, err, errs.PathEscape)
+		stop := errors.New("stop")
+		err = tr.ReadTree(ctx, "", 1, nil, func(adapter.FileInfo, []byte) error { return stop })
+		assert.ErrorIs(t, err, stop)
+	}
 	if checked == 0 {
 		t.Skip("adapter implements none of the optional file interfaces")
 	}
