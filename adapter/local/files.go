@@ -59,35 +59,32 @@ func (s *Sandbox) RemoveFile(ctx context.Context, p string) error {
 	return mapErr("remove", p, s.root.Remove(r))
 }
 
-// ListFiles walks dir with directory file descriptors (openat, fstatat, never following a
-// symlink), so the walk can neither leave the workspace nor be redirected mid-way.
-func (s *Sandbox) ListFiles(ctx context.Context, dir string) ([]adapter.FileInfo, error) {
+// openWalk opens the directory a walk starts from ("" or "." is the workspace) through the root,
+// and returns it with the workspace-relative prefix of its entries ("" at the root).
+func (s *Sandbox) openWalk(dir string) (*os.File, string, error) {
 	if err := s.checkOpen("list"); err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	if dir == "" {
 		dir = "."
 	}
 	r, err := s.rel("list", dir)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	var f *os.File
+	f, err := s.openDir("list", dir, r, false)
 	if r == "." {
-		f, err = s.root.Open(".")
-	} else {
-		var sub *os.Root
-		if sub, err = s.root.OpenRoot(r); err == nil {
-			f, err = sub.Open(".")
-			sub.Close()
-		}
+		r = ""
 	}
+	return f, r, err
+}
+
+// ListFiles walks dir with directory file descriptors (openat, fstatat, never following a
+// symlink), so the walk can neither leave the workspace nor be redirected mid-way.
+func (s *Sandbox) ListFiles(ctx context.Context, dir string) ([]adapter.FileInfo, error) {
+	f, prefix, err := s.openWalk(dir)
 	if err != nil {
-		return nil, mapErr("list", dir, err)
-	}
-	prefix := r
-	if prefix == "." {
-		prefix = ""
+		return nil, err
 	}
 	var out []adapter.FileInfo
 	if err := walkFD(ctx, f, prefix, &out); err != nil {
@@ -155,32 +152,9 @@ const treeQueueMax = 64
 // one open, one fstat, its reads and one close, and the walk can neither leave the workspace nor
 // be redirected mid-way.
 func (s *Sandbox) ReadTree(ctx context.Context, dir string, workers int, want func(string) bool, fn func(adapter.FileInfo, []byte) error) error {
-	if err := s.checkOpen("list"); err != nil {
-		return err
-	}
-	if dir == "" {
-		dir = "."
-	}
-	r, err := s.rel("list", dir)
+	f, prefix, err := s.openWalk(dir)
 	if err != nil {
 		return err
-	}
-	var f *os.File
-	if r == "." {
-		f, err = s.root.Open(".")
-	} else {
-		var sub *os.Root
-		if sub, err = s.root.OpenRoot(r); err == nil {
-			f, err = sub.Open(".")
-			sub.Close()
-		}
-	}
-	if err != nil {
-		return mapErr("list", dir, err)
-	}
-	prefix := r
-	if prefix == "." {
-		prefix = ""
 	}
 	t := &tree{ctx: ctx, want: want, fn: fn, dirs: []treeDir{{f, prefix}}}
 	t.cond = sync.NewCond(&t.mu)
