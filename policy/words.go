@@ -164,19 +164,23 @@ func hasGlob(s string) bool {
 }
 
 // unescapeDq removes the backslashes that double quotes honour (\$ \` \" \\ and line continuation).
-func unescapeDq(s string) string {
+func unescapeDq(s string) string { return unescapeBackslashes(s, true) }
+
+// unescapeBackslashes drops the backslash before $ ` \ (and " when quote is set) and removes
+// backslash-newline line continuations; every other backslash stays.
+func unescapeBackslashes(s string, quote bool) string {
 	if strings.IndexByte(s, '\\') < 0 {
 		return s
 	}
 	var b strings.Builder
 	for i := 0; i < len(s); i++ {
 		if s[i] == '\\' && i+1 < len(s) {
-			switch s[i+1] {
-			case '$', '`', '"', '\\':
-				b.WriteByte(s[i+1])
+			switch c := s[i+1]; {
+			case c == '$', c == '`', c == '\\', c == '"' && quote:
+				b.WriteByte(c)
 				i++
 				continue
-			case '\n':
+			case c == '\n':
 				i++
 				continue
 			}
@@ -221,27 +225,9 @@ func heredocText(delim, body *syntax.Word) (string, kind) {
 	return b.String(), k
 }
 
-func unescapeHeredoc(s string) string {
-	if strings.IndexByte(s, '\\') < 0 {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+1 < len(s) {
-			switch s[i+1] {
-			case '$', '`', '\\':
-				b.WriteByte(s[i+1])
-				i++
-				continue
-			case '\n':
-				i++
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
-}
+// unescapeHeredoc removes the backslashes an unquoted here-document honours: those of double
+// quotes except \" (which stays as it is).
+func unescapeHeredoc(s string) string { return unescapeBackslashes(s, false) }
 
 // ansiC decodes the body of a $'...' string.
 func ansiC(s string) string {
