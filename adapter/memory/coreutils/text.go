@@ -124,15 +124,9 @@ func head(e *Env, args []string) int {
 	}
 	headers := (len(files) > 1 && flags['q'] == "") || flags['v'] != ""
 	w := bufio.NewWriterSize(e.Stdout, 32<<10)
-	first := true
+	header := fileHeaders(w, headers)
 	status := eachInput(e, "head", files, func(label string, r io.Reader) int {
-		if headers {
-			if !first {
-				w.WriteString("\n")
-			}
-			fmt.Fprintf(w, "==> %s <==\n", label)
-		}
-		first = false
+		header(label)
 		if bytesMode {
 			if lines < 0 {
 				data, _ := io.ReadAll(r)
@@ -230,15 +224,9 @@ func tail(e *Env, args []string) int {
 	}
 	headers := (len(files) > 1 && flags['q'] == "") || flags['v'] != ""
 	w := bufio.NewWriter(e.Stdout)
-	first := true
+	header := fileHeaders(w, headers)
 	status := eachInput(e, "tail", files, func(label string, r io.Reader) int {
-		if headers {
-			if !first {
-				w.WriteString("\n")
-			}
-			fmt.Fprintf(w, "==> %s <==\n", label)
-		}
-		first = false
+		header(label)
 		data, err := io.ReadAll(r)
 		if err != nil {
 			return 1
@@ -1414,4 +1402,20 @@ func tac(e *Env, args []string) int {
 		return e.writeErr("tac", err)
 	}
 	return status
+}
+
+// fileHeaders returns what head and tail call before each input: with on, a "==> NAME <=="
+// line, separated from the previous input by an empty line; otherwise nothing.
+func fileHeaders(w *bufio.Writer, on bool) func(label string) {
+	first := true
+	return func(label string) {
+		if !on {
+			return
+		}
+		if !first {
+			w.WriteString("\n")
+		}
+		first = false
+		fmt.Fprintf(w, "==> %s <==\n", label)
+	}
 }
