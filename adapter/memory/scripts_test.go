@@ -96,6 +96,8 @@ func TestScripts(t *testing.T) {
 
 		// text
 		{name: "head -n -c", script: `head -n 2 a.txt; head -c 5 a.txt; echo; head -2 words.txt`, out: "hello world\nfoo bar\nhello\nb\na\n"},
+		{name: "head tail headers", script: `printf '1\n2\n' > x; printf '3\n' > y; head -n 1 x y; tail -n 1 x y; head -q -n 1 x y; tail -v -n 1 y`,
+			out: "==> x <==\n1\n\n==> y <==\n3\n==> x <==\n2\n\n==> y <==\n3\n1\n3\n==> y <==\n3\n"},
 		{name: "tail", script: `tail -n 2 a.txt; tail -n +4 a.txt; tail -c 4 a.txt`, out: "Hello again\nbaz\nbaz\nbaz\n"},
 		{name: "wc", script: `wc -l a.txt; wc -w < a.txt; wc -c a.txt; wc a.txt`, out: "4 a.txt\n7\n36 a.txt\n 4  7 36 a.txt\n"},
 		{name: "sort", script: `sort words.txt | tr '\n' ' '; echo; sort -n nums.txt | tr '\n' ' '; echo; sort -rn nums.txt | head -n 1; sort -u words.txt | wc -l`, out: "a a b b b c \n1 2 2 10 33 \n33\n3\n"},
