@@ -1,6 +1,7 @@
 package local_test
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"os/exec"
@@ -35,6 +36,17 @@ func BenchmarkExecTrue(b *testing.B) {
 	b.Run("baseline=exec.Command", func(b *testing.B) {
 		for b.Loop() {
 			if err := exec.Command("/bin/true").Run(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	// What capturing both streams costs by itself, with nothing of the adapter.
+	b.Run("baseline=exec.Command+buffers", func(b *testing.B) {
+		for b.Loop() {
+			var stdout, stderr bytes.Buffer
+			cmd := exec.Command("/bin/true")
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			if err := cmd.Run(); err != nil {
 				b.Fatal(err)
 			}
 		}
