@@ -22,12 +22,14 @@ import (
 	"os"
 	"strconv"
 	"sync"
+	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
 
 	"github.com/sandboxer/sandboxer/adapter"
+	"github.com/sandboxer/sandboxer/adapter/docker/agent"
 	"github.com/sandboxer/sandboxer/adapter/docker/image"
 	"github.com/sandboxer/sandboxer/errs"
 )
@@ -89,6 +91,9 @@ type Config struct {
 	Seccomp string `mapstructure:"seccomp"`
 	// NoInit runs the container without docker-init as PID 1 (zombies are then not reaped).
 	NoInit bool `mapstructure:"no_init"`
+	// NoAgent runs every call as a daemon exec of its own, even when the image has the agent
+	// (see package agent). Images without the agent always do.
+	NoAgent bool `mapstructure:"no_agent"`
 	// Persist marks the container as outliving the process that created it (CLI `sandbox
 	// create`): Prune leaves it unless asked for all.
 	Persist bool `mapstructure:"persist"`
@@ -170,6 +175,12 @@ type Sandbox struct {
 
 	mu      sync.Mutex
 	stopped bool
+
+	// agentVersion is the agent protocol version of the container ("" when its image has none).
+	agentVersion string
+	amu          sync.Mutex
+	agent        *agentConn // nil until started, or after it died
+	agentFailed  time.Time  // last failed start of an agent exec
 }
 
 var (
@@ -268,6 +279,14 @@ func create(ctx context.Context, eng engine, cfg Config, pool string) (*Sandbox,
 	if mem > 0 {
 		hc.Resources.MemorySwap = mem // no swap: a memory hog is killed, not slowed down
 	}
+	img, err := eng.ImageInspect(ctx, cfg.image())
+	if err != nil {
+		if cerrdefs.IsNotFound(err) {
+			return nil, missingImage(cfg.image())
+		}
+		return nil, classify("docker create", err)
+	}
+	useAgent := !cfg.NoAgent && img.Config != nil && img.Config.Labels[image.LabelAgent] == agent.Version
 	cc := &container.Config{
 		Image:      cfg.image(),
 		User:       cfg.user(),
@@ -277,20 +296,44 @@ func create(ctx context.Context, eng engine, cfg Config, pool string) (*Sandbox,
 		Env:        baseEnv,
 		Volumes:    map[string]struct{}{adapter.DefaultWorkspace: {}},
 	}
+	if useAgent {
+		// The agent is the main process and serves the stream of the attach below; stdin closes
+		// when that stream does, and the agent then kills what it runs and stays idle. Nothing of
+		// the stream goes to the daemon's log.
+		labels[LabelAgent] = agent.Version
+		cc.Cmd = []string{agent.Path, "-idle"}
+		cc.OpenStdin, cc.StdinOnce = true, true
+		cc.AttachStdin, cc.AttachStdout, cc.AttachStderr = true, true, true
+		hc.LogConfig = container.LogConfig{Type: "none"}
+	}
 	res, err := eng.ContainerCreate(ctx, client.ContainerCreateOptions{Config: cc, HostConfig: hc, Name: namePrefix + id})
 	if err != nil {
 		if cerrdefs.IsNotFound(err) {
-			return nil, errs.New(errs.SandboxUnavailable, "docker create", "",
-				"image %s not found: build it with `sandboxer image build` (Go: image.Build) first", cfg.image())
+			return nil, missingImage(cfg.image())
 		}
 		return nil, classify("docker create", err)
 	}
 	s := &Sandbox{cfg: cfg, eng: eng, id: id, containerID: res.ID}
+	if useAgent {
+		s.agentVersion = agent.Version
+		att, err := eng.ContainerAttach(ctx, res.ID, client.ContainerAttachOptions{Stream: true, Stdin: true, Stdout: true, Stderr: true})
+		if err != nil {
+			s.remove(context.WithoutCancel(ctx))
+			return nil, classify("docker attach", err)
+		}
+		s.agent = newAgentConn(att.HijackedResponse)
+	}
 	if _, err := eng.ContainerStart(ctx, res.ID, client.ContainerStartOptions{}); err != nil {
+		s.closeAgent()
 		s.remove(context.WithoutCancel(ctx))
 		return nil, classify("docker start", err)
 	}
 	return s, nil
+}
+
+func missingImage(name string) error {
+	return errs.New(errs.SandboxUnavailable, "docker create", "",
+		"image %s not found: build it with `sandboxer image build` (Go: image.Build) first", name)
 }
 
 // Attach returns the sandbox with the given id, created earlier (possibly by another process).
@@ -333,7 +376,9 @@ func attach(ctx context.Context, eng engine, cfg Config, id string) (*Sandbox, e
 	}
 	cfg.Image = c.Config.Image
 	cfg.User = c.Config.User
-	return &Sandbox{cfg: cfg, eng: eng, id: id, containerID: c.ID}, nil
+	// The container's own stream belongs to its creator: this handle starts an agent exec of its
+	// own at its first call.
+	return &Sandbox{cfg: cfg, eng: eng, id: id, containerID: c.ID, agentVersion: c.Config.Labels[LabelAgent]}, nil
 }
 
 // ID returns the sandbox id: Attach finds the sandbox again by it; the container is named
@@ -376,6 +421,7 @@ func (s *Sandbox) Stop(ctx context.Context) error {
 	}
 	s.stopped = true
 	s.mu.Unlock()
+	s.closeAgent()
 	err := s.remove(ctx)
 	if s.ownEngine {
 		s.eng.Close()

@@ -37,14 +37,26 @@ type rawExec struct {
 	// onCancel runs (once) when ctx ends before the stream does; the stream is then given
 	// killGrace to close.
 	onCancel func()
+	// tree is the wrapper id of a command (see execWrapper): the agent kills that tree when its
+	// client goes away.
+	tree string
 }
 
 // run executes e and returns its exit code. The error is a classified engine error, or ctx.Err()
-// when ctx ended first (after onCancel ran).
+// when ctx ended first (after onCancel ran). It goes through the sandbox's agent when the
+// container has one, and is one daemon exec otherwise.
 func (s *Sandbox) run(ctx context.Context, op string, e rawExec) (int, error) {
 	if s.isStopped() {
 		return 0, s.errStopped(op)
 	}
+	if a := s.agentClient(ctx); a != nil {
+		return s.runAgent(ctx, op, a, e)
+	}
+	return s.runExec(ctx, op, e)
+}
+
+// runExec is run as one daemon exec.
+func (s *Sandbox) runExec(ctx context.Context, op string, e rawExec) (int, error) {
 	cr, err := s.eng.ExecCreate(ctx, s.containerID, client.ExecCreateOptions{
 		AttachStdin:  e.stdin != nil,
 		AttachStdout: true,
@@ -239,6 +251,7 @@ func (s *Sandbox) ExecuteCommand(ctx context.Context, cmd adapter.Command) (adap
 	code, err := s.run(runCtx, op, rawExec{
 		args:   args,
 		env:    env,
+		tree:   id,
 		stdin:  cmd.Stdin,
 		stdout: teeCapped{buf: outBuf, live: cmd.Stdout, mu: &mu},
 		stderr: io.MultiWriter(errHead, teeCapped{buf: errBuf, live: cmd.Stderr, mu: &mu}),
@@ -305,13 +318,16 @@ func (s *Sandbox) kill(ctx context.Context, id string) {
 	s.eng.ContainerUpdate(ctx, s.containerID, client.ContainerUpdateOptions{Resources: &container.Resources{PidsLimit: &limit}})
 }
 
-// headBuffer keeps the first n bytes written to it.
+// headBuffer keeps the first n bytes written to it. Safe for concurrent use.
 type headBuffer struct {
 	n   int
+	mu  sync.Mutex
 	buf []byte
 }
 
 func (h *headBuffer) Write(p []byte) (int, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
 	if room := h.n - len(h.buf); room > 0 {
 		h.buf = append(h.buf, p[:min(room, len(p))]...)
 	}
@@ -321,9 +337,15 @@ func (h *headBuffer) Write(p []byte) (int, error) {
 // marker returns CODE when the buffer is exactly the wrapper's failure line for nonce.
 func (h *headBuffer) marker(nonce string) (string, bool) {
 	prefix := "sandboxer:" + nonce + ":"
-	b := string(h.buf)
+	b := h.String()
 	if len(b) < len(prefix)+2 || b[:len(prefix)] != prefix || b[len(b)-1] != '\n' {
 		return "", false
 	}
 	return b[len(prefix) : len(b)-1], true
+}
+
+func (h *headBuffer) String() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return string(h.buf)
 }

@@ -152,13 +152,17 @@ if [ -d "$R" ] && [ ! -L "$R" ]; then rmdir -- "$R" || exit 8; else rm -f -- "$R
 `
 
 // listScript: argv dir. stdout: NUL-terminated names of regular files (not following symlinks);
-// stderr: one "size rawmode inode date time zone" line per name, in the same order.
+// stderr: one "size rawmode inode date time zone" line per name, in the same order. A file that
+// disappears between the walk and its stat (a concurrent write's temporary file, a removal) is
+// left out; the adapter's own temporary files are never listed.
 const listScript = jailFn + `
 jail "$1" || exit $?
 [ -d "$R" ] || exit 4
 cd /workspace || exit 8
 _r=${R#/workspace}; _r=.${_r}
-exec find "$_r" -type f -print0 -exec sh -c 'exec stat -c "%s %f %i %y" -- "$@" >&2' sh {} +
+exec find "$_r" -type f ! -name '.sandboxer-tmp-*' -exec sh -c '
+for _f; do stat -c "%s %f %i %y" -- "$_f" >&2 2>/dev/null && printf "%s\0" "$_f"; done
+' sh {} +
 `
 
 // readManyScript: argv paths. stderr: the real path of each, NUL-terminated, in order; stdout: a

@@ -1,7 +1,8 @@
 // Package image builds sandboxer's default sandbox image locally, from files of the host: no
 // registry is contacted. The root file system holds busybox-static (with every applet installed as
 // a link: sh, cat, ls, kill, nc, wget, ...), ripgrep with the shared libraries and dynamic loader
-// it needs, /etc/passwd and /etc/group with a non-root user "sandbox" (1000:1000), an empty
+// it needs, the sandbox agent (compiled from the source embedded in package agent with the Go
+// toolchain, statically linked; see agent.Path), /etc/passwd and /etc/group with a non-root user "sandbox" (1000:1000), an empty
 // /workspace owned by that user and a world-writable /tmp.
 //
 // The archive is assembled deterministically (sorted entries, fixed times and owners), so the same
@@ -20,16 +21,20 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/moby/moby/client"
+
+	"github.com/sandboxer/sandboxer/adapter/docker/agent"
 )
 
 // DefaultTag is the tag Build gives the image and the docker adapter uses when its Config names
@@ -40,6 +45,8 @@ const DefaultTag = "sandboxer-sandbox:latest"
 const (
 	LabelContentHash = "org.sandboxer.image.content-hash"
 	LabelImage       = "org.sandboxer.image"
+	// LabelAgent carries the agent protocol version (agent.Version) when the image has the agent.
+	LabelAgent = "org.sandboxer.image.agent"
 )
 
 // User is the non-root user of the image and its home; commands run as User by default.
@@ -61,6 +68,13 @@ type Options struct {
 	// Host is the Docker Engine endpoint (unix:///var/run/docker.sock, tcp://host:2375); "" uses
 	// DOCKER_HOST and the default.
 	Host string
+	// Agent is the path of a prebuilt, statically linked sandboxer-agent for the image's
+	// architecture; "" compiles it from the embedded source with the Go toolchain (the go command
+	// on PATH, or the one of the GOROOT this program was built with).
+	Agent string
+	// NoAgent builds the image without the agent: every call of the docker adapter is then a
+	// daemon exec (tens of milliseconds each).
+	NoAgent bool
 	// Force builds even when the tagged image already has the same content hash.
 	Force bool
 	// Progress, when set, receives one line per step.
@@ -125,6 +139,9 @@ func Build(ctx context.Context, o Options) (Result, error) {
 		`CMD ["/bin/sleep", "infinity"]`,
 		"LABEL " + LabelImage + "=sandbox",
 		"LABEL " + LabelContentHash + "=" + hash,
+	}
+	if !o.NoAgent {
+		changes = append(changes, "LABEL "+LabelAgent+"="+agent.Version)
 	}
 	rc, err := cli.ImageImport(ctx, client.ImageImportSource{Source: bytes.NewReader(rootfs), SourceName: "-"},
 		tag, client.ImageImportOptions{Changes: changes, Message: "sandboxer image build"})
@@ -267,6 +284,14 @@ func Rootfs(o Options) ([]byte, error) {
 		return nil, err
 	}
 
+	if !o.NoAgent {
+		bin, err := agentBinary(o.Agent)
+		if err != nil {
+			return nil, err
+		}
+		file(strings.TrimPrefix(agent.Path, "/"), 0o755, bin)
+	}
+
 	file("etc/passwd", 0o644, []byte("root:x:0:0:root:/root:/bin/sh\nsandbox:x:1000:1000:sandbox:/workspace:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n"))
 	file("etc/group", 0o644, []byte("root:x:0:\nsandbox:x:1000:\nnogroup:x:65534:\n"))
 	file("etc/nsswitch.conf", 0o644, []byte("passwd: files\ngroup: files\nhosts: files dns\n"))
@@ -395,4 +420,78 @@ func multiarch(f *elf.File) string {
 		return "arm-linux-gnueabihf"
 	}
 	return ""
+}
+
+// agentBinary returns the agent executable: the file at path, or one compiled from agent.Source.
+// Either way it must be statically linked: the image has no C library for it.
+func agentBinary(path string) ([]byte, error) {
+	if path == "" {
+		var err error
+		dir, err := os.MkdirTemp("", "sandboxer-agent-build-")
+		if err != nil {
+			return nil, err
+		}
+		defer os.RemoveAll(dir)
+		if path, err = compileAgent(dir); err != nil {
+			return nil, err
+		}
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("agent: %w", err)
+	}
+	f, err := elf.NewFile(bytes.NewReader(data))
+	if err != nil {
+		return nil, fmt.Errorf("agent %s: %w", path, err)
+	}
+	defer f.Close()
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP {
+			return nil, fmt.Errorf("agent %s is dynamically linked; build it with CGO_ENABLED=0", path)
+		}
+	}
+	return data, nil
+}
+
+// compileAgent writes the embedded agent source into dir as a module of its own (standard library
+// only) and builds it there, reproducibly (-trimpath, no VCS stamp), for the host's architecture.
+func compileAgent(dir string) (string, error) {
+	goCmd, err := exec.LookPath("go")
+	if err != nil {
+		goCmd = filepath.Join(runtime.GOROOT(), "bin", "go")
+		if _, serr := os.Stat(goCmd); serr != nil {
+			return "", fmt.Errorf("building the sandbox agent needs the Go toolchain (go on PATH); " +
+				"or give a prebuilt static agent (--agent PATH), or build without it (--no-agent: every call is then a daemon exec)")
+		}
+	}
+	const pkgDir = "adapter/docker/agent"
+	err = fs.WalkDir(agent.Source, ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || strings.HasSuffix(p, "_test.go") {
+			return err
+		}
+		b, err := agent.Source.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		dst := filepath.Join(dir, pkgDir, filepath.FromSlash(p))
+		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+			return err
+		}
+		return os.WriteFile(dst, b, 0o644)
+	})
+	if err != nil {
+		return "", fmt.Errorf("agent source: %w", err)
+	}
+	gomod := "module github.com/sandboxer/sandboxer\n\ngo 1.24\n"
+	if err := os.WriteFile(filepath.Join(dir, "go.mod"), []byte(gomod), 0o644); err != nil {
+		return "", err
+	}
+	out := filepath.Join(dir, "sandboxer-agent")
+	cmd := exec.Command(goCmd, "build", "-trimpath", "-buildvcs=false", "-ldflags=-s -w", "-o", out, "./"+pkgDir+"/cmd/sandboxer-agent")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+runtime.GOARCH, "GOWORK=off", "GOFLAGS=-mod=mod", "GOTOOLCHAIN=local")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("building the sandbox agent: %v: %s", err, b)
+	}
+	return out, nil
 }

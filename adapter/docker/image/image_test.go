@@ -37,11 +37,17 @@ func TestRootfsIsDeterministicAndComplete(t *testing.T) {
 		require.NoError(t, err)
 		entries[h.Name] = h
 	}
-	for _, name := range []string{"bin/busybox", "bin/sh", "bin/cat", "bin/kill", "bin/setsid", "bin/nc", "bin/wget", "usr/bin/rg", "etc/passwd", "etc/group", "tmp/", "workspace/"} {
+	for _, name := range []string{"bin/busybox", "bin/sh", "bin/cat", "bin/kill", "bin/setsid", "bin/nc", "bin/wget", "usr/bin/rg", "usr/local/bin/sandboxer-agent", "etc/passwd", "etc/group", "tmp/", "workspace/"} {
 		assert.Contains(t, entries, name)
 	}
 	assert.Equal(t, 1000, entries["workspace/"].Uid)
 	assert.Equal(t, int64(0o1777), entries["tmp/"].Mode)
+
+	noAgent, err := image.Rootfs(image.Options{NoAgent: true})
+	require.NoError(t, err)
+	assert.NotContains(t, string(noAgent), "usr/local/bin/sandboxer-agent")
+	_, err = image.Rootfs(image.Options{Agent: "/usr/bin/rg"})
+	assert.ErrorContains(t, err, "dynamically linked", "a dynamically linked agent is refused")
 
 	_, err = image.Rootfs(image.Options{Busybox: "/nonexistent/busybox"})
 	assert.Error(t, err)

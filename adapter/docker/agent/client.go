@@ -1,0 +1,238 @@
+package agent
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+)
+
+// ErrClosed is returned (wrapped) by Run when the stream to the agent ended: the agent exited, the
+// container stopped, or the connection broke.
+var ErrClosed = errors.New("agent stream closed")
+
+// Client sends calls to one agent over a stream. It is safe for concurrent use; calls run
+// concurrently in the agent.
+type Client struct {
+	closer io.Closer
+
+	wmu  sync.Mutex
+	w    io.Writer
+	wbuf []byte
+
+	mu    sync.Mutex
+	calls map[uint32]*call
+	next  uint32
+	err   error
+	done  chan struct{}
+}
+
+type call struct {
+	exit chan Exit // receives the exit frame
+
+	mu             sync.Mutex
+	stdout, stderr io.Writer
+	finished       bool  // no more output is written once set
+	acked          int64 // stdin bytes the agent has consumed
+	ackNote        chan struct{}
+}
+
+// NewClient starts reading the agent's frames from r; calls are written to w. Close closes c.
+func NewClient(r io.Reader, w io.Writer, c io.Closer) *Client {
+	cl := &Client{closer: c, w: w, calls: map[uint32]*call{}, done: make(chan struct{})}
+	go cl.read(r)
+	return cl
+}
+
+// Done is closed when the stream has ended.
+func (c *Client) Done() <-chan struct{} { return c.done }
+
+// Close closes the stream; the agent kills what it still runs.
+func (c *Client) Close() error {
+	if c.closer == nil {
+		return nil
+	}
+	return c.closer.Close()
+}
+
+func (c *Client) read(r io.Reader) {
+	fr := &frameReader{r: r}
+	var err error
+	for {
+		var f frame
+		f, err = fr.next()
+		if err != nil {
+			break
+		}
+		c.mu.Lock()
+		cl := c.calls[f.id]
+		if f.typ == FrameExit {
+			delete(c.calls, f.id)
+		}
+		c.mu.Unlock()
+		if cl == nil {
+			continue
+		}
+		switch f.typ {
+		case FrameStdout, FrameStderr:
+			cl.mu.Lock()
+			if !cl.finished {
+				w := cl.stdout
+				if f.typ == FrameStderr {
+					w = cl.stderr
+				}
+				if w != nil {
+					w.Write(f.payload)
+				}
+			}
+			cl.mu.Unlock()
+		case FrameAck:
+			if len(f.payload) == 4 {
+				cl.mu.Lock()
+				cl.acked += int64(binary.BigEndian.Uint32(f.payload))
+				cl.mu.Unlock()
+				select {
+				case cl.ackNote <- struct{}{}:
+				default:
+				}
+			}
+		case FrameExit:
+			var e Exit
+			if jerr := json.Unmarshal(f.payload, &e); jerr != nil {
+				e = Exit{Code: 126, Error: "bad exit frame: " + jerr.Error()}
+			}
+			cl.exit <- e
+		}
+	}
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		err = ErrClosed
+	} else {
+		err = fmt.Errorf("%w: %v", ErrClosed, err)
+	}
+	c.mu.Lock()
+	c.err = err
+	c.mu.Unlock()
+	close(c.done)
+}
+
+func (c *Client) send(typ byte, id uint32, payload []byte) error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	c.wbuf = appendFrame(c.wbuf[:0], typ, id, payload)
+	if _, err := c.w.Write(c.wbuf); err != nil {
+		return fmt.Errorf("%w: %v", ErrClosed, err)
+	}
+	return nil
+}
+
+// Spec is one process to run.
+type Spec struct {
+	Start
+	Stdin          io.Reader // nil: /dev/null
+	Stdout, Stderr io.Writer // nil: discarded
+}
+
+// Run runs spec and returns its exit. Output is written to spec's writers from the client's
+// reading goroutine (one at a time), never after Run returned.
+//
+// When ctx ends first, onCancel runs (it is expected to kill the process tree, for example with
+// another call) and Run waits up to grace for the exit before it gives up on the process; it then
+// returns ctx.Err() with the exit when one arrived (Exit.Code -1 otherwise). When the stream ends,
+// Run returns an error wrapping ErrClosed.
+func (c *Client) Run(ctx context.Context, spec Spec, onCancel func(), grace time.Duration) (Exit, error) {
+	spec.Start.Stdin = spec.Stdin != nil
+	payload, err := json.Marshal(spec.Start)
+	if err != nil {
+		return Exit{}, err
+	}
+	cl := &call{exit: make(chan Exit, 1), stdout: spec.Stdout, stderr: spec.Stderr, ackNote: make(chan struct{}, 1)}
+	c.mu.Lock()
+	if c.err != nil {
+		err := c.err
+		c.mu.Unlock()
+		return Exit{}, err
+	}
+	c.next++
+	id := c.next
+	c.calls[id] = cl
+	c.mu.Unlock()
+	finish := func() {
+		c.mu.Lock()
+		delete(c.calls, id)
+		c.mu.Unlock()
+		cl.mu.Lock()
+		cl.finished = true
+		cl.mu.Unlock()
+	}
+	defer finish()
+	if err := c.send(FrameStart, id, payload); err != nil {
+		return Exit{}, err
+	}
+	stop := make(chan struct{})
+	defer close(stop)
+	if spec.Stdin != nil {
+		go c.feed(id, cl, spec.Stdin, stop)
+	}
+	select {
+	case e := <-cl.exit:
+		return e, nil
+	case <-c.done:
+		return Exit{}, c.err
+	case <-ctx.Done():
+	}
+	if onCancel != nil {
+		onCancel()
+	}
+	select {
+	case e := <-cl.exit:
+		return e, ctx.Err()
+	case <-c.done:
+		return Exit{Code: -1}, ctx.Err()
+	case <-time.After(grace):
+		return Exit{Code: -1}, ctx.Err()
+	}
+}
+
+// feed sends r as stdin frames, keeping at most Window bytes unacknowledged, then the end of
+// stdin. It stops early when the call is over.
+func (c *Client) feed(id uint32, cl *call, r io.Reader, stop <-chan struct{}) {
+	buf := make([]byte, MaxPayload)
+	var sent int64
+	for {
+		n, rerr := r.Read(buf)
+		if n > 0 {
+			for {
+				cl.mu.Lock()
+				inflight := sent - cl.acked
+				cl.mu.Unlock()
+				if inflight+int64(n) <= Window {
+					break
+				}
+				select {
+				case <-cl.ackNote:
+				case <-stop:
+					return
+				case <-c.done:
+					return
+				}
+			}
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if c.send(FrameStdin, id, buf[:n]) != nil {
+				return
+			}
+			sent += int64(n)
+		}
+		if rerr != nil {
+			c.send(FrameStdinEOF, id, nil)
+			return
+		}
+	}
+}

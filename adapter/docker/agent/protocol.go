@@ -1,0 +1,126 @@
+// Package agent is the small process spawner that runs inside a docker sandbox, and its client.
+//
+// A daemon exec costs tens of milliseconds (the daemon, containerd and runc each take their turn),
+// so the docker adapter starts one long-lived agent per sandbox handle and sends every command to
+// it over a single attached stream: the container's own stdio when the adapter created the
+// container, or one exec when it attached to an existing one. The agent forks the command, streams
+// its stdout and stderr back, and reports its exit status; a command then costs one fork and a
+// round trip instead of a daemon exec.
+//
+// The agent only spawns processes. Everything that needs judgement (the workspace jail, process
+// trees, timeouts) stays in the adapter's shell scripts, which the agent runs like any command, so
+// that both transports (agent and plain daemon exec) behave the same.
+//
+// The package imports the standard library only: the image build compiles cmd/sandboxer-agent from
+// the embedded Source into a static binary.
+//
+// # Wire format
+//
+// Both directions carry frames: one type byte, a 4-byte big-endian call id, a 4-byte big-endian
+// payload length, then the payload (at most MaxPayload bytes).
+//
+//	client to agent: 'S' start (JSON Start), 'I' stdin bytes, 'E' end of stdin
+//	agent to client: 'O' stdout bytes, 'R' stderr bytes, 'A' stdin bytes consumed (4-byte count),
+//	                 'X' exit (JSON Exit; the call's last frame)
+//
+// When the agent's input ends (the client went away), it kills every process it started, with
+// their trees, and exits (or, with -idle, stays as the container's main process).
+package agent
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+)
+
+// Version is the protocol version. The image carries it in a label; the adapter uses the agent
+// only when the versions match.
+const Version = "1"
+
+// Path is where the image build installs the agent.
+const Path = "/usr/local/bin/sandboxer-agent"
+
+// Frame types.
+const (
+	FrameStart    byte = 'S'
+	FrameStdin    byte = 'I'
+	FrameStdinEOF byte = 'E'
+	FrameStdout   byte = 'O'
+	FrameStderr   byte = 'R'
+	FrameAck      byte = 'A'
+	FrameExit     byte = 'X'
+)
+
+// MaxPayload bounds one frame's payload; output and stdin are sent in chunks of at most this size.
+const MaxPayload = 32 << 10
+
+// Window bounds the stdin bytes a client has sent but the agent has not acknowledged yet.
+const Window = 1 << 20
+
+const headerLen = 9
+
+// Start asks the agent to run a process.
+type Start struct {
+	Args []string `json:"args"`
+	// Env is added to the agent's own environment (the container's); later entries win.
+	Env []string `json:"env,omitempty"`
+	// Dir is the working directory (absolute).
+	Dir string `json:"dir,omitempty"`
+	// Stdin says stdin frames follow; without it the process reads /dev/null.
+	Stdin bool `json:"stdin,omitempty"`
+	// Tree names the process tree: when the agent's input ends, processes whose environment
+	// carries SANDBOXER_EXEC_ID=Tree or SANDBOXER_WRAPPER=Tree are killed with the process.
+	Tree string `json:"tree,omitempty"`
+}
+
+// Exit reports how a process ended.
+type Exit struct {
+	// Code is the exit status, 128+N for a process killed by signal N, and 126 when the process
+	// could not be started (Error then says why, as a daemon exec would).
+	Code  int    `json:"code"`
+	Error string `json:"error,omitempty"`
+}
+
+// frame is one decoded frame; payload is only valid until the next read.
+type frame struct {
+	typ     byte
+	id      uint32
+	payload []byte
+}
+
+// frameReader reads frames from r, reusing one buffer.
+type frameReader struct {
+	r   io.Reader
+	hdr [headerLen]byte
+	buf []byte
+}
+
+func (fr *frameReader) next() (frame, error) {
+	if _, err := io.ReadFull(fr.r, fr.hdr[:]); err != nil {
+		return frame{}, err
+	}
+	n := binary.BigEndian.Uint32(fr.hdr[5:])
+	if n > MaxPayload {
+		return frame{}, fmt.Errorf("agent protocol: frame of %d bytes exceeds %d", n, MaxPayload)
+	}
+	if cap(fr.buf) < int(n) {
+		fr.buf = make([]byte, n, MaxPayload)
+	}
+	p := fr.buf[:n]
+	if _, err := io.ReadFull(fr.r, p); err != nil {
+		if errors.Is(err, io.EOF) {
+			err = io.ErrUnexpectedEOF
+		}
+		return frame{}, err
+	}
+	return frame{typ: fr.hdr[0], id: binary.BigEndian.Uint32(fr.hdr[1:5]), payload: p}, nil
+}
+
+// appendFrame appends one encoded frame to b.
+func appendFrame(b []byte, typ byte, id uint32, payload []byte) []byte {
+	b = append(b, typ)
+	b = binary.BigEndian.AppendUint32(b, id)
+	b = binary.BigEndian.AppendUint32(b, uint32(len(payload)))
+	return append(b, payload...)
+}

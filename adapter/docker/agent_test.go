@@ -1,0 +1,119 @@
+package docker_test
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sandboxer/sandboxer/adapter"
+	"github.com/sandboxer/sandboxer/adapter/adaptertest"
+	"github.com/sandboxer/sandboxer/adapter/docker"
+	"github.com/sandboxer/sandboxer/errs"
+)
+
+// The plain transport (one daemon exec per call), used for images without the agent, passes the
+// same suite.
+func TestConformanceWithoutAgent(t *testing.T) {
+	needDocker(t)
+	adaptertest.Run(t, adaptertest.Harness{
+		New:     func(t *testing.T) adapter.Sandbox { return newSandbox(t, docker.Config{NoAgent: true}) },
+		Outside: outside,
+	})
+}
+
+// agentPids lists the pids of the container's agents: the main one (-idle) and the execs.
+func agentPids(t *testing.T, sb adapter.Sandbox) (main, execs []string) {
+	t.Helper()
+	res := sh(t, sb, `ps -o pid,args | grep '[s]andboxer-agent'`)
+	for _, line := range strings.Split(strings.TrimSpace(string(res.Stdout)), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 || f[1] != "/usr/local/bin/sandboxer-agent" {
+			continue // docker-init, which started the main agent
+		}
+		if f[len(f)-1] == "-idle" {
+			main = append(main, f[0])
+		} else {
+			execs = append(execs, f[0])
+		}
+	}
+	return main, execs
+}
+
+// Every byte value, the attach detach sequence (ctrl-p ctrl-q) included, crosses the agent's
+// stream both ways, in files and in a command's stdin and stdout.
+func TestAgentStreamsAreBinarySafe(t *testing.T) {
+	t.Parallel()
+	sb := newSandbox(t, docker.Config{})
+	ctx := ctxT(t)
+	data := make([]byte, 0, 3*256+2)
+	for range 3 {
+		for b := range 256 {
+			data = append(data, byte(b))
+		}
+	}
+	data = append(data, 0x10, 0x11)
+	require.NoError(t, sb.WriteFile(ctx, "all.bin", data))
+	got, err := sb.ReadFile(ctx, "all.bin")
+	require.NoError(t, err)
+	assert.True(t, bytes.Equal(data, got), "file round trip")
+	res, err := sb.ExecuteCommand(ctx, adapter.Command{Args: []string{"cat"}, Stdin: bytes.NewReader(data), MaxOutputBytes: 1 << 20})
+	require.NoError(t, err)
+	assert.True(t, bytes.Equal(data, res.Stdout), "stdin to stdout round trip")
+
+	main, execs := agentPids(t, sb)
+	assert.Len(t, main, 1, "the agent is the container's main process")
+	assert.Empty(t, execs, "the creating handle needs no agent exec")
+}
+
+// A second handle on the same sandbox (another process reusing it by id) starts an agent exec of
+// its own; both handles work at the same time, and when that agent dies the call fails clearly
+// and the next call starts another.
+func TestAttachedHandleHasItsOwnAgent(t *testing.T) {
+	t.Parallel()
+	sb := newSandbox(t, docker.Config{})
+	ctx := ctxT(t)
+	other, err := docker.Attach(ctx, docker.Config{}, sb.ID())
+	require.NoError(t, err)
+	var wg sync.WaitGroup
+	for i, h := range []adapter.Sandbox{sb, other, sb, other} {
+		wg.Go(func() {
+			res, err := h.ExecuteCommand(ctx, adapter.Command{Args: []string{"sh", "-c", "sleep 0.2; echo $0", string(rune('a' + i))}})
+			assert.NoError(t, err)
+			assert.Equal(t, string(rune('a'+i))+"\n", string(res.Stdout))
+		})
+	}
+	wg.Wait()
+	_, execs := agentPids(t, sb)
+	require.Len(t, execs, 1, "one agent exec, for the attached handle")
+
+	_, err = other.ExecuteCommand(ctx, adapter.Command{Args: []string{"kill", "-9", execs[0]}})
+	require.ErrorIs(t, err, errs.SandboxUnavailable, "the agent running the call died")
+	assert.Contains(t, err.Error(), "agent exited")
+	res, err := other.ExecuteCommand(ctx, adapter.Command{Args: []string{"echo", "again"}})
+	require.NoError(t, err)
+	assert.Equal(t, "again\n", string(res.Stdout))
+	assert.Equal(t, "alive\n", string(sh(t, sb, "echo alive").Stdout), "the creator's agent is untouched")
+}
+
+// A command that kills the main agent stops the container, as killing the main process of any
+// container does: the next call says the sandbox is unavailable instead of hanging.
+func TestKillingTheMainAgentStopsTheSandbox(t *testing.T) {
+	t.Parallel()
+	sb := newSandbox(t, docker.Config{})
+	ctx := ctxT(t)
+	main, _ := agentPids(t, sb)
+	require.Len(t, main, 1)
+	start := time.Now()
+	_, err := sb.ExecuteCommand(ctx, adapter.Command{Args: []string{"kill", "-9", main[0]}})
+	require.ErrorIs(t, err, errs.SandboxUnavailable)
+	_, err = sb.ExecuteCommand(ctx, adapter.Command{Args: []string{"true"}})
+	require.ErrorIs(t, err, errs.SandboxUnavailable)
+	assert.Less(t, time.Since(start), 30*time.Second)
+	require.NoError(t, sb.Stop(context.Background()))
+}

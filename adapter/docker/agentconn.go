@@ -1,0 +1,130 @@
+package docker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/moby/moby/api/pkg/stdcopy"
+	"github.com/moby/moby/client"
+
+	"github.com/sandboxer/sandboxer/adapter"
+	"github.com/sandboxer/sandboxer/adapter/docker/agent"
+	"github.com/sandboxer/sandboxer/errs"
+)
+
+// LabelAgent marks a container whose image has the agent (value: the protocol version).
+const LabelAgent = "org.sandboxer.agent"
+
+// agentConn is one stream to an agent in the container: the container's own stdio (the agent is
+// its main process) or an exec of the agent.
+type agentConn struct {
+	*agent.Client
+	stderr *headBuffer // what the agent said on stderr (a crash report), first KiB
+}
+
+// newAgentConn starts a client over a hijacked attach: the stream is multiplexed (no TTY), the
+// agent's frames on stdout and its diagnostics on stderr.
+func newAgentConn(att client.HijackedResponse) *agentConn {
+	pr, pw := io.Pipe()
+	stderr := &headBuffer{n: 1024}
+	go func() {
+		_, err := stdcopy.StdCopy(pw, stderr, att.Reader)
+		if err == nil {
+			err = io.EOF
+		}
+		pw.CloseWithError(err)
+	}()
+	return &agentConn{Client: agent.NewClient(pr, att.Conn, closerFunc(func() error { att.Close(); return nil })), stderr: stderr}
+}
+
+type closerFunc func() error
+
+func (f closerFunc) Close() error { return f() }
+
+// alive reports whether the stream still works.
+func (a *agentConn) alive() bool {
+	select {
+	case <-a.Done():
+		return false
+	default:
+		return true
+	}
+}
+
+// agentClient returns the sandbox's agent stream, starting an exec of the agent when the sandbox
+// has none (it was attached to, or its agent died), or nil when the container has no agent or it
+// cannot be started: calls then fall back to one daemon exec each.
+func (s *Sandbox) agentClient(ctx context.Context) *agentConn {
+	if s.agentVersion != agent.Version || s.cfg.NoAgent {
+		return nil
+	}
+	s.amu.Lock()
+	defer s.amu.Unlock()
+	if s.agent != nil && s.agent.alive() {
+		return s.agent
+	}
+	if s.agent != nil {
+		s.agent.Close()
+		s.agent = nil
+	}
+	if time.Since(s.agentFailed) < agentRetry {
+		return nil
+	}
+	cr, err := s.eng.ExecCreate(ctx, s.containerID, client.ExecCreateOptions{
+		AttachStdin: true, AttachStdout: true, AttachStderr: true,
+		WorkingDir: adapter.DefaultWorkspace,
+		Cmd:        []string{agent.Path},
+	})
+	if err == nil {
+		var att client.ExecAttachResult
+		att, err = s.eng.ExecAttach(ctx, cr.ID, client.ExecAttachOptions{})
+		if err == nil {
+			s.agent = newAgentConn(att.HijackedResponse)
+			return s.agent
+		}
+	}
+	s.agentFailed = time.Now()
+	return nil
+}
+
+// closeAgent closes the agent stream, if any; the agent kills what it still runs.
+func (s *Sandbox) closeAgent() {
+	s.amu.Lock()
+	defer s.amu.Unlock()
+	if s.agent != nil {
+		s.agent.Close()
+		s.agent = nil
+	}
+}
+
+// agentRetry is how long a sandbox whose agent could not be started uses daemon execs before it
+// tries again.
+const agentRetry = 5 * time.Second
+
+// runAgent is run over the agent: the same contract, one fork in the container instead of a
+// daemon exec.
+func (s *Sandbox) runAgent(ctx context.Context, op string, a *agentConn, e rawExec) (int, error) {
+	ex, err := a.Run(ctx, agent.Spec{
+		Start:  agent.Start{Args: e.args, Env: e.env, Dir: adapter.DefaultWorkspace, Tree: e.tree},
+		Stdin:  e.stdin,
+		Stdout: e.stdout,
+		Stderr: e.stderr,
+	}, e.onCancel, killGrace)
+	switch {
+	case err == nil:
+		return ex.Code, nil
+	case errors.Is(err, agent.ErrClosed):
+		if !s.running(context.WithoutCancel(ctx)) {
+			return 0, errs.New(errs.SandboxUnavailable, op, "", "sandbox %s stopped during the call", s.id)
+		}
+		msg := a.stderr.String()
+		if msg == "" {
+			msg = err.Error()
+		}
+		return 0, errs.Wrap(errs.SandboxUnavailable, op, "", fmt.Errorf("the sandbox agent exited during the call (the next call starts another): %s", msg))
+	}
+	return ex.Code, err // the context ended; onCancel has run
+}
