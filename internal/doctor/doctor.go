@@ -16,6 +16,9 @@ import (
 	"time"
 
 	"github.com/moby/moby/client"
+
+	"github.com/sandboxer/sandboxer/adapter/docker/agent"
+	dimage "github.com/sandboxer/sandboxer/adapter/docker/image"
 	"golang.org/x/sys/unix"
 )
 
@@ -68,7 +71,11 @@ func Docker(ctx context.Context, image string) (daemon, img Check) {
 		img.Detail = fmt.Sprintf("%s missing: build it with `sandboxer image build`", image)
 		return daemon, img
 	}
-	img.OK, img.Detail = true, fmt.Sprintf("%s (%s)", image, shortID(res.ID))
+	transport := "no agent: one daemon exec per call, rebuild with `sandboxer image build`"
+	if res.Config != nil && res.Config.Labels[dimage.LabelAgent] == agent.Version {
+		transport = "agent " + agent.Version
+	}
+	img.OK, img.Detail = true, fmt.Sprintf("%s (%s, %s)", image, shortID(res.ID), transport)
 	return daemon, img
 }
 
