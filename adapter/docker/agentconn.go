@@ -100,6 +100,10 @@ func (s *Sandbox) closeAgent() {
 	}
 }
 
+// termGrace is the time between SIGTERM and SIGKILL when a command's tree is killed (the
+// killScript's sleep, for daemon execs).
+const termGrace = 200 * time.Millisecond
+
 // agentRetry is how long a sandbox whose agent could not be started uses daemon execs before it
 // tries again.
 const agentRetry = 5 * time.Second
@@ -107,12 +111,16 @@ const agentRetry = 5 * time.Second
 // runAgent is run over the agent: the same contract, one fork in the container instead of a
 // daemon exec.
 func (s *Sandbox) runAgent(ctx context.Context, op string, a *agentConn, e rawExec) (int, error) {
-	ex, err := a.Run(ctx, agent.Spec{
-		Start:  agent.Start{Args: e.args, Env: e.env, Dir: adapter.DefaultWorkspace, Tree: e.tree},
+	spec := agent.Spec{
+		Start:  agent.Start{Args: e.args, Env: e.env, Dir: adapter.DefaultWorkspace, Wrap: e.wrap},
 		Stdin:  e.stdin,
 		Stdout: e.stdout,
 		Stderr: e.stderr,
-	}, e.onCancel, killGrace)
+	}
+	if e.wrap != nil {
+		spec.KillGrace = termGrace
+	}
+	ex, err := a.Run(ctx, spec, nil, killGrace)
 	switch {
 	case err == nil:
 		return ex.Code, nil
@@ -126,5 +134,5 @@ func (s *Sandbox) runAgent(ctx context.Context, op string, a *agentConn, e rawEx
 		}
 		return 0, errs.Wrap(errs.SandboxUnavailable, op, "", fmt.Errorf("the sandbox agent exited during the call (the next call starts another): %s", msg))
 	}
-	return ex.Code, err // the context ended; onCancel has run
+	return ex.Code, err // the context ended; the tree was killed
 }

@@ -7,11 +7,14 @@
 // profile, docker-init as PID 1, and labels that mark them as sandboxer's. The Docker socket is
 // never mounted.
 //
-// Commands run under a small sh wrapper that gives each one its own session and process group,
-// so that a timeout, a cancelled context or the end of the main process kills the whole tree; file
-// calls run short busybox scripts that resolve every path through its symlinks inside the
-// container and refuse anything that leaves /workspace. The image is built locally by the
-// adapter/docker/image package (`sandboxer image build`).
+// Calls go to a long-lived agent in the container (package agent) over one attached stream, so a
+// call costs a fork in the container instead of a daemon exec; images without the agent get one
+// daemon exec per call. Each command runs in its own session with a marker in its environment, so
+// that its exit, a timeout or a cancelled context kills the whole tree (natively in the agent, or
+// under a small sh wrapper for daemon execs); file calls run short busybox scripts that resolve
+// every path through its symlinks inside the container and refuse anything that leaves
+// /workspace. The image is built locally by the adapter/docker/image package (`sandboxer image
+// build`).
 package docker
 
 import (

@@ -13,6 +13,7 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/sandboxer/sandboxer/adapter"
+	"github.com/sandboxer/sandboxer/adapter/docker/agent"
 	"github.com/sandboxer/sandboxer/errs"
 )
 
@@ -34,12 +35,9 @@ type rawExec struct {
 	env            []string
 	stdin          io.Reader
 	stdout, stderr io.Writer
-	// onCancel runs (once) when ctx ends before the stream does; the stream is then given
-	// killGrace to close.
-	onCancel func()
-	// tree is the wrapper id of a command (see execWrapper): the agent kills that tree when its
-	// client goes away.
-	tree string
+	// wrap, when set, makes args a sandbox command: the agent runs it natively (see agent.Wrap),
+	// a daemon exec runs it under execWrapper; either way its tree is killed when ctx ends first.
+	wrap *agent.Wrap
 }
 
 // run executes e and returns its exit code. The error is a classified engine error, or ctx.Err()
@@ -57,6 +55,16 @@ func (s *Sandbox) run(ctx context.Context, op string, e rawExec) (int, error) {
 
 // runExec is run as one daemon exec.
 func (s *Sandbox) runExec(ctx context.Context, op string, e rawExec) (int, error) {
+	var onCancel func()
+	if w := e.wrap; w != nil {
+		e.args = append([]string{"/bin/sh", "-c", execWrapper, "sandboxer", w.ID, w.Nonce, w.Dir}, e.args...)
+		e.env = append(e.env[:len(e.env):len(e.env)], "SANDBOXER_WRAPPER="+w.ID)
+		onCancel = func() {
+			kctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+			defer cancel()
+			s.kill(kctx, w.ID)
+		}
+	}
 	cr, err := s.eng.ExecCreate(ctx, s.containerID, client.ExecCreateOptions{
 		AttachStdin:  e.stdin != nil,
 		AttachStdout: true,
@@ -97,8 +105,8 @@ func (s *Sandbox) runExec(ctx context.Context, op string, e rawExec) (int, error
 	case err = <-done:
 	case <-ctx.Done():
 		ctxErr = ctx.Err()
-		if e.onCancel != nil {
-			e.onCancel()
+		if onCancel != nil {
+			onCancel()
 		}
 		select {
 		case err = <-done:
@@ -245,21 +253,14 @@ func (s *Sandbox) ExecuteCommand(ctx context.Context, cmd adapter.Command) (adap
 	// The wrapper's own failure line is small; keep stderr's head visible to the check below
 	// even when the caller's budget is tiny.
 	errHead := &headBuffer{n: 128}
-	args := append([]string{"/bin/sh", "-c", execWrapper, "sandboxer", id, nonce, dir}, cmd.Args...)
-	env = append(env, "SANDBOXER_WRAPPER="+id)
 	start := time.Now()
 	code, err := s.run(runCtx, op, rawExec{
-		args:   args,
+		args:   cmd.Args,
 		env:    env,
-		tree:   id,
+		wrap:   &agent.Wrap{Root: adapter.DefaultWorkspace, Dir: dir, ID: id, Nonce: nonce},
 		stdin:  cmd.Stdin,
 		stdout: teeCapped{buf: outBuf, live: cmd.Stdout, mu: &mu},
 		stderr: io.MultiWriter(errHead, teeCapped{buf: errBuf, live: cmd.Stderr, mu: &mu}),
-		onCancel: func() {
-			kctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-			defer cancel()
-			s.kill(kctx, id)
-		},
 	})
 	res := adapter.Result{ExitCode: code, Duration: time.Since(start), Isolation: s.isolation()}
 	mu.Lock()

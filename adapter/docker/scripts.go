@@ -65,7 +65,8 @@ scan() {
 }
 `
 
-// execWrapper runs a command: argv is id nonce dir args... . It resolves dir in the jail, checks
+// execWrapper runs a command over a daemon exec (the agent does the same natively, see
+// agent.Wrap): argv is id nonce dir args... . It resolves dir in the jail, checks
 // the program exists, then starts it with setsid (its own session and process group) carrying
 // SANDBOXER_EXEC_ID in its environment, waits, and then kills the group and every process still
 // carrying the marker, so nothing started by the command survives it or holds its output open.

@@ -34,7 +34,11 @@ func serve(t *testing.T) (*agent.Client, <-chan struct{}) {
 		fromAgent.Close()
 		close(served)
 	}()
-	c := agent.NewClient(toClient, fromClient, fromClient)
+	// Closing the client closes both directions, as closing a hijacked connection does.
+	c := agent.NewClient(toClient, fromClient, closerFunc(func() error {
+		fromClient.Close()
+		return toClient.Close()
+	}))
 	t.Cleanup(func() {
 		c.Close()
 		select {
@@ -45,6 +49,10 @@ func serve(t *testing.T) (*agent.Client, <-chan struct{}) {
 	})
 	return c, served
 }
+
+type closerFunc func() error
+
+func (f closerFunc) Close() error { return f() }
 
 func run(t *testing.T, c *agent.Client, args ...string) (agent.Exit, string, string) {
 	t.Helper()

@@ -134,6 +134,9 @@ type Spec struct {
 	Start
 	Stdin          io.Reader // nil: /dev/null
 	Stdout, Stderr io.Writer // nil: discarded
+	// KillGrace, when positive, makes Run ask the agent itself to kill the call's tree when ctx
+	// ends (SIGTERM, then SIGKILL after KillGrace) before onCancel runs.
+	KillGrace time.Duration
 }
 
 // Run runs spec and returns its exit. Output is written to spec's writers from the client's
@@ -183,6 +186,11 @@ func (c *Client) Run(ctx context.Context, spec Spec, onCancel func(), grace time
 	case <-c.done:
 		return Exit{}, c.err
 	case <-ctx.Done():
+	}
+	if spec.KillGrace > 0 {
+		var g [4]byte
+		binary.BigEndian.PutUint32(g[:], uint32(spec.KillGrace/time.Millisecond))
+		c.send(FrameKill, id, g[:])
 	}
 	if onCancel != nil {
 		onCancel()

@@ -11,6 +11,10 @@
 // trees, timeouts) stays in the adapter's shell scripts, which the agent runs like any command, so
 // that both transports (agent and plain daemon exec) behave the same.
 //
+// Start.Wrap runs a command the way the adapter's shell wrapper does (working directory resolved
+// in the workspace jail, the program checked, its own session, a marker in its environment, the
+// tree killed when it exits), natively: no wrapper process, no fork for the cleanup or the kill.
+//
 // The package imports the standard library only: the image build compiles cmd/sandboxer-agent from
 // the embedded Source into a static binary.
 //
@@ -19,7 +23,8 @@
 // Both directions carry frames: one type byte, a 4-byte big-endian call id, a 4-byte big-endian
 // payload length, then the payload (at most MaxPayload bytes).
 //
-//	client to agent: 'S' start (JSON Start), 'I' stdin bytes, 'E' end of stdin
+//	client to agent: 'S' start (JSON Start), 'I' stdin bytes, 'E' end of stdin,
+//	                 'K' kill the call's tree (4-byte grace in milliseconds between SIGTERM and SIGKILL)
 //	agent to client: 'O' stdout bytes, 'R' stderr bytes, 'A' stdin bytes consumed (4-byte count),
 //	                 'X' exit (JSON Exit; the call's last frame)
 //
@@ -46,6 +51,7 @@ const (
 	FrameStart    byte = 'S'
 	FrameStdin    byte = 'I'
 	FrameStdinEOF byte = 'E'
+	FrameKill     byte = 'K'
 	FrameStdout   byte = 'O'
 	FrameStderr   byte = 'R'
 	FrameAck      byte = 'A'
@@ -72,6 +78,22 @@ type Start struct {
 	// Tree names the process tree: when the agent's input ends, processes whose environment
 	// carries SANDBOXER_EXEC_ID=Tree or SANDBOXER_WRAPPER=Tree are killed with the process.
 	Tree string `json:"tree,omitempty"`
+	// Wrap, when set, runs Args as a sandbox command (see Wrap); Dir is then ignored.
+	Wrap *Wrap `json:"wrap,omitempty"`
+}
+
+// Wrap describes a sandbox command. The agent resolves Dir inside Root through every symlink,
+// component by component (an absolute link to Root or below stays inside; anything else that
+// leaves Root is an escape), checks that Args[0] names an executable regular file (on the PATH of
+// the command's environment when it has no slash), starts it in a session of its own with
+// SANDBOXER_EXEC_ID=ID added to its environment, and when it exits kills its process group and
+// every process still carrying the marker. A failure before the start is reported as exit 199 and
+// the single stderr line "sandboxer:NONCE:CODE", CODE one of escape, notfound, noexec.
+type Wrap struct {
+	Root  string `json:"root"`
+	Dir   string `json:"dir"` // relative to Root, lexically clean
+	ID    string `json:"id"`
+	Nonce string `json:"nonce"`
 }
 
 // Exit reports how a process ended.

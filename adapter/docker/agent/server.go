@@ -43,6 +43,12 @@ func Serve(r io.Reader, w io.Writer) error {
 				continue
 			}
 			s.start(f.id, st)
+		case FrameKill:
+			grace := time.Duration(0)
+			if len(f.payload) == 4 {
+				grace = time.Duration(binary.BigEndian.Uint32(f.payload)) * time.Millisecond
+			}
+			s.kill(f.id, grace)
 		case FrameStdin, FrameStdinEOF:
 			var chunk []byte
 			if f.typ == FrameStdin {
@@ -95,9 +101,11 @@ type stdinChunk struct {
 }
 
 type proc struct {
-	cmd   *exec.Cmd
-	tree  string
-	stdin chan stdinChunk
+	cmd     *exec.Cmd
+	tree    string
+	wrapped bool // kill the tree when the process exits
+	stdin   chan stdinChunk
+	killing bool
 }
 
 // send writes one frame. A failed write is ignored: the client is gone and the read loop will
@@ -130,6 +138,32 @@ func (s *server) start(id uint32, st Start) {
 		cmd.Env = append(os.Environ(), st.Env...)
 	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	tree := st.Tree
+	if w := st.Wrap; w != nil {
+		refuse := func(code string) {
+			s.send(FrameStderr, id, []byte("sandboxer:"+w.Nonce+":"+code+"\n"))
+			s.send(FrameExit, id, exitPayload(Exit{Code: 199}))
+		}
+		dir, code := jail(w.Root, w.Dir)
+		if code != "" {
+			refuse(code)
+			return
+		}
+		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+			refuse(failNotFound)
+			return
+		}
+		env := cmd.Environ()
+		prog, ok := lookExec(st.Args[0], dir, lastEnv(env, "PATH"))
+		if !ok {
+			refuse(failNoExec)
+			return
+		}
+		cmd.Path, cmd.Err, cmd.Dir = prog, nil, dir
+		cmd.Env = append(env, "SANDBOXER_EXEC_ID="+w.ID)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+		tree = w.ID
+	}
 
 	outR, outW, err := os.Pipe()
 	if err != nil {
@@ -144,7 +178,7 @@ func (s *server) start(id uint32, st Start) {
 		return
 	}
 	cmd.Stdout, cmd.Stderr = outW, errW
-	p := &proc{cmd: cmd, tree: st.Tree}
+	p := &proc{cmd: cmd, tree: tree, wrapped: st.Wrap != nil}
 	var inW *os.File
 	if st.Stdin {
 		var inR *os.File
@@ -214,6 +248,11 @@ func (s *server) wait(id uint32, p *proc, outR, errR *os.File) {
 	go s.pump(id, FrameStdout, outR, &streams)
 	go s.pump(id, FrameStderr, errR, &streams)
 	werr := p.cmd.Wait()
+	if p.wrapped {
+		// Nothing the command started outlives it or keeps its output open.
+		syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+		killMarked(map[string]bool{p.tree: true}, syscall.SIGKILL)
+	}
 	drained := make(chan struct{})
 	go func() { streams.Wait(); close(drained) }()
 	select {
@@ -263,6 +302,32 @@ func exitCode(ps *os.ProcessState, err error) int {
 	return ps.ExitCode()
 }
 
+// kill ends call id's tree: SIGTERM to its process group and its marked processes, then after
+// grace SIGKILL. It needs no new process, so it works in a container out of pids.
+func (s *server) kill(id uint32, grace time.Duration) {
+	s.mu.Lock()
+	p := s.procs[id]
+	if p == nil || p.killing {
+		s.mu.Unlock()
+		return
+	}
+	p.killing = true
+	pid := p.cmd.Process.Pid
+	s.mu.Unlock()
+	signal := func(sig syscall.Signal) {
+		syscall.Kill(-pid, sig)
+		syscall.Kill(pid, sig)
+		if p.tree != "" {
+			killMarked(map[string]bool{p.tree: true}, sig)
+		}
+	}
+	signal(syscall.SIGTERM)
+	go func() {
+		time.Sleep(grace)
+		signal(syscall.SIGKILL)
+	}()
+}
+
 // abandon kills every running process: its process group and every process that carries its
 // tree's marker.
 func (s *server) abandon() {
@@ -279,13 +344,13 @@ func (s *server) abandon() {
 	}
 	s.mu.Unlock()
 	if len(trees) > 0 {
-		killMarked(trees)
+		killMarked(trees, syscall.SIGKILL)
 	}
 }
 
-// killMarked sends SIGKILL to every process (and its group) whose environment carries
+// killMarked sends sig to every process (and its group) whose environment carries
 // SANDBOXER_EXEC_ID=T or SANDBOXER_WRAPPER=T for a tree T.
-func killMarked(trees map[string]bool) {
+func killMarked(trees map[string]bool, sig syscall.Signal) {
 	d, err := os.ReadDir("/proc")
 	if err != nil {
 		return
@@ -303,8 +368,8 @@ func killMarked(trees map[string]bool) {
 		for _, kv := range bytes.Split(env, []byte{0}) {
 			k, v, ok := bytes.Cut(kv, []byte{'='})
 			if ok && (string(k) == "SANDBOXER_EXEC_ID" || string(k) == "SANDBOXER_WRAPPER") && trees[string(v)] {
-				syscall.Kill(-pid, syscall.SIGKILL)
-				syscall.Kill(pid, syscall.SIGKILL)
+				syscall.Kill(-pid, sig)
+				syscall.Kill(pid, sig)
 				break
 			}
 		}
