@@ -8,9 +8,11 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"runtime"
 	"sync"
 	"syscall"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -147,10 +149,25 @@ func timespec(ts unix.Timespec) time.Time { return time.Unix(ts.Sec, ts.Nsec) }
 // past it a worker walks a subdirectory itself, depth first.
 const treeQueueMax = 64
 
+// treeBatch is the number of files a ReadTree worker opens, reads and closes together through
+// its io_uring (whose ring holds the reads and closes of a whole batch). treeReadMax bounds the
+// files read that way, and so the batch's buffers: a larger file is read with read(2), whose call
+// is small beside copying and hashing the file. A worker sets up its ring (~100 µs) at its first
+// batch of treeRingMin files or more; smaller batches before that are read with plain calls, so
+// that a small tree does not pay for a ring.
+const (
+	treeBatch       = 32
+	treeRingEntries = 2 * treeBatch
+	treeReadMax     = 128 << 10
+	treeRingMin     = 8
+)
+
 // ReadTree implements adapter.TreeReader: workers walk directories in parallel with directory
-// file descriptors (getdents, openat with O_NOFOLLOW, fstat on the open file), so each file costs
-// one open, one fstat, its reads and one close, and the walk can neither leave the workspace nor
-// be redirected mid-way.
+// file descriptors (getdents, openat with O_NOFOLLOW, fstat on the open file), so the walk can
+// neither leave the workspace nor be redirected mid-way. Each worker opens, reads and closes the
+// files of a directory in batches through an io_uring (two io_uring_enter calls per batch, and
+// an fstat per file), or, where io_uring is unusable, with one openat, fstat, read and close per
+// file.
 func (s *Sandbox) ReadTree(ctx context.Context, dir string, workers int, want func(string) bool, fn func(adapter.FileInfo, []byte) error) error {
 	f, prefix, err := s.openWalk(dir)
 	if err != nil {
@@ -163,7 +180,9 @@ func (s *Sandbox) ReadTree(ctx context.Context, dir string, workers int, want fu
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			t.work()
+			w := &treeWorker{t: t}
+			defer w.close()
+			w.work()
 		}()
 	}
 	wg.Wait()
@@ -204,8 +223,48 @@ type tree struct {
 	err    error
 }
 
-func (t *tree) work() {
-	var buf, dbuf []byte
+// treeWorker is one ReadTree worker and what it reuses from file to file.
+type treeWorker struct {
+	t      *tree
+	buf    []byte     // file buffer of the plain path and of files over treeReadMax
+	dbuf   []byte     // getdents buffer of the directory taken from the queue
+	ring   *ring      // set up at the first batch of treeRingMin files
+	noRing bool       // io_uring is unusable: plain system calls
+	batch  []treeFile // regular files waiting for the ring
+	found  []treeDir  // directories a batch found (files replaced by directories since getdents)
+}
+
+// treeFile is one regular file of a batch; name and buf keep their capacity for the next batch.
+type treeFile struct {
+	dfd  int    // its directory, open until the batch is done
+	name []byte // NUL-terminated
+	rel  string
+	fd   int32 // open result: a descriptor, or -errno
+	st   unix.Stat_t
+	how  uint8
+	res  int32 // read result: bytes, or -errno
+	buf  []byte
+}
+
+// testHookBatchStat, set by tests, runs after a batch's fstat of each file.
+var testHookBatchStat func(path string)
+
+// What a batch does with an open file after its fstat.
+const (
+	howNone  = iota // not open (or no longer the batch's)
+	howRing         // read and closed through the ring
+	howClose        // closed through the ring
+	howPlain        // read with read(2) and closed, after the ring
+)
+
+func (w *treeWorker) close() {
+	if w.ring != nil {
+		w.ring.close()
+	}
+}
+
+func (w *treeWorker) work() {
+	t := w.t
 	for {
 		t.mu.Lock()
 		for len(t.dirs) == 0 && t.active > 0 && t.err == nil {
@@ -220,8 +279,10 @@ func (t *tree) work() {
 		t.dirs = t.dirs[:len(t.dirs)-1]
 		t.active++
 		t.mu.Unlock()
-		var err error
-		buf, dbuf, err = t.walk(d, buf, dbuf)
+		if w.dbuf == nil {
+			w.dbuf = make([]byte, 32<<10)
+		}
+		err := w.walk(d, w.dbuf)
 		t.mu.Lock()
 		t.active--
 		if err != nil && t.err == nil {
@@ -250,26 +311,32 @@ func (t *tree) push(d treeDir) (queued, failed bool) {
 }
 
 // walk reads the files of the open directory d (closed on return) and queues or walks its
-// subdirectories. buf is the file buffer and dbuf the getdents buffer, returned for reuse.
-func (t *tree) walk(d treeDir, buf, dbuf []byte) ([]byte, []byte, error) {
+// subdirectories, reading its entries with dbuf. The files it batched are done when it returns.
+func (w *treeWorker) walk(d treeDir, dbuf []byte) error {
 	defer d.f.Close()
-	if err := t.ctx.Err(); err != nil {
-		return buf, dbuf, err
+	err := w.walkDir(d, dbuf)
+	if err != nil {
+		w.batch = w.batch[:0] // nothing of the batch is open yet
+		return err
+	}
+	return w.flush()
+}
+
+func (w *treeWorker) walkDir(d treeDir, dbuf []byte) error {
+	if err := w.t.ctx.Err(); err != nil {
+		return err
 	}
 	fd := int(d.f.Fd())
-	if dbuf == nil {
-		dbuf = make([]byte, 32<<10)
-	}
 	for {
 		n, err := unix.Getdents(fd, dbuf)
 		if err == unix.EINTR {
 			continue
 		}
 		if err != nil {
-			return buf, dbuf, &fs.PathError{Op: "getdents", Path: d.prefix, Err: err}
+			return &fs.PathError{Op: "getdents", Path: d.prefix, Err: err}
 		}
 		if n <= 0 {
-			return buf, dbuf, nil
+			return nil
 		}
 		for rec := dbuf[:n]; len(rec) > 0; {
 			// struct linux_dirent64: d_ino u64, d_off s64, d_reclen u16, d_type u8, d_name.
@@ -283,26 +350,27 @@ func (t *tree) walk(d treeDir, buf, dbuf []byte) ([]byte, []byte, error) {
 			if len(name) == 0 || string(name) == "." || string(name) == ".." {
 				continue
 			}
-			if buf, err = t.entry(d, fd, string(name), typ, buf); err != nil {
-				return buf, dbuf, err
+			if err := w.entry(d, fd, name, typ); err != nil {
+				return err
 			}
 		}
 	}
 }
 
-// entry handles one directory entry of the directory open as fd.
-func (t *tree) entry(d treeDir, fd int, name string, typ byte, buf []byte) ([]byte, error) {
-	rel := name
+// entry handles one directory entry of the directory open as fd; name is valid only during the
+// call.
+func (w *treeWorker) entry(d treeDir, fd int, name []byte, typ byte) error {
+	rel := string(name)
 	if d.prefix != "" {
-		rel = d.prefix + "/" + name
+		rel = d.prefix + "/" + rel
 	}
 	if typ == unix.DT_UNKNOWN { // the file system does not say: ask
 		var st unix.Stat_t
-		if err := unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		if err := unix.Fstatat(fd, string(name), &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 			if errors.Is(err, unix.ENOENT) {
-				return buf, nil
+				return nil
 			}
-			return buf, &fs.PathError{Op: "fstatat", Path: rel, Err: err}
+			return &fs.PathError{Op: "fstatat", Path: rel, Err: err}
 		}
 		switch st.Mode & unix.S_IFMT {
 		case unix.S_IFREG:
@@ -310,68 +378,285 @@ func (t *tree) entry(d treeDir, fd int, name string, typ byte, buf []byte) ([]by
 		case unix.S_IFDIR:
 			typ = unix.DT_DIR
 		default:
-			return buf, nil
+			return nil
 		}
 	}
 	switch typ {
 	case unix.DT_DIR:
-		cfd, err := unix.Openat(fd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		cfd, err := unix.Openat(fd, string(name), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 		if err != nil {
 			if errors.Is(err, unix.ENOENT) {
-				return buf, nil
+				return nil
 			}
-			return buf, &fs.PathError{Op: "openat", Path: rel, Err: err}
+			return &fs.PathError{Op: "openat", Path: rel, Err: err}
 		}
-		return t.dir(treeDir{os.NewFile(uintptr(cfd), rel), rel}, buf)
+		return w.dir(treeDir{os.NewFile(uintptr(cfd), rel), rel})
 	case unix.DT_REG:
 	default:
-		return buf, nil // symlinks, devices, sockets, fifos: not listed
+		return nil // symlinks, devices, sockets, fifos: not listed
 	}
-	if t.want != nil && !t.want(rel) {
-		return buf, nil
+	if w.t.want != nil && !w.t.want(rel) {
+		return nil
 	}
-	ffd, err := unix.Openat(fd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if w.noRing {
+		sub, isDir, err := w.readPlain(fd, string(name), rel)
+		if err != nil || !isDir {
+			return err
+		}
+		return w.dir(sub)
+	}
+	n := len(w.batch)
+	if n < cap(w.batch) {
+		w.batch = w.batch[:n+1]
+	} else {
+		w.batch = append(w.batch, treeFile{})
+	}
+	f := &w.batch[n]
+	f.dfd, f.rel = fd, rel
+	f.name = append(append(f.name[:0], name...), 0)
+	if n+1 == treeBatch {
+		return w.flush()
+	}
+	return nil
+}
+
+// readPlain reads the regular file name of the directory open as dfd with plain system calls and
+// passes it to fn. A file replaced by a directory since getdents is returned as one, to walk.
+func (w *treeWorker) readPlain(dfd int, name, rel string) (sub treeDir, isDir bool, err error) {
+	ffd, err := unix.Openat(dfd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 	if err != nil {
 		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ELOOP) { // gone, or now a symlink
-			return buf, nil
+			return treeDir{}, false, nil
 		}
-		return buf, &fs.PathError{Op: "openat", Path: rel, Err: err}
+		return treeDir{}, false, &fs.PathError{Op: "openat", Path: rel, Err: err}
 	}
 	var st unix.Stat_t
 	if err := unix.Fstat(ffd, &st); err != nil {
 		unix.Close(ffd)
-		return buf, &fs.PathError{Op: "fstat", Path: rel, Err: err}
+		return treeDir{}, false, &fs.PathError{Op: "fstat", Path: rel, Err: err}
 	}
 	switch st.Mode & unix.S_IFMT {
 	case unix.S_IFREG:
 	case unix.S_IFDIR: // replaced by a directory since getdents: walk it, so nothing is missed
-		return t.dir(treeDir{os.NewFile(uintptr(ffd), rel), rel}, buf)
+		return treeDir{os.NewFile(uintptr(ffd), rel), rel}, true, nil
 	default:
 		unix.Close(ffd)
-		return buf, nil
+		return treeDir{}, false, nil
 	}
-	data, buf, err := readFD(ffd, rel, &st, buf)
+	data, buf, err := readFD(ffd, rel, &st, w.buf)
+	w.buf = buf
 	unix.Close(ffd)
 	if err != nil {
-		return buf, err
+		return treeDir{}, false, err
 	}
+	return treeDir{}, false, w.emit(rel, &st, data)
+}
+
+func (w *treeWorker) emit(rel string, st *unix.Stat_t, data []byte) error {
 	info := adapter.FileInfo{Path: rel, Size: st.Size, Mode: fs.FileMode(st.Mode & 0o777), ModTime: timespec(st.Mtim), Inode: st.Ino}
-	if err := t.fn(info, data); err != nil {
-		return buf, fnError{err}
+	if err := w.t.fn(info, data); err != nil {
+		return fnError{err}
 	}
-	return buf, nil
+	return nil
+}
+
+// flush reads the batched files, then walks the directories the batch found.
+func (w *treeWorker) flush() error {
+	if len(w.batch) == 0 {
+		return nil
+	}
+	b := w.batch
+	w.batch = w.batch[:0]
+	if w.ring == nil && !w.noRing && len(b) >= treeRingMin {
+		w.ring = newRing(treeRingEntries)
+		w.noRing = w.ring == nil
+	}
+	var err error
+	if w.ring != nil {
+		err = w.readBatch(b)
+	} else {
+		err = w.readEach(b)
+	}
+	found := w.found
+	w.found = nil
+	for _, d := range found {
+		if err == nil {
+			err = w.dir(d)
+		} else {
+			d.f.Close()
+		}
+	}
+	return err
+}
+
+// readEach reads the files of b one by one with plain calls.
+func (w *treeWorker) readEach(b []treeFile) error {
+	for i := range b {
+		f := &b[i]
+		sub, isDir, err := w.readPlain(f.dfd, string(f.name[:len(f.name)-1]), f.rel)
+		if isDir {
+			w.found = append(w.found, sub)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// readBatch opens the files of b through the ring (one round trip), fstats each, reads and
+// closes them through the ring (a second round trip), and passes each to fn. Every descriptor
+// it opened is closed when it returns, except directories, which go to w.found.
+func (w *treeWorker) readBatch(b []treeFile) error {
+	r := w.ring
+	defer runtime.KeepAlive(b) // the SQEs point into it
+	for i := range b {
+		f := &b[i]
+		f.fd, f.how = -1, howNone
+		e := r.sqe()
+		e.opcode = uringOpOpenat
+		e.fd = int32(f.dfd)
+		e.addr = uint64(uintptr(unsafe.Pointer(&f.name[0])))
+		e.opFlags = unix.O_RDONLY | unix.O_NOFOLLOW | unix.O_NONBLOCK | unix.O_CLOEXEC
+		e.userData = uint64(i)
+	}
+	if err := r.run(len(b), func(i uint64, res int32) { b[i].fd = res }); err != nil {
+		for i := range b {
+			if b[i].fd >= 0 {
+				unix.Close(int(b[i].fd))
+			}
+		}
+		return &fs.PathError{Op: "io_uring_enter", Path: b[0].rel, Err: err}
+	}
+
+	// fstat each open file, which decides what becomes of it. After an error, files are only
+	// closed.
+	var err error
+	for i := range b {
+		f := &b[i]
+		if f.fd < 0 {
+			switch e := syscall.Errno(-f.fd); e {
+			case unix.ENOENT, unix.ELOOP: // gone, or now a symlink
+			default:
+				if err == nil {
+					err = &fs.PathError{Op: "openat", Path: f.rel, Err: e}
+				}
+			}
+			continue
+		}
+		f.how = howClose
+		if err != nil {
+			continue
+		}
+		if e := unix.Fstat(int(f.fd), &f.st); e != nil {
+			err = &fs.PathError{Op: "fstat", Path: f.rel, Err: e}
+			continue
+		}
+		if testHookBatchStat != nil {
+			testHookBatchStat(f.rel)
+		}
+		switch f.st.Mode & unix.S_IFMT {
+		case unix.S_IFREG:
+			f.how = howRing
+			if f.st.Size >= treeReadMax {
+				f.how = howPlain
+			}
+		case unix.S_IFDIR: // replaced by a directory since getdents: walk it, so nothing is missed
+			w.found = append(w.found, treeDir{os.NewFile(uintptr(f.fd), f.rel), f.rel})
+			f.how = howNone
+		}
+	}
+
+	// Read and close through the ring: the close is hard-linked to the read, so it runs whatever
+	// the read did.
+	want := 0
+	for i := range b {
+		f := &b[i]
+		if f.how == howRing && err == nil {
+			if need := max(int(f.st.Size), 1); cap(f.buf) < need {
+				f.buf = make([]byte, max(need, min(2*cap(f.buf), treeReadMax), 4<<10))
+			}
+			e := r.sqe()
+			e.opcode = uringOpRead
+			e.flags = uringSQEHardlink
+			e.fd = f.fd
+			e.addr = uint64(uintptr(unsafe.Pointer(&f.buf[0])))
+			// Exactly the size fstat gave, as readFD stops there: asking for more would make
+			// io_uring take the end of file for a short read and read again to confirm it. An
+			// empty file is asked for one byte, to see that it is.
+			e.len = uint32(max(f.st.Size, 1))
+			e.userData = uint64(i) << 1
+			f.res = -int32(unix.EAGAIN)
+			want++
+		} else if f.how == howRing || f.how == howClose {
+			f.how = howClose
+		} else {
+			continue
+		}
+		e := r.sqe()
+		e.opcode = uringOpClose
+		e.fd = f.fd
+		e.userData = uint64(i)<<1 | 1
+		want++
+	}
+	if want > 0 {
+		rerr := r.run(want, func(ud uint64, res int32) {
+			if ud&1 == 0 {
+				b[ud>>1].res = res
+			}
+		})
+		if rerr != nil && err == nil {
+			err = &fs.PathError{Op: "io_uring_enter", Path: b[0].rel, Err: rerr}
+		}
+	}
+
+	// Hand the contents over.
+	for i := range b {
+		f := &b[i]
+		switch f.how {
+		case howRing:
+			if err != nil {
+				continue
+			}
+			switch res := f.res; {
+			case int64(res) == f.st.Size:
+				// What fstat said. A file that grew meanwhile is read as it was at fstat, as
+				// readFD does when its read stops there; its mtime tells FileSync later.
+				err = w.emit(f.rel, &f.st, f.buf[:res])
+			case res < 0 && res != -int32(unix.EAGAIN) && res != -int32(unix.EINTR):
+				err = mapErr("read", f.rel, syscall.Errno(-res))
+			default:
+				// Shorter than fstat said (or an empty file is not): read the file again with
+				// plain calls, to its end.
+				sub, isDir, rerr := w.readPlain(f.dfd, string(f.name[:len(f.name)-1]), f.rel)
+				if isDir {
+					w.found = append(w.found, sub)
+				}
+				err = rerr
+			}
+		case howPlain:
+			if err == nil {
+				var data []byte
+				data, w.buf, err = readFD(int(f.fd), f.rel, &f.st, w.buf)
+				if err == nil {
+					err = w.emit(f.rel, &f.st, data)
+				}
+			}
+			unix.Close(int(f.fd))
+		}
+	}
+	return err
 }
 
 // dir queues the open subdirectory d, or walks it here when the queue is full.
-func (t *tree) dir(d treeDir, buf []byte) ([]byte, error) {
-	queued, failed := t.push(d)
+func (w *treeWorker) dir(d treeDir) error {
+	queued, failed := w.t.push(d)
 	if queued {
-		return buf, nil
+		return nil
 	}
 	if failed {
 		d.f.Close()
-		return buf, nil // the first error is already recorded
+		return nil // the first error is already recorded
 	}
-	buf, _, err := t.walk(d, buf, nil)
-	return buf, err
+	return w.walk(d, make([]byte, 32<<10))
 }
