@@ -58,6 +58,17 @@ func BenchmarkJournal(b *testing.B) {
 		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "rows/s")
 	})
 
+	b.Run("Reserve", func(b *testing.B) {
+		j := open(b, journal.Options{})
+		b.ResetTimer()
+		for range b.N {
+			if _, err := j.Reserve(ctx, pos); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "calls/s")
+	})
+
 	b.Run("Reserve+Record", func(b *testing.B) {
 		// What one tool call costs the journal: a seq reservation and a row.
 		j := open(b, journal.Options{})

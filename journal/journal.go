@@ -148,8 +148,8 @@ func Open(ctx context.Context, path string, opts Options) (*Journal, error) {
 		busy = DefaultBusyTimeout
 	}
 	// A file: URI, escaped, so that a '?' or '#' in the path is part of the name. _txlock=immediate
-	// makes every transaction take the write lock at BEGIN: two processes reserving a seq for the
-	// same position serialise instead of failing with SQLITE_BUSY_SNAPSHOT.
+	// makes every explicit transaction (the schema, RecordBatch) take the write lock at BEGIN, so
+	// that writers serialise instead of failing with SQLITE_BUSY_SNAPSHOT.
 	dsn := "file:" + (&url.URL{Path: abs}).EscapedPath() + "?" + url.Values{
 		"_busy_timeout": {fmt.Sprint(busy.Milliseconds())},
 		"_journal_mode": {"WAL"},
@@ -203,7 +203,7 @@ func (j *Journal) init(ctx context.Context) error {
 	prep(&j.insert, `INSERT INTO tool_calls (run_id, node_id, iteration, attempt, seq, tool_name,
 		input_json, output_json, started_at_ms, finished_at_ms, status, error_json, idempotency_key,
 		side_effect, idempotent) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
-	// Run inside BEGIN IMMEDIATE (see Reserve): the counter is read and bumped under the write
+	// One statement, run on its own (see Reserve): the counter is read and bumped under the write
 	// lock. It also starts above the highest seq already recorded for the position, so a journal
 	// whose counter table was lost cannot hand out a used seq.
 	prep(&j.reserve, `INSERT INTO tool_call_seqs (run_id, node_id, iteration, attempt, last_seq)
@@ -235,16 +235,13 @@ func (j *Journal) Close() error {
 // processes sharing the file: no two callers ever get the same seq for the same position.
 // Errors: the database is unreachable or stayed locked past the busy timeout.
 func (j *Journal) Reserve(ctx context.Context, pos Position) (int, error) {
-	tx, err := j.db.BeginTx(ctx, nil) // BEGIN IMMEDIATE (see Open)
-	if err != nil {
-		return 0, fmt.Errorf("journal: reserve seq: %w", err)
-	}
-	defer tx.Rollback()
+	// The statement runs on its own, in autocommit mode, as its own write transaction: SQLite
+	// takes the write lock as the statement starts, before its subquery reads (and retries with
+	// a fresh snapshot under the busy timeout when another process wrote in between), so the read
+	// and the bump are atomic across processes, as inside BEGIN IMMEDIATE, without the BEGIN and
+	// COMMIT round trips and database/sql's goroutine per transaction.
 	var seq int
-	err = tx.StmtContext(ctx, j.reserve).QueryRowContext(ctx, pos.RunID, pos.NodeID, pos.Iteration, pos.Attempt).Scan(&seq)
-	if err == nil {
-		err = tx.Commit()
-	}
+	err := j.reserve.QueryRowContext(ctx, pos.RunID, pos.NodeID, pos.Iteration, pos.Attempt).Scan(&seq)
 	if err != nil {
 		return 0, fmt.Errorf("journal: reserve seq: %w", err)
 	}

@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -86,6 +88,63 @@ func TestReserveIsAtomicAcrossConnections(t *testing.T) {
 	}
 	assert.Len(t, seen, len(handles)*per)
 	for s := 1; s <= len(handles)*per; s++ {
+		assert.True(t, seen[s], "seq %d missing", s)
+	}
+}
+
+// reserveHelperEnv names the journal a child process of TestReserveIsAtomicAcrossProcesses
+// reserves in; the child prints its seqs, one per line.
+const reserveHelperEnv = "JOURNAL_TEST_RESERVE_IN"
+
+func TestReserveIsAtomicAcrossProcesses(t *testing.T) {
+	const per = 40
+	pos := journal.Position{RunID: "r", NodeID: "n", Attempt: 1}
+	if path := os.Getenv(reserveHelperEnv); path != "" {
+		// The child: reserve and record like a tool call would, so that the counter's subquery
+		// reads rows other processes are writing.
+		ctx := context.Background()
+		j, err := journal.Open(ctx, path, journal.Options{})
+		require.NoError(t, err)
+		defer j.Close()
+		for range per {
+			s, err := j.Reserve(ctx, pos)
+			require.NoError(t, err)
+			require.NoError(t, j.Record(ctx, entry(pos, s, "bash")))
+			fmt.Println(s)
+		}
+		return
+	}
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "shared.db")
+	j, err := journal.Open(context.Background(), path, journal.Options{}) // the schema, once
+	require.NoError(t, err)
+	require.NoError(t, j.Close())
+	const procs = 4
+	outs := make([][]byte, procs)
+	errs := make([]error, procs)
+	var wg sync.WaitGroup
+	for i := range procs {
+		wg.Go(func() {
+			cmd := exec.Command(os.Args[0], "-test.run=^TestReserveIsAtomicAcrossProcesses$", "-test.count=1")
+			cmd.Env = append(os.Environ(), reserveHelperEnv+"="+path)
+			outs[i], errs[i] = cmd.Output()
+		})
+	}
+	wg.Wait()
+	seen := map[int]bool{}
+	for i := range procs {
+		require.NoError(t, errs[i], "child %d: %s", i, outs[i])
+		for _, line := range strings.Fields(string(outs[i])) {
+			s, err := strconv.Atoi(line)
+			if err != nil {
+				continue // the test framework's own lines
+			}
+			assert.False(t, seen[s], "seq %d handed out twice", s)
+			seen[s] = true
+		}
+	}
+	assert.Len(t, seen, procs*per)
+	for s := 1; s <= procs*per; s++ {
 		assert.True(t, seen[s], "seq %d missing", s)
 	}
 }
