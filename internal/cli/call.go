@@ -114,17 +114,14 @@ func (r Reply) Text() string {
 }
 
 // resultReply turns a tool's result into its wire form: output is the result text; a Texter result
-// (bash) that encodes to a JSON object adds its members after "output".
-func resultReply(res *tools.Result) Reply {
+// (bash) that encodes to a JSON object adds its members after "output". value is the JSON of
+// res.Value (nil if it has none).
+func resultReply(res *tools.Result, value json.RawMessage) Reply {
 	r := Reply{OK: true, Output: res.Output}
-	if _, ok := res.Value.(tools.Texter); !ok {
+	if _, ok := res.Value.(tools.Texter); !ok || value == nil {
 		return r
 	}
-	raw, err := json.Marshal(res.Value)
-	if err != nil {
-		return r
-	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec := json.NewDecoder(bytes.NewReader(value))
 	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
 		return r
 	}
@@ -201,19 +198,29 @@ func (c *caller) nextSeq(ctx context.Context) int {
 
 // call runs one tool call and returns its reply. input must be a JSON object (or empty).
 func (c *caller) call(ctx context.Context, t *tools.Tool, input json.RawMessage) Reply {
+	// The journal's part in a call is not cut short when the call is cancelled: the seq and the
+	// row are the record of it. SQLite's busy timeout bounds how long either waits for a lock.
+	// (A context without a Done channel also spares the SQLite driver a goroutine per statement.)
+	jctx := context.WithoutCancel(ctx)
 	tc := c.base
-	tc.Seq = c.nextSeq(ctx)
-	warning := c.resumeWarning(ctx)
+	tc.Seq = c.nextSeq(jctx)
+	warning := c.resumeWarning(jctx)
 
 	started := time.Now()
 	res, err := t.Call(ctx, input, &tc)
 	finished := time.Now()
 
 	var reply Reply
+	var value json.RawMessage // the result's JSON, for the reply and the journal row
 	if err != nil {
 		reply = errorReply(err)
 	} else {
-		reply = resultReply(res)
+		if _, texter := res.Value.(tools.Texter); texter || c.j != nil {
+			if v, merr := json.Marshal(res.Value); merr == nil {
+				value = v
+			}
+		}
+		reply = resultReply(res, value)
 	}
 	reply.Warning = warning
 
@@ -223,13 +230,13 @@ func (c *caller) call(ctx context.Context, t *tools.Tool, input json.RawMessage)
 		}
 	}
 	if c.j != nil {
-		c.record(ctx, t, input, &tc, res, reply, started, finished)
+		c.record(jctx, t, input, &tc, res, value, reply, started, finished)
 	}
 	return reply
 }
 
 func (c *caller) record(ctx context.Context, t *tools.Tool, input json.RawMessage, tc *tools.Context,
-	res *tools.Result, reply Reply, started, finished time.Time) {
+	res *tools.Result, value json.RawMessage, reply Reply, started, finished time.Time) {
 	meta := t.Metadata()
 	if len(bytes.TrimSpace(input)) == 0 {
 		input = json.RawMessage("{}")
@@ -242,8 +249,8 @@ func (c *caller) record(ctx context.Context, t *tools.Tool, input json.RawMessag
 	}
 	if reply.OK {
 		e.Status = journal.StatusSuccess
-		out, err := json.Marshal(res.Value)
-		if err != nil {
+		out := value
+		if out == nil {
 			out, _ = json.Marshal(res.Output)
 		}
 		e.OutputJSON = string(out)
@@ -252,10 +259,7 @@ func (c *caller) record(ctx context.Context, t *tools.Tool, input json.RawMessag
 		out, _ := json.Marshal(reply.Error)
 		e.ErrorJSON = string(out)
 	}
-	// The journal write must not be cut short by a cancelled call (the row is the record of it).
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-	defer cancel()
-	if err := c.j.Record(rctx, e); err != nil {
+	if err := c.j.Record(ctx, e); err != nil {
 		c.warnf("journal: %v (the call's result is unaffected)", err)
 	}
 }
