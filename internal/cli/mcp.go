@@ -48,7 +48,8 @@ after each write, edit and bash. Logs and warnings go to stderr.`,
 				defer stop()
 			}
 			srv := newMCPServer(cl)
-			t := &mcp.IOTransport{Reader: io.NopCloser(std.In), Writer: nopWriteCloser{std.Out}}
+			t, closeTransport := mcpTransport(std.In, std.Out)
+			defer closeTransport()
 			if err := srv.Run(ctx, t); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, io.EOF) {
 				return err
 			}

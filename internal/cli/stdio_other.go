@@ -1,0 +1,11 @@
+//go:build !unix
+
+package cli
+
+import (
+	"io"
+	"os"
+)
+
+// pollable is nil: the SDK's transport reads the input.
+func pollable(io.Reader) *os.File { return nil }
