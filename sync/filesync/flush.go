@@ -29,6 +29,11 @@ type hashed struct {
 	// again: the content differs but was not kept (over applyBudget during a one-pass walk);
 	// the file is read once more after the walk.
 	again bool
+	// walked: read by the one-pass walk, which also looked the path up while nothing writes
+	// the maps (the walk runs on several goroutines, what follows on one): its base (base,
+	// isKnown) and whether the stat cache holds it.
+	walked, isKnown, isCached bool
+	base                      known
 }
 
 // pending is one change a flush will send to the store.
@@ -62,29 +67,38 @@ func (s *Sync) flush(ctx context.Context) (Report, error) {
 	// Decide from the stat cache what needs reading.
 	var toHash []adapter.FileInfo
 	seenKnown, seenCached := 0, 0
-	n := 0
-	for _, f := range files {
-		if !s.filtered(f.Path) {
-			continue
+	if walked != nil { // read already, filtered and looked up by the walk
+		for _, r := range walked {
+			if r.isKnown {
+				seenKnown++
+			}
+			if r.isCached {
+				seenCached++
+			}
 		}
-		files[n] = f
-		n++
-		k, isKnown := s.known[f.Path]
-		if isKnown {
-			seenKnown++
-		}
-		c, isCached := s.cache[f.Path]
-		if isCached {
-			seenCached++
-		}
-		if s.opts.Mode == ModeDiff && statted && isCached && c.matches(f) && isKnown && k.Hash == c.Hash {
-			continue // unchanged since it was last hashed, and the store agreed then
-		}
-		if walked == nil {
+	} else {
+		n := 0
+		for _, f := range files {
+			if !s.filtered(f.Path) {
+				continue
+			}
+			files[n] = f
+			n++
+			k, isKnown := s.known[f.Path]
+			if isKnown {
+				seenKnown++
+			}
+			c, isCached := s.cache[f.Path]
+			if isCached {
+				seenCached++
+			}
+			if s.opts.Mode == ModeDiff && statted && isCached && c.matches(f) && isKnown && k.Hash == c.Hash {
+				continue // unchanged since it was last hashed, and the store agreed then
+			}
 			toHash = append(toHash, f)
 		}
+		files = files[:n]
 	}
-	files = files[:n]
 	rep.Listed = len(files)
 	var present map[string]struct{}
 	if seenKnown < len(s.known) || seenCached < len(s.cache) {
@@ -116,7 +130,10 @@ func (s *Sync) flush(ctx context.Context) (Report, error) {
 			delete(s.cache, r.f.Path)
 		}
 		s.dirty = true
-		k, ok := s.known[r.f.Path]
+		k, ok := r.base, r.isKnown // still current: a path is handled once, and applied after
+		if !r.walked {
+			k, ok = s.known[r.f.Path]
+		}
 		if ok && k.Hash == r.hash {
 			return
 		}
@@ -322,10 +339,15 @@ func (s *Sync) readTree(ctx context.Context, tr adapter.TreeReader) ([]adapter.F
 	if err := ctx.Err(); err != nil {
 		return nil, nil, err
 	}
+	// The workers claim result slots with an atomic counter rather than appending under a lock:
+	// a worker that finds the lock taken is parked, and on two cores it then waits for the
+	// other worker's time slice to end.
 	var (
-		mu      sync.Mutex // guards results and serialises Filter, which need not be concurrency-safe
-		results = make([]hashed, 0, len(s.known)+len(s.known)/8+16)
-		kept    atomic.Int64
+		mu    sync.Mutex // guards extra and serialises Filter, which need not be concurrency-safe
+		slots = make([]hashed, len(s.known)+len(s.known)/8+16)
+		used  atomic.Int64
+		extra []hashed // results past slots
+		kept  atomic.Int64
 	)
 	want := func(p string) bool {
 		if CheckPath("", p) != nil {
@@ -338,30 +360,35 @@ func (s *Sync) readTree(ctx context.Context, tr adapter.TreeReader) ([]adapter.F
 		defer mu.Unlock()
 		return s.opts.Filter(p)
 	}
-	// s.known is only read while the walk runs: nothing is applied before it returns.
+	// s.known and s.cache are only read while the walk runs: nothing is applied before it
+	// returns.
 	err := tr.ReadTree(ctx, "", s.opts.Workers, want, func(f adapter.FileInfo, data []byte) error {
-		r := hashed{f: f, hash: hashOf(data)}
-		if k, ok := s.known[f.Path]; !ok || k.Hash != r.hash {
+		k, isKnown := s.known[f.Path]
+		_, isCached := s.cache[f.Path]
+		r := hashed{f: f, hash: hashOf(data), walked: true, isKnown: isKnown, isCached: isCached, base: k}
+		if !isKnown || k.Hash != r.hash {
 			if kept.Add(int64(len(data))) <= int64(applyBudget) {
 				r.data = append(make([]byte, 0, len(data)), data...)
 			} else {
 				r.again = true
 			}
 		}
-		mu.Lock()
-		results = append(results, r)
-		mu.Unlock()
+		if i := used.Add(1) - 1; i < int64(len(slots)) {
+			slots[i] = r
+		} else {
+			mu.Lock()
+			extra = append(extra, r)
+			mu.Unlock()
+		}
 		return nil
 	})
 	if err != nil {
 		return nil, nil, err
 	}
+	results := append(slots[:min(used.Load(), int64(len(slots)))], extra...) // non-nil: the walk read the files
 	files := make([]adapter.FileInfo, len(results))
 	for i, r := range results {
 		files[i] = r.f
-	}
-	if results == nil {
-		results = []hashed{} // non-nil: the walk read the files
 	}
 	return files, results, nil
 }
