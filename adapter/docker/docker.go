@@ -309,7 +309,15 @@ func create(ctx context.Context, eng engine, cfg Config, pool string) (*Sandbox,
 		cc.AttachStdin, cc.AttachStdout, cc.AttachStderr = true, true, true
 		hc.LogConfig = container.LogConfig{Type: "none"}
 	}
-	res, err := eng.ContainerCreate(ctx, client.ContainerCreateOptions{Config: cc, HostConfig: hc, Name: namePrefix + id})
+	// The create itself is not cancelled: a request cut off midway may still create the container,
+	// unknown to us and never removed. A cancelled ctx removes what was created instead.
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+	res, err := eng.ContainerCreate(cctx, client.ContainerCreateOptions{Config: cc, HostConfig: hc, Name: namePrefix + id})
+	cancel()
+	if err == nil && ctx.Err() != nil {
+		eng.ContainerRemove(context.WithoutCancel(ctx), res.ID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
+		return nil, ctx.Err()
+	}
 	if err != nil {
 		if cerrdefs.IsNotFound(err) {
 			return nil, missingImage(cfg.image())

@@ -121,18 +121,28 @@ func TestKillFrameEndsTheTree(t *testing.T) {
 		script string
 		code   int
 	}{
-		"terminated":   {`exec sleep 30`, 143},
-		"ignores term": {`trap '' TERM; while :; do sleep 0.05; done`, 137},
+		"terminated":   {`echo ready; exec sleep 30`, 143},
+		"ignores term": {`trap '' TERM; echo ready; while :; do sleep 0.05; done`, 137},
 	} {
-		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		// The call is cancelled once the script says it is ready (its trap is set).
+		ctx, cancel := context.WithCancel(context.Background())
 		start := time.Now()
 		e, err := c.Run(ctx, agent.Spec{
 			Start:     agent.Start{Args: []string{"/bin/sh", "-c", tc.script}, Wrap: &agent.Wrap{Root: root, Dir: ".", ID: "k" + name, Nonce: "n"}},
+			Stdout:    cancelOnWrite(cancel),
 			KillGrace: 200 * time.Millisecond,
 		}, nil, 5*time.Second)
 		cancel()
-		require.ErrorIs(t, err, context.DeadlineExceeded, name)
+		require.ErrorIs(t, err, context.Canceled, name)
 		assert.Equal(t, tc.code, e.Code, name)
 		assert.Less(t, time.Since(start), 3*time.Second, name)
 	}
+}
+
+// cancelOnWrite calls cancel at the first write.
+type cancelOnWrite context.CancelFunc
+
+func (c cancelOnWrite) Write(p []byte) (int, error) {
+	c()
+	return len(p), nil
 }
