@@ -246,8 +246,9 @@ type treeFile struct {
 	buf  []byte
 }
 
-// testHookBatchStat, set by tests, runs after a batch's fstat of each file.
-var testHookBatchStat func(path string)
+// testHookBatch, set by tests, runs for each file of a batch before its open ("open") and after
+// its fstat ("stat").
+var testHookBatch func(stage, path string)
 
 // What a batch does with an open file after its fstat.
 const (
@@ -255,6 +256,7 @@ const (
 	howRing         // read and closed through the ring
 	howClose        // closed through the ring
 	howPlain        // read with read(2) and closed, after the ring
+	howRetry        // not opened through the ring: read with plain calls, after the ring
 )
 
 func (w *treeWorker) close() {
@@ -492,12 +494,7 @@ func (w *treeWorker) flush() error {
 // readEach reads the files of b one by one with plain calls.
 func (w *treeWorker) readEach(b []treeFile) error {
 	for i := range b {
-		f := &b[i]
-		sub, isDir, err := w.readPlain(f.dfd, string(f.name[:len(f.name)-1]), f.rel)
-		if isDir {
-			w.found = append(w.found, sub)
-		}
-		if err != nil {
+		if err := w.retry(&b[i]); err != nil {
 			return err
 		}
 	}
@@ -513,6 +510,9 @@ func (w *treeWorker) readBatch(b []treeFile) error {
 	for i := range b {
 		f := &b[i]
 		f.fd, f.how = -1, howNone
+		if testHookBatch != nil {
+			testHookBatch("open", f.rel)
+		}
 		e := r.sqe()
 		e.opcode = uringOpOpenat
 		e.fd = int32(f.dfd)
@@ -535,13 +535,9 @@ func (w *treeWorker) readBatch(b []treeFile) error {
 	for i := range b {
 		f := &b[i]
 		if f.fd < 0 {
-			switch e := syscall.Errno(-f.fd); e {
-			case unix.ENOENT, unix.ELOOP: // gone, or now a symlink
-			default:
-				if err == nil {
-					err = &fs.PathError{Op: "openat", Path: f.rel, Err: e}
-				}
-			}
+			// Gone, now a symlink, or a failure: the plain path decides which, as it does
+			// without a ring.
+			f.how = howRetry
 			continue
 		}
 		f.how = howClose
@@ -552,8 +548,8 @@ func (w *treeWorker) readBatch(b []treeFile) error {
 			err = &fs.PathError{Op: "fstat", Path: f.rel, Err: e}
 			continue
 		}
-		if testHookBatchStat != nil {
-			testHookBatchStat(f.rel)
+		if testHookBatch != nil {
+			testHookBatch("stat", f.rel)
 		}
 		switch f.st.Mode & unix.S_IFMT {
 		case unix.S_IFREG:
@@ -618,21 +614,19 @@ func (w *treeWorker) readBatch(b []treeFile) error {
 			if err != nil {
 				continue
 			}
-			switch res := f.res; {
-			case int64(res) == f.st.Size:
+			if int64(f.res) == f.st.Size {
 				// What fstat said. A file that grew meanwhile is read as it was at fstat, as
 				// readFD does when its read stops there; its mtime tells FileSync later.
-				err = w.emit(f.rel, &f.st, f.buf[:res])
-			case res < 0 && res != -int32(unix.EAGAIN) && res != -int32(unix.EINTR):
-				err = mapErr("read", f.rel, syscall.Errno(-res))
-			default:
-				// Shorter than fstat said (or an empty file is not): read the file again with
-				// plain calls, to its end.
-				sub, isDir, rerr := w.readPlain(f.dfd, string(f.name[:len(f.name)-1]), f.rel)
-				if isDir {
-					w.found = append(w.found, sub)
-				}
-				err = rerr
+				err = w.emit(f.rel, &f.st, f.buf[:f.res])
+				continue
+			}
+			// Shorter than fstat said, an empty file that is not, or a failed read: read the
+			// file again with plain calls, to its end, which also reports a failure as the
+			// plain path does.
+			err = w.retry(f)
+		case howRetry:
+			if err == nil {
+				err = w.retry(f)
 			}
 		case howPlain:
 			if err == nil {
@@ -644,6 +638,15 @@ func (w *treeWorker) readBatch(b []treeFile) error {
 			}
 			unix.Close(int(f.fd))
 		}
+	}
+	return err
+}
+
+// retry reads a file of a batch again with plain calls.
+func (w *treeWorker) retry(f *treeFile) error {
+	sub, isDir, err := w.readPlain(f.dfd, string(f.name[:len(f.name)-1]), f.rel)
+	if isDir {
+		w.found = append(w.found, sub)
 	}
 	return err
 }

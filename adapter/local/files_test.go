@@ -62,6 +62,20 @@ func treeFixture(t *testing.T) (*Sandbox, map[string][]byte) {
 	return sb, files
 }
 
+// replace atomically replaces full with what make creates at a temporary path beside it.
+func replace(full string, make func(tmp string) error) error {
+	tmp := full + ".new"
+	if err := make(tmp); err != nil {
+		return err
+	}
+	if fi, err := os.Lstat(tmp); err == nil && fi.IsDir() {
+		if err := os.Remove(full); err != nil { // rename cannot put a directory over a file
+			return err
+		}
+	}
+	return os.Rename(tmp, full)
+}
+
 func readTree(t *testing.T, sb *Sandbox, workers int) map[string][]byte {
 	var mu sync.Mutex
 	got := map[string][]byte{}
@@ -145,10 +159,12 @@ func TestReadTree(t *testing.T) {
 	}
 }
 
-// TestReadTreeChangedSinceStat covers files whose size changes between a batch's fstat and its
-// read (in many/, whose batches are large enough for the ring): one that shrank is read again, to its end, with its new stat; one that grew is read as
-// far as fstat said, with that stat (its mtime tells FileSync to hash it again next time).
-func TestReadTreeChangedSinceStat(t *testing.T) {
+// TestReadTreeChangedDuringBatch covers files that change while a batch handles them (in many/,
+// whose batches are large enough for the ring). Replaced before the ring's open: by nothing, a
+// symlink or a FIFO, they are not read; by a directory, it is walked. Resized after the fstat: one
+// that shrank is read again, to its end, with its new stat; one that grew is read as far as fstat
+// said, with that stat (its mtime tells FileSync to hash it again next time).
+func TestReadTreeChangedDuringBatch(t *testing.T) {
 	if r := newRing(treeRingEntries); r == nil {
 		t.Skip("io_uring is unusable here: no batches")
 	} else {
@@ -161,15 +177,38 @@ func TestReadTreeChangedSinceStat(t *testing.T) {
 	shrunk := files["many/f2"][:len(files["many/f2"])/2]
 	filled := []byte("no longer empty")
 	changed := map[string][]byte{"many/f1": grown, "many/f2": shrunk, "many/f3": big, "many/empty": filled}
+	// Replaced between getdents and the ring's open: by nothing, a symlink, a FIFO, a directory.
+	outside := t.TempDir()
+	replaced := map[string]func(full string) error{
+		"many/f5": os.Remove,
+		"many/f6": func(full string) error {
+			return replace(full, func(tmp string) error { return os.Symlink(outside, tmp) })
+		},
+		"many/f7": func(full string) error {
+			return replace(full, func(tmp string) error { return syscall.Mkfifo(tmp, 0o644) })
+		},
+		"many/f8": func(full string) error {
+			return replace(full, func(tmp string) error {
+				if err := os.Mkdir(tmp, 0o755); err != nil {
+					return err
+				}
+				return os.WriteFile(filepath.Join(tmp, "inner"), []byte("inner"), 0o644)
+			})
+		},
+	}
 	var once sync.Map
-	testHookBatchStat = func(p string) {
-		data, ok := changed[p]
-		if _, done := once.LoadOrStore(p, true); !ok || done {
+	testHookBatch = func(stage, p string) {
+		if _, done := once.LoadOrStore(stage+p, true); done {
 			return
 		}
-		require.NoError(t, os.WriteFile(filepath.Join(root, p), data, 0o644))
+		if fn, ok := replaced[p]; ok && stage == "open" {
+			require.NoError(t, fn(filepath.Join(root, p)))
+		}
+		if data, ok := changed[p]; ok && stage == "stat" {
+			require.NoError(t, os.WriteFile(filepath.Join(root, p), data, 0o644))
+		}
 	}
-	t.Cleanup(func() { testHookBatchStat = nil })
+	t.Cleanup(func() { testHookBatch = nil })
 	var mu sync.Mutex
 	got := map[string][]byte{}
 	sizes := map[string]int64{}
@@ -180,7 +219,14 @@ func TestReadTreeChangedSinceStat(t *testing.T) {
 		sizes[fi.Path] = fi.Size
 		return nil
 	}))
-	assert.Equal(t, len(files)+1, len(got), "every file, many/skipped too (no want here)")
+	// Every file, many/skipped too (no want here), but not those replaced by nothing, a symlink
+	// or a FIFO; the one replaced by a directory is walked.
+	assert.Equal(t, len(files)+1-3, len(got))
+	for _, p := range []string{"many/f5", "many/f6", "many/f7", "many/f8"} {
+		_, ok := got[p]
+		assert.False(t, ok, p)
+	}
+	assert.Equal(t, []byte("inner"), got["many/f8/inner"])
 	want := map[string][]byte{
 		"many/f1":    files["many/f1"],
 		"many/f2":    shrunk,
