@@ -365,8 +365,9 @@ func (s *Sync) readTree(ctx context.Context, tr adapter.TreeReader) ([]adapter.F
 	err := tr.ReadTree(ctx, "", s.opts.Workers, want, func(f adapter.FileInfo, data []byte) error {
 		k, isKnown := s.known[f.Path]
 		_, isCached := s.cache[f.Path]
-		r := hashed{f: f, hash: hashOf(data), walked: true, isKnown: isKnown, isCached: isCached, base: k}
-		if !isKnown || k.Hash != r.hash {
+		hash, same := hashAgainst(data, k.Hash)
+		r := hashed{f: f, hash: hash, walked: true, isKnown: isKnown, isCached: isCached, base: k}
+		if !isKnown || !same {
 			if kept.Add(int64(len(data))) <= int64(applyBudget) {
 				r.data = append(make([]byte, 0, len(data)), data...)
 			} else {
@@ -528,6 +529,18 @@ func (s *Sync) readOne(ctx context.Context, f adapter.FileInfo, keep func(p, h s
 func hashOf(data []byte) string {
 	sum := sha256.Sum256(data)
 	return hex.EncodeToString(sum[:])
+}
+
+// hashAgainst is hashOf that returns base itself when the hash equals it, so that a file that did
+// not change costs no new string.
+func hashAgainst(data []byte, base string) (hash string, same bool) {
+	sum := sha256.Sum256(data)
+	var hx [2 * sha256.Size]byte
+	hex.Encode(hx[:], sum[:])
+	if string(hx[:]) == base {
+		return base, true
+	}
+	return string(hx[:]), false
 }
 
 // listAll lists the workspace's regular files. statted says whether the list carries stat data
