@@ -519,52 +519,8 @@ func executable(p string) error {
 	return nil
 }
 
-// stream reads one pipe into its capped buffer (and the live copy, if any) until end of file.
-// When the read deadline is set because a descendant still holds the pipe, it takes what is
-// already buffered in the pipe without waiting, and stops.
-func stream(r *os.File, buf *adapter.CappedBuffer, live io.Writer, done chan<- struct{}) {
-	defer close(done)
-	var w io.Writer = buf
-	if live != nil {
-		w = io.MultiWriter(buf, live)
-	}
-	bp := readBufs.Get().(*[]byte)
-	defer readBufs.Put(bp)
-	b := *bp
-	for {
-		n, err := r.Read(b)
-		if n > 0 {
-			_, _ = w.Write(b[:n])
-		}
-		if errors.Is(err, os.ErrDeadlineExceeded) {
-			drain(r, b, w)
-		}
-		if err != nil {
-			return
-		}
-	}
-}
-
 // readBufs recycles the pipe read buffers: two per command would otherwise be garbage.
 var readBufs = sync.Pool{New: func() any { b := make([]byte, 32*1024); return &b }}
-
-// drain copies what is buffered in the pipe now, without waiting for more.
-func drain(r *os.File, b []byte, w io.Writer) {
-	_ = r.SetReadDeadline(time.Time{})
-	rc, err := r.SyscallConn()
-	if err != nil {
-		return
-	}
-	_ = rc.Read(func(fd uintptr) bool {
-		for {
-			n, err := syscall.Read(int(fd), b)
-			if n <= 0 || err != nil {
-				return true
-			}
-			_, _ = w.Write(b[:n])
-		}
-	})
-}
 
 // process is a started command as run sees it: a plain child in its own process group, or a
 // command started by the isolation helper.
@@ -576,10 +532,13 @@ type process interface {
 
 // groupProcess is a plain host child in its own process group.
 type groupProcess struct {
-	s    *Sandbox
-	cmd  *exec.Cmd
-	pgid int
+	s     *Sandbox
+	cmd   *exec.Cmd
+	pgid  int
+	pidFD int // readable once the child has exited; -1 where the kernel has no pidfd
 }
+
+func (p *groupProcess) exitFD() int { return p.pidFD }
 
 func (p *groupProcess) wait() (int, error) {
 	err := p.cmd.Wait()
@@ -591,20 +550,25 @@ func (p *groupProcess) signal(sig syscall.Signal) { _ = syscall.Kill(-p.pgid, si
 func (p *groupProcess) finish() {
 	_ = syscall.Kill(-p.pgid, syscall.SIGKILL)
 	p.s.untrack(p.pgid)
+	if p.pidFD >= 0 {
+		syscall.Close(p.pidFD)
+		p.pidFD = -1
+	}
 }
 
 // startPlain starts argv as a host process in its own process group.
 func (s *Sandbox) startPlain(c adapter.Command, prog, dir string, env []string, outW, errW *os.File) (process, error) {
 	cmd := &exec.Cmd{
-		Path:        prog,
-		Args:        c.Args,
-		Dir:         dir,
-		Env:         env,
-		Stdin:       c.Stdin,
-		Stdout:      outW,
-		Stderr:      errW,
-		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
+		Path:   prog,
+		Args:   c.Args,
+		Dir:    dir,
+		Env:    env,
+		Stdin:  c.Stdin,
+		Stdout: outW,
+		Stderr: errW,
 	}
+	pidFD := -1
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, PidFD: &pidFD}
 	if err := cmd.Start(); err != nil {
 		return nil, errs.Wrap(errs.ProcessFailed, "exec", c.Args[0], err)
 	}
@@ -612,88 +576,46 @@ func (s *Sandbox) startPlain(c adapter.Command, prog, dir string, env []string, 
 	if !s.track(pgid) { // stopped meanwhile
 		_ = syscall.Kill(-pgid, syscall.SIGKILL)
 	}
-	return &groupProcess{s: s, cmd: cmd, pgid: pgid}, nil
+	return &groupProcess{s: s, cmd: cmd, pgid: pgid, pidFD: pidFD}, nil
 }
 
 func (s *Sandbox) run(ctx context.Context, c adapter.Command, prog, dir string) (adapter.Result, error) {
 	start := time.Now()
-	outR, outW, err := os.Pipe()
+	pipes, err := newOutPipes()
 	if err != nil {
 		return adapter.Result{}, errs.Wrap(errs.Internal, "exec", "", err)
 	}
-	errR, errW, err := os.Pipe()
-	if err != nil {
-		outR.Close()
-		outW.Close()
-		return adapter.Result{}, errs.Wrap(errs.Internal, "exec", "", err)
-	}
+	defer pipes.close()
 	env := append(append([]string(nil), s.env...), c.Env...)
 	var p process
 	var iso adapter.Isolation
 	if s.iso != nil {
-		p, iso, err = s.startIsolated(c, prog, dir, env, outW, errW)
+		p, iso, err = s.startIsolated(c, prog, dir, env, pipes.w[0], pipes.w[1])
 	}
 	if p == nil && err == nil {
-		p, err = s.startPlain(c, prog, dir, env, outW, errW)
+		p, err = s.startPlain(c, prog, dir, env, pipes.w[0], pipes.w[1])
 	}
-	outW.Close()
-	errW.Close()
+	pipes.closeWriters()
 	if err != nil {
-		outR.Close()
-		errR.Close()
 		return adapter.Result{Isolation: iso}, err
 	}
 
 	limit := c.Limit()
 	stdout, stderr := adapter.NewCappedBuffer(limit), adapter.NewCappedBuffer(limit)
-	outDone, errDone := make(chan struct{}), make(chan struct{})
-	go stream(outR, stdout, c.Stdout, outDone)
-	go stream(errR, stderr, c.Stderr, errDone)
-
-	exited := make(chan exit, 1)
-	go func() {
-		code, err := p.wait()
-		exited <- exit{code, err}
-	}()
-
-	var timer <-chan time.Time
-	if c.Timeout > 0 {
-		t := time.NewTimer(c.Timeout)
-		defer t.Stop()
-		timer = t.C
+	out := [2]io.Writer{stdout, stderr}
+	if c.Stdout != nil {
+		out[0] = io.MultiWriter(stdout, c.Stdout)
 	}
-	var cause error // why the command was ended early, nil if it exited on its own
-	var ex exit
-	select {
-	case ex = <-exited:
-	case <-timer:
-		cause = errs.New(errs.ProcessTimeout, "exec", "", "command outlived its timeout of %s", c.Timeout)
-		ex = s.terminate(p, exited)
-	case <-ctx.Done():
-		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			cause = errs.Wrap(errs.ProcessTimeout, "exec", "", ctx.Err())
-		} else {
-			cause = ctx.Err()
-		}
-		ex = s.terminate(p, exited)
+	if c.Stderr != nil {
+		out[1] = io.MultiWriter(stderr, c.Stderr)
 	}
-	// Whatever the command left behind dies with it.
-	p.finish()
-
-	// A descendant that left the group may still hold the pipes: wait a little, then cut them.
-	grace := time.NewTimer(s.cfg.WaitDelay)
-	defer grace.Stop()
-	for _, done := range []chan struct{}{outDone, errDone} {
-		select {
-		case <-done:
-		case <-grace.C:
-			_ = outR.SetReadDeadline(time.Now())
-			_ = errR.SetReadDeadline(time.Now())
-			<-done
-		}
+	ex, cause, err := s.collect(ctx, p, pipes, c.Timeout, out)
+	if err != nil { // poll failed: end the command and say so
+		p.signal(syscall.SIGKILL)
+		_, _ = p.wait()
+		p.finish()
+		return adapter.Result{Isolation: iso}, errs.Wrap(errs.Internal, "exec", "", err)
 	}
-	outR.Close()
-	errR.Close()
 
 	res := adapter.Result{Duration: time.Since(start), ExitCode: ex.code, Isolation: iso}
 	adapter.Capture(&res, stdout, stderr)
@@ -713,20 +635,6 @@ func (s *Sandbox) run(ctx context.Context, c adapter.Command, prog, dir string) 
 type exit struct {
 	code int
 	err  error // the process could not be waited for (its helper died)
-}
-
-// terminate sends SIGTERM to the group, then SIGKILL after the grace, and returns how it exited.
-func (s *Sandbox) terminate(p process, exited <-chan exit) exit {
-	p.signal(syscall.SIGTERM)
-	t := time.NewTimer(s.cfg.KillGrace)
-	defer t.Stop()
-	select {
-	case ex := <-exited:
-		return ex
-	case <-t.C:
-		p.signal(syscall.SIGKILL)
-		return <-exited
-	}
 }
 
 func exitCode(ps *os.ProcessState, err error) int {
