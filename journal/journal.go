@@ -32,6 +32,9 @@ type Status string
 const (
 	StatusSuccess Status = "success"
 	StatusError   Status = "error"
+	// StatusRunning marks a call begun (Begin) and not finished yet, or whose process stopped
+	// before it finished.
+	StatusRunning Status = "running"
 )
 
 // Position identifies the call position of a task attempt: the run, the node (task) inside it, the
@@ -93,10 +96,13 @@ type Journal struct {
 
 	insert  *sql.Stmt
 	reserve *sql.Stmt
+	begin   *sql.Stmt
+	finish  *sql.Stmt
 	earlier *sql.Stmt
 }
 
-const schemaVersion = 1
+// schemaVersion 2 allows the status running (version 1 had only success and error).
+const schemaVersion = 2
 
 const schema = `
 CREATE TABLE IF NOT EXISTS tool_calls (
@@ -111,7 +117,7 @@ CREATE TABLE IF NOT EXISTS tool_calls (
 	output_json     TEXT    NOT NULL,
 	started_at_ms   INTEGER NOT NULL,
 	finished_at_ms  INTEGER NOT NULL,
-	status          TEXT    NOT NULL CHECK (status IN ('success', 'error')),
+	status          TEXT    NOT NULL CHECK (status IN ('running', 'success', 'error')),
 	error_json      TEXT    NOT NULL,
 	idempotency_key TEXT    NOT NULL,
 	side_effect     INTEGER NOT NULL,
@@ -127,6 +133,13 @@ CREATE TABLE IF NOT EXISTS tool_call_seqs (
 	last_seq  INTEGER NOT NULL,
 	PRIMARY KEY (run_id, node_id, iteration, attempt)
 ) WITHOUT ROWID;
+`
+
+// migrateV1 moves a version 1 table aside; the schema then creates the new one and the rows are
+// copied back.
+const migrateV1 = `
+DROP INDEX IF EXISTS tool_calls_node;
+ALTER TABLE tool_calls RENAME TO tool_calls_v1;
 `
 
 // Open opens (creating if needed) the journal at path, creating its parent directory. The schema is
@@ -184,9 +197,21 @@ func (j *Journal) init(ctx context.Context) error {
 	if v > schemaVersion {
 		return fmt.Errorf("schema version %d is newer than this build (%d)", v, schemaVersion)
 	}
+	if v == 1 {
+		// SQLite cannot change a CHECK constraint in place: the table is rebuilt, rows kept.
+		if _, err := tx.ExecContext(ctx, migrateV1); err != nil {
+			return fmt.Errorf("migrating the schema from version 1: %w", err)
+		}
+	}
 	if v < schemaVersion {
 		if _, err := tx.ExecContext(ctx, schema); err != nil {
 			return err
+		}
+		if v == 1 {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO tool_calls SELECT * FROM tool_calls_v1;
+				DROP TABLE tool_calls_v1`); err != nil {
+				return fmt.Errorf("migrating the schema from version 1: %w", err)
+			}
 		}
 		if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", schemaVersion)); err != nil {
 			return err
@@ -206,11 +231,29 @@ func (j *Journal) init(ctx context.Context) error {
 	// One statement, run on its own (see Reserve): the counter is read and bumped under the write
 	// lock. It also starts above the highest seq already recorded for the position, so a journal
 	// whose counter table was lost cannot hand out a used seq.
+	// (Begin allocates from the same two places, so the two never hand out one seq twice.)
 	prep(&j.reserve, `INSERT INTO tool_call_seqs (run_id, node_id, iteration, attempt, last_seq)
 		VALUES (?1, ?2, ?3, ?4, 1 + COALESCE((SELECT MAX(seq) FROM tool_calls
 			WHERE run_id = ?1 AND node_id = ?2 AND iteration = ?3 AND attempt = ?4), 0))
-		ON CONFLICT (run_id, node_id, iteration, attempt) DO UPDATE SET last_seq = last_seq + 1
+		ON CONFLICT (run_id, node_id, iteration, attempt)
+			DO UPDATE SET last_seq = MAX(last_seq + 1, excluded.last_seq)
 		RETURNING last_seq`)
+	// One statement too: the row is the reservation. Its seq is above every recorded seq and every
+	// seq Reserve handed out for the position.
+	prep(&j.begin, `INSERT INTO tool_calls (run_id, node_id, iteration, attempt, seq, tool_name,
+		input_json, output_json, started_at_ms, finished_at_ms, status, error_json, idempotency_key,
+		side_effect, idempotent)
+		VALUES (?1, ?2, ?3, ?4, 1 + MAX(
+			COALESCE((SELECT MAX(seq) FROM tool_calls
+				WHERE run_id = ?1 AND node_id = ?2 AND iteration = ?3 AND attempt = ?4), 0),
+			COALESCE((SELECT last_seq FROM tool_call_seqs
+				WHERE run_id = ?1 AND node_id = ?2 AND iteration = ?3 AND attempt = ?4), 0)),
+			?5, ?6, 'null', ?7, 0, 'running', 'null', ?8, ?9, ?10)
+		RETURNING seq`)
+	prep(&j.finish, `UPDATE tool_calls SET output_json = ?, finished_at_ms = ?, status = ?,
+		error_json = ?, idempotency_key = ?
+		WHERE run_id = ? AND node_id = ? AND iteration = ? AND attempt = ? AND seq = ?
+			AND status = 'running'`)
 	prep(&j.earlier, `SELECT tool_name, attempt, seq, status FROM tool_calls
 		WHERE run_id = ? AND node_id = ? AND iteration = ? AND attempt < ?
 			AND side_effect = 1 AND idempotent = 0
@@ -223,7 +266,7 @@ func (j *Journal) Path() string { return j.path }
 
 // Close closes the journal. The last connection to close checkpoints the WAL into the main file.
 func (j *Journal) Close() error {
-	for _, s := range []*sql.Stmt{j.insert, j.reserve, j.earlier} {
+	for _, s := range []*sql.Stmt{j.insert, j.reserve, j.begin, j.finish, j.earlier} {
 		if s != nil {
 			s.Close()
 		}
@@ -252,11 +295,49 @@ func (j *Journal) Reserve(ctx context.Context, pos Position) (int, error) {
 // must be success or error. Errors: an invalid entry, a seq already recorded for the position, or
 // a database failure. A caller must never let a Record error hide the tool's own result.
 func (j *Journal) Record(ctx context.Context, e Entry) error {
-	if err := j.check(&e); err != nil {
+	if err := j.checkOutcome(&e); err != nil {
 		return err
 	}
 	if _, err := j.insert.ExecContext(ctx, j.args(&e)...); err != nil {
 		return fmt.Errorf("journal: record %s seq %d: %w", e.ToolName, e.Seq, err)
+	}
+	return nil
+}
+
+// Begin records that a call starts: a row with status running, with e's position, tool, input,
+// start time, idempotency key (may be empty: Finish sets it) and flags, under a new seq,
+// allocated as Reserve allocates (atomically across processes), which it returns. e.Seq and the
+// outcome fields are ignored. Finish completes the row. A row left running by a process that
+// stopped mid-call is how the journal knows the call started: the retry warning lists it.
+// Errors: an invalid entry or a database failure.
+func (j *Journal) Begin(ctx context.Context, e Entry) (int, error) {
+	e.Status = StatusRunning
+	if err := j.check(&e); err != nil {
+		return 0, err
+	}
+	var seq int
+	err := j.begin.QueryRowContext(ctx, e.RunID, e.NodeID, e.Iteration, e.Attempt, e.ToolName,
+		e.InputJSON, e.StartedAtMs, e.IdempotencyKey, e.SideEffect, e.Idempotent).Scan(&seq)
+	if err != nil {
+		return 0, fmt.Errorf("journal: begin %s: %w", e.ToolName, err)
+	}
+	return seq, nil
+}
+
+// Finish stores the outcome of a call begun with Begin: e's position and Seq name the row; its
+// status (success or error), output, error, finish time and idempotency key are stored. Errors:
+// an invalid entry, no running row at that seq, or a database failure.
+func (j *Journal) Finish(ctx context.Context, e Entry) error {
+	if err := j.checkOutcome(&e); err != nil {
+		return err
+	}
+	res, err := j.finish.ExecContext(ctx, e.OutputJSON, e.FinishedAtMs, string(e.Status), e.ErrorJSON,
+		e.IdempotencyKey, e.RunID, e.NodeID, e.Iteration, e.Attempt, e.Seq)
+	if err != nil {
+		return fmt.Errorf("journal: finish %s seq %d: %w", e.ToolName, e.Seq, err)
+	}
+	if n, err := res.RowsAffected(); err != nil || n != 1 {
+		return fmt.Errorf("journal: finish %s seq %d: no running call at that seq", e.ToolName, e.Seq)
 	}
 	return nil
 }
@@ -272,7 +353,7 @@ func (j *Journal) RecordBatch(ctx context.Context, es []Entry) error {
 	st := tx.StmtContext(ctx, j.insert)
 	for i := range es {
 		e := es[i]
-		if err := j.check(&e); err != nil {
+		if err := j.checkOutcome(&e); err != nil {
 			return err
 		}
 		if _, err := st.ExecContext(ctx, j.args(&e)...); err != nil {
@@ -285,8 +366,18 @@ func (j *Journal) RecordBatch(ctx context.Context, es []Entry) error {
 	return nil
 }
 
+// checkOutcome is check for a finished call.
+func (j *Journal) checkOutcome(e *Entry) error {
+	if e.Status == StatusRunning {
+		return fmt.Errorf("journal: record %s: status %q is not success or error", e.ToolName, e.Status)
+	}
+	return j.check(e)
+}
+
+// check validates e and fills in its defaults. A finished call's status is success or error; a
+// begun one's is running.
 func (j *Journal) check(e *Entry) error {
-	if e.Status != StatusSuccess && e.Status != StatusError {
+	if e.Status != StatusSuccess && e.Status != StatusError && e.Status != StatusRunning {
 		return fmt.Errorf("journal: record %s: status %q is not success or error", e.ToolName, e.Status)
 	}
 	if e.ToolName == "" {

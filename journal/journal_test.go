@@ -100,16 +100,23 @@ func TestReserveIsAtomicAcrossProcesses(t *testing.T) {
 	const per = 40
 	pos := journal.Position{RunID: "r", NodeID: "n", Attempt: 1}
 	if path := os.Getenv(reserveHelperEnv); path != "" {
-		// The child: reserve and record like a tool call would, so that the counter's subquery
-		// reads rows other processes are writing.
+		// The child: reserve and record, or begin and finish, like a tool call would, so that
+		// the seq subqueries read rows and counters other processes are writing.
 		ctx := context.Background()
 		j, err := journal.Open(ctx, path, journal.Options{})
 		require.NoError(t, err)
 		defer j.Close()
-		for range per {
-			s, err := j.Reserve(ctx, pos)
+		for i := range per {
+			if i%2 == 0 {
+				s, err := j.Reserve(ctx, pos)
+				require.NoError(t, err)
+				require.NoError(t, j.Record(ctx, entry(pos, s, "bash")))
+				fmt.Println(s)
+				continue
+			}
+			s, err := j.Begin(ctx, entry(pos, 0, "bash"))
 			require.NoError(t, err)
-			require.NoError(t, j.Record(ctx, entry(pos, s, "bash")))
+			require.NoError(t, j.Finish(ctx, entry(pos, s, "bash")))
 			fmt.Println(s)
 		}
 		return

@@ -3,7 +3,9 @@ package main_test
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -163,4 +165,45 @@ func TestMCPRetryWarning(t *testing.T) {
 			assert.Len(t, res.Content, 1, "the text warning is shown once")
 		}
 	}
+}
+
+// A call's journal row exists, with status running, while its command runs; the server
+// completes it (after the reply) and every row is complete once the server has exited.
+func TestMCPJournalRowWhileRunning(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	cs := e.startMCP(t, "--run-id", "live", "--node-id", "n")
+	called := make(chan *mcp.CallToolResult, 1)
+	go func() {
+		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "bash", Arguments: map[string]any{
+			"cmd": "sh", "args": []string{"-c", "while [ ! -e go ]; do sleep 0.02; done; echo done"}}})
+		assert.NoError(t, err)
+		called <- res
+	}()
+	require.Eventually(t, func() bool {
+		rows := e.log(t, "--run-id", "live")
+		return len(rows) == 1 && rows[0].Status == "running"
+	}, time.Minute, 20*time.Millisecond, "the row is written before the command ends")
+	rows := e.log(t, "--run-id", "live")
+	assert.Equal(t, "bash", rows[0].ToolName)
+	assert.Equal(t, 1, rows[0].Seq)
+	assert.NotZero(t, rows[0].StartedAtMs)
+	assert.Zero(t, rows[0].FinishedAtMs)
+
+	require.NoError(t, os.WriteFile(filepath.Join(e.work, "go"), nil, 0o644))
+	res := <-called
+	require.NotNil(t, res)
+	require.False(t, res.IsError, text(t, res))
+	res = callTool(t, cs, "read", map[string]any{"path": "go"})
+	require.False(t, res.IsError, text(t, res))
+	require.NoError(t, cs.Close()) // the server exits once its rows are complete
+
+	rows = e.log(t, "--run-id", "live")
+	require.Len(t, rows, 2)
+	for i, r := range rows {
+		assert.Equal(t, "success", r.Status, "row %d", i)
+		assert.NotZero(t, r.FinishedAtMs, "row %d", i)
+		assert.NotEmpty(t, r.IdempotencyKey, "row %d", i)
+	}
+	assert.Contains(t, rows[0].OutputJSON, "done")
 }

@@ -145,7 +145,9 @@ func resultReply(res *tools.Result, value json.RawMessage) Reply {
 }
 
 // caller runs the tool calls of one task position (run, node, iteration, attempt) and journals
-// every one of them. A journal failure is reported on warn and never changes or hides the result.
+// every one of them: a row with status running before the tool runs (journal.Begin, which also
+// allocates the call's seq), completed with the outcome after (journal.Finish). A journal failure
+// is reported on warn and never changes or hides the result.
 type caller struct {
 	base    tools.Context // template: sandbox, limits and position; Seq is set per call
 	pos     journal.Position
@@ -158,6 +160,11 @@ type caller struct {
 		once sync.Once
 		text string
 	}
+	// finishLater completes a call's row after its reply is returned (the MCP server: the
+	// client does not wait for that write). The row is running meanwhile; wait for finishing
+	// before closing the journal.
+	finishLater bool
+	finishing   sync.WaitGroup
 }
 
 func (c *caller) warnf(format string, args ...any) {
@@ -182,18 +189,18 @@ func (c *caller) resumeWarning(ctx context.Context) string {
 	return c.warning.text
 }
 
-// nextSeq reserves the call's seq in the journal (continuing across processes), or counts in
-// process when there is no journal.
-func (c *caller) nextSeq(ctx context.Context) int {
+// begin starts the call's row and returns its seq (continuing across processes), or counts in
+// process when there is no journal (begun false: the row, if any, is recorded whole at the end).
+func (c *caller) begin(ctx context.Context, e journal.Entry) (seq int, begun bool) {
 	if c.j != nil {
-		s, err := c.j.Reserve(ctx, c.pos)
+		s, err := c.j.Begin(ctx, e)
 		if err == nil {
 			c.seq.Store(int64(s))
-			return s
+			return s, true
 		}
 		c.warnf("journal: %v (the call runs; its seq is counted in this process only)", err)
 	}
-	return int(c.seq.Add(1))
+	return int(c.seq.Add(1)), false
 }
 
 // call runs one tool call and returns its reply. input must be a JSON object (or empty).
@@ -202,11 +209,25 @@ func (c *caller) call(ctx context.Context, t *tools.Tool, input json.RawMessage)
 	// row are the record of it. SQLite's busy timeout bounds how long either waits for a lock.
 	// (A context without a Done channel also spares the SQLite driver a goroutine per statement.)
 	jctx := context.WithoutCancel(ctx)
+	meta := t.Metadata()
 	tc := c.base
-	tc.Seq = c.nextSeq(jctx)
+	started := time.Now()
+	e := journal.Entry{
+		RunID: c.pos.RunID, NodeID: c.pos.NodeID, Iteration: c.pos.Iteration, Attempt: c.pos.Attempt,
+		ToolName: meta.Name, StartedAtMs: started.UnixMilli(), IdempotencyKey: tc.IdempotencyKey,
+		SideEffect: meta.SideEffect, Idempotent: meta.Idempotent,
+	}
+	if c.j != nil {
+		if len(bytes.TrimSpace(input)) == 0 {
+			e.InputJSON = "{}"
+		} else {
+			e.InputJSON = string(meta.Redact(input))
+		}
+	}
+	var begun bool
+	tc.Seq, begun = c.begin(jctx, e)
 	warning := c.resumeWarning(jctx)
 
-	started := time.Now()
 	res, err := t.Call(ctx, input, &tc)
 	finished := time.Now()
 
@@ -224,29 +245,25 @@ func (c *caller) call(ctx context.Context, t *tools.Tool, input json.RawMessage)
 	}
 	reply.Warning = warning
 
-	if c.after != nil && t.Metadata().SideEffect {
+	if c.after != nil && meta.SideEffect {
 		if aerr := c.after(ctx, t); aerr != nil {
 			c.warnf("%v", aerr)
 		}
 	}
 	if c.j != nil {
-		c.record(jctx, t, input, &tc, res, value, reply, started, finished)
+		e.Seq, e.IdempotencyKey, e.FinishedAtMs = tc.Seq, tc.Key(), finished.UnixMilli()
+		outcome(&e, res, value, reply)
+		if c.finishLater && begun {
+			c.finishing.Go(func() { c.finish(jctx, e, begun) })
+		} else {
+			c.finish(jctx, e, begun)
+		}
 	}
 	return reply
 }
 
-func (c *caller) record(ctx context.Context, t *tools.Tool, input json.RawMessage, tc *tools.Context,
-	res *tools.Result, value json.RawMessage, reply Reply, started, finished time.Time) {
-	meta := t.Metadata()
-	if len(bytes.TrimSpace(input)) == 0 {
-		input = json.RawMessage("{}")
-	}
-	e := journal.Entry{
-		RunID: c.pos.RunID, NodeID: c.pos.NodeID, Iteration: c.pos.Iteration, Attempt: c.pos.Attempt,
-		Seq: tc.Seq, ToolName: meta.Name, InputJSON: string(meta.Redact(input)),
-		StartedAtMs: started.UnixMilli(), FinishedAtMs: finished.UnixMilli(),
-		IdempotencyKey: tc.Key(), SideEffect: meta.SideEffect, Idempotent: meta.Idempotent,
-	}
+// outcome fills in e's status and output or error from the call's reply.
+func outcome(e *journal.Entry, res *tools.Result, value json.RawMessage, reply Reply) {
 	if reply.OK {
 		e.Status = journal.StatusSuccess
 		out := value
@@ -254,12 +271,22 @@ func (c *caller) record(ctx context.Context, t *tools.Tool, input json.RawMessag
 			out, _ = json.Marshal(res.Output)
 		}
 		e.OutputJSON = string(out)
-	} else {
-		e.Status = journal.StatusError
-		out, _ := json.Marshal(reply.Error)
-		e.ErrorJSON = string(out)
+		return
 	}
-	if err := c.j.Record(ctx, e); err != nil {
+	e.Status = journal.StatusError
+	out, _ := json.Marshal(reply.Error)
+	e.ErrorJSON = string(out)
+}
+
+// finish completes the call's row, or records it whole when it could not be begun.
+func (c *caller) finish(ctx context.Context, e journal.Entry, begun bool) {
+	var err error
+	if begun {
+		err = c.j.Finish(ctx, e)
+	} else {
+		err = c.j.Record(ctx, e)
+	}
+	if err != nil {
 		c.warnf("journal: %v (the call's result is unaffected)", err)
 	}
 }

@@ -152,6 +152,7 @@ func newCaller(ctx context.Context, s Settings, sess *session, warn io.Writer) (
 		}
 	}
 	return cl, func() {
+		cl.finishing.Wait()
 		if cl.j != nil {
 			cl.j.Close()
 		}
