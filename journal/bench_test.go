@@ -69,8 +69,25 @@ func BenchmarkJournal(b *testing.B) {
 		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "calls/s")
 	})
 
+	b.Run("Begin+Finish", func(b *testing.B) {
+		// What one tool call of the CLI or the MCP server costs the journal: the running row
+		// (which allocates the seq), then its outcome.
+		j := open(b, journal.Options{})
+		b.ResetTimer()
+		for range b.N {
+			seq, err := j.Begin(ctx, entry(pos, 0, "write"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := j.Finish(ctx, entry(pos, seq, "write")); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "rows/s")
+	})
+
 	b.Run("Reserve+Record", func(b *testing.B) {
-		// What one tool call costs the journal: a seq reservation and a row.
+		// The same through the library's other path: a seq reservation, then the whole row.
 		j := open(b, journal.Options{})
 		b.ResetTimer()
 		for range b.N {

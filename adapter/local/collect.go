@@ -13,12 +13,14 @@ import (
 	"github.com/sandboxer/sandboxer/errs"
 )
 
-// A command's output and exit are collected on the calling goroutine by one poll(2) loop over the
-// two output pipes, a descriptor that becomes readable when the main process exits (its pidfd,
-// or an eventfd set by a waiting goroutine where there is none) and, when the call's context can
-// end, an eventfd set when it does. The pipes are plain blocking-mode pipes kept out of the Go
-// runtime's poller: a goroutine per pipe plus one for the wait, woken through the poller, cost a
-// short command ~0.2 ms of hand-offs between threads (see BenchmarkExecTrue).
+// A plain child's output and exit are collected on the calling goroutine by one poll(2) loop over
+// the two output pipes, the child's pidfd (readable once it has exited) and, when the call's
+// context can end, an eventfd set when it does. The pipes stay out of the Go runtime's poller: a
+// goroutine per pipe plus one for the wait, woken through the poller, cost a short command ~0.2 ms
+// of hand-offs between threads (see BenchmarkExecTrue). A command started by the isolation
+// helper (whose exit is a reply on the helper's socket, read by a goroutine), or a child on a
+// kernel without pidfds, is collected by collectAsync instead: there one wake-up of the runtime's
+// poller serves both the pipes and the exit, where the poll(2) loop would need two.
 
 // outPipes are a command's stdout and stderr pipes.
 type outPipes struct {
@@ -84,36 +86,8 @@ func (p *outPipes) read(i int, b []byte, w io.Writer) {
 	}
 }
 
-// exitNotice is a descriptor that becomes readable once the main process has exited, and how to
-// learn how it exited then.
-type exitNotice struct {
-	fd   int
-	wait func() exit // called once fd is readable; does not block then
-	done func()      // releases fd
-}
-
-// noticeExit watches p's exit through its own exit descriptor when it has one (a plain child's
-// pidfd, the eventfd the isolation helper's reader sets), otherwise through an eventfd set by a
-// goroutine blocked in p.wait.
-func noticeExit(p process) (exitNotice, error) {
-	if pf, ok := p.(interface{ exitFD() int }); ok && pf.exitFD() >= 0 {
-		return exitNotice{fd: pf.exitFD(), done: func() {}, wait: func() exit {
-			code, err := p.wait()
-			return exit{code, err}
-		}}, nil
-	}
-	efd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
-	if err != nil {
-		return exitNotice{}, err
-	}
-	exited := make(chan exit, 1)
-	go func() {
-		code, err := p.wait()
-		exited <- exit{code, err}
-		signalEventfd(efd)
-	}()
-	return exitNotice{fd: efd, done: func() { unix.Close(efd) }, wait: func() exit { return <-exited }}, nil
-}
+// exitFD is a descriptor that becomes readable once a plain child has exited: its pidfd.
+type exitDescriptor interface{ exitFD() int }
 
 func signalEventfd(fd int) {
 	var one = [8]byte{1}
@@ -127,11 +101,12 @@ func signalEventfd(fd int) {
 // descendant that escaped the group and still holds a pipe gets WaitDelay before the pipes are
 // cut, keeping what they already hold.
 func (s *Sandbox) collect(ctx context.Context, p process, pipes *outPipes, timeout time.Duration, out [2]io.Writer) (ex exit, cause error, err error) {
-	notice, err := noticeExit(p)
-	if err != nil {
-		return exit{}, nil, err
+	ef, ok := p.(exitDescriptor)
+	if !ok || ef.exitFD() < 0 {
+		ex, cause = s.collectAsync(ctx, p, pipes, timeout, out)
+		return ex, cause, nil
 	}
-	defer notice.done()
+	exitfd := ef.exitFD()
 	wake := -1 // set when ctx ends
 	if ctx.Done() != nil {
 		if wake, err = unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK); err != nil {
@@ -185,7 +160,7 @@ func (s *Sandbox) collect(ctx context.Context, p process, pipes *outPipes, timeo
 			}
 		}
 		if !exited {
-			fds = append(fds, unix.PollFd{Fd: int32(notice.fd), Events: unix.POLLIN})
+			fds = append(fds, unix.PollFd{Fd: int32(exitfd), Events: unix.POLLIN})
 		}
 		if wake >= 0 && !terminating && !exited {
 			fds = append(fds, unix.PollFd{Fd: int32(wake), Events: unix.POLLIN})
@@ -200,8 +175,9 @@ func (s *Sandbox) collect(ctx context.Context, p process, pipes *outPipes, timeo
 			}
 		}
 		now := time.Now()
-		if !exited && ready(fds, notice.fd) {
-			ex, exited = notice.wait(), true
+		if !exited && ready(fds, exitfd) {
+			code, werr := p.wait() // does not block: the child has exited
+			ex, exited = exit{code, werr}, true
 			p.finish() // whatever the command left behind dies with it
 			cutAt = now.Add(s.cfg.WaitDelay)
 		}
@@ -237,4 +213,114 @@ func ready(fds []unix.PollFd, fd int) bool {
 		}
 	}
 	return false
+}
+
+// collectAsync is collect for a process without an exit descriptor: a goroutine per pipe reading
+// through the runtime's poller, one waiting for the exit, and the calling goroutine selecting on
+// them, the timeout and ctx.
+func (s *Sandbox) collectAsync(ctx context.Context, p process, pipes *outPipes, timeout time.Duration, out [2]io.Writer) (exit, error) {
+	var files [2]*os.File
+	dones := [2]chan struct{}{make(chan struct{}), make(chan struct{})}
+	for i := range pipes.r {
+		files[i] = os.NewFile(uintptr(pipes.r[i]), "|0") // non-blocking: the poller serves it
+		pipes.r[i] = -1                                  // the file owns it now
+		defer files[i].Close()
+		go stream(files[i], out[i], dones[i])
+	}
+	exited := make(chan exit, 1)
+	go func() {
+		code, err := p.wait()
+		exited <- exit{code, err}
+	}()
+
+	var timer <-chan time.Time
+	if timeout > 0 {
+		t := time.NewTimer(timeout)
+		defer t.Stop()
+		timer = t.C
+	}
+	var cause error
+	var ex exit
+	select {
+	case ex = <-exited:
+	case <-timer:
+		cause = errs.New(errs.ProcessTimeout, "exec", "", "command outlived its timeout of %s", timeout)
+		ex = s.terminate(p, exited)
+	case <-ctx.Done():
+		cause = ctx.Err()
+		if errors.Is(cause, context.DeadlineExceeded) {
+			cause = errs.Wrap(errs.ProcessTimeout, "exec", "", cause)
+		}
+		ex = s.terminate(p, exited)
+	}
+	p.finish() // whatever the command left behind dies with it
+
+	// A descendant that left the group may still hold the pipes: wait a little, then cut them.
+	grace := time.NewTimer(s.cfg.WaitDelay)
+	defer grace.Stop()
+	for _, done := range dones {
+		select {
+		case <-done:
+		case <-grace.C:
+			for _, f := range files {
+				_ = f.SetReadDeadline(time.Now())
+			}
+			<-done
+		}
+	}
+	return ex, cause
+}
+
+// terminate sends SIGTERM to the group, then SIGKILL after the grace, and returns how it exited.
+func (s *Sandbox) terminate(p process, exited <-chan exit) exit {
+	p.signal(syscall.SIGTERM)
+	t := time.NewTimer(s.cfg.KillGrace)
+	defer t.Stop()
+	select {
+	case ex := <-exited:
+		return ex
+	case <-t.C:
+		p.signal(syscall.SIGKILL)
+		return <-exited
+	}
+}
+
+// stream copies one pipe into w until end of file. When the read deadline is set because a
+// descendant still holds the pipe, it takes what is already buffered in the pipe without
+// waiting, and stops.
+func stream(r *os.File, w io.Writer, done chan<- struct{}) {
+	defer close(done)
+	bp := readBufs.Get().(*[]byte)
+	defer readBufs.Put(bp)
+	b := *bp
+	for {
+		n, err := r.Read(b)
+		if n > 0 {
+			_, _ = w.Write(b[:n])
+		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			drain(r, b, w)
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// drain copies what is buffered in the pipe now, without waiting for more.
+func drain(r *os.File, b []byte, w io.Writer) {
+	_ = r.SetReadDeadline(time.Time{})
+	rc, err := r.SyscallConn()
+	if err != nil {
+		return
+	}
+	_ = rc.Read(func(fd uintptr) bool {
+		for {
+			n, err := syscall.Read(int(fd), b)
+			if n <= 0 || err != nil {
+				return true
+			}
+			_, _ = w.Write(b[:n])
+		}
+	})
 }

@@ -34,7 +34,7 @@ type helperProc struct {
 
 	wmu     sync.Mutex
 	mu      sync.Mutex
-	pending map[uint64]spawnWait
+	pending map[uint64]chan reply
 	next    uint64
 	dead    chan struct{}
 }
@@ -73,7 +73,7 @@ func startHelper(spec helperSpec, flags uintptr) (*helperProc, error) {
 		conn.Close()
 		return nil, err
 	}
-	h := &helperProc{cmd: cmd, conn: conn, pending: map[uint64]spawnWait{}, dead: make(chan struct{})}
+	h := &helperProc{cmd: cmd, conn: conn, pending: map[uint64]chan reply{}, dead: make(chan struct{})}
 	go func() {
 		_ = cmd.Wait()
 		conn.Close()
@@ -108,35 +108,22 @@ func (h *helperProc) readLoop() {
 			continue
 		}
 		h.mu.Lock()
-		w, ok := h.pending[r.ID]
-		last := r.Exited || r.Err != ""
-		if last {
+		ch := h.pending[r.ID]
+		if r.Exited || r.Err != "" {
 			delete(h.pending, r.ID)
 		}
 		h.mu.Unlock()
-		if ok {
-			if last {
-				signalEventfd(w.exited)
-			}
-			w.ch <- r
+		if ch != nil {
+			ch <- r
 		}
 	}
 	h.mu.Lock()
 	close(h.dead)
-	for id, w := range h.pending {
-		signalEventfd(w.exited)
-		close(w.ch)
+	for id, ch := range h.pending {
+		close(ch)
 		delete(h.pending, id)
 	}
 	h.mu.Unlock()
-}
-
-// spawnWait is where the replies about one spawned command go: its channel, and an eventfd
-// set just before the last reply is sent (so that the eventfd is still open when it is set: the
-// command's owner closes it only after receiving that reply).
-type spawnWait struct {
-	ch     chan reply
-	exited int
 }
 
 func (h *helperProc) alive() bool {
@@ -156,9 +143,7 @@ func (h *helperProc) kill() {
 	h.conn.Close()
 }
 
-// send sends a request; a spawn's replies go to the returned channel, and exited (an eventfd) is
-// set before its last reply.
-func (h *helperProc) send(req request, fds []int, exited int) (chan reply, error) {
+func (h *helperProc) send(req request, fds []int) (chan reply, error) {
 	h.mu.Lock()
 	select {
 	case <-h.dead:
@@ -171,7 +156,7 @@ func (h *helperProc) send(req request, fds []int, exited int) (chan reply, error
 		h.next++
 		req.ID = h.next
 		ch = make(chan reply, 2)
-		h.pending[req.ID] = spawnWait{ch: ch, exited: exited}
+		h.pending[req.ID] = ch
 	}
 	h.mu.Unlock()
 	h.wmu.Lock()
@@ -340,12 +325,9 @@ type helperProcess struct {
 	h       *helperProc
 	id      uint64
 	replies chan reply
-	exited  int // eventfd, set before the exit reply is sent on replies
 	cg      *cgroupDir
 	pool    *cgroupPool
 }
-
-func (p *helperProcess) exitFD() int { return p.exited }
 
 func (p *helperProcess) wait() (int, error) {
 	r, ok := <-p.replies
@@ -363,14 +345,10 @@ func (p *helperProcess) signal(sig syscall.Signal) {
 	if sig == syscall.SIGKILL && p.cg != nil {
 		p.cg.kill()
 	}
-	_, _ = p.h.send(request{Op: "signal", ID: p.id, Sig: int(sig)}, nil, -1)
+	_, _ = p.h.send(request{Op: "signal", ID: p.id, Sig: int(sig)}, nil)
 }
 
 func (p *helperProcess) finish() {
-	if p.exited >= 0 {
-		unix.Close(p.exited)
-		p.exited = -1
-	}
 	if p.cg != nil {
 		p.pool.put(p.cg)
 		p.cg = nil
@@ -406,16 +384,8 @@ func (iso *isolation) start(c adapter.Command, prog, dir string, env []string, s
 	if cg != nil {
 		fds = append(fds, cg.fd)
 	}
-	exited, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
+	ch, err := h.send(request{Op: "spawn", Path: prog, Args: c.Args, Env: env, Dir: dir, Cgroup: cg != nil, Init: init}, fds)
 	if err != nil {
-		if cg != nil {
-			iso.cg.put(cg)
-		}
-		return nil, is, errs.Wrap(errs.Internal, "exec", "", err)
-	}
-	ch, err := h.send(request{Op: "spawn", Path: prog, Args: c.Args, Env: env, Dir: dir, Cgroup: cg != nil, Init: init}, fds, exited)
-	if err != nil {
-		unix.Close(exited)
 		if cg != nil {
 			iso.cg.put(cg)
 		}
@@ -423,7 +393,6 @@ func (iso *isolation) start(c adapter.Command, prog, dir string, env []string, s
 	}
 	r, ok := <-ch
 	if !ok || !r.Started {
-		unix.Close(exited)
 		if cg != nil {
 			iso.cg.put(cg)
 		}
@@ -432,7 +401,7 @@ func (iso *isolation) start(c adapter.Command, prog, dir string, env []string, s
 		}
 		return nil, is, errs.New(errs.ProcessFailed, "exec", c.Args[0], "%s", r.Err)
 	}
-	return &helperProcess{h: h, id: r.ID, replies: ch, exited: exited, cg: cg, pool: iso.cg}, is, nil
+	return &helperProcess{h: h, id: r.ID, replies: ch, cg: cg, pool: iso.cg}, is, nil
 }
 
 // ---- cgroups ----
