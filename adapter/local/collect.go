@@ -38,7 +38,8 @@ func newOutPipes() (*outPipes, error) {
 		}
 		p.r[i] = fds[0]
 		p.w[i] = os.NewFile(uintptr(fds[1]), "|1")
-		if err := unix.SetNonblock(fds[0], true); err != nil {
+		// The read end's only flag: O_RDONLY (O_CLOEXEC is a descriptor flag).
+		if _, err := unix.FcntlInt(uintptr(fds[0]), unix.F_SETFL, unix.O_NONBLOCK); err != nil {
 			p.close()
 			return nil, err
 		}

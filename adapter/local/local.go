@@ -21,6 +21,7 @@
 package local
 
 import (
+	"github.com/sandboxer/sandboxer/internal/xtrace"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -556,6 +557,17 @@ func (p *groupProcess) finish() {
 	}
 }
 
+// devNull is /dev/null, opened once for the process's lifetime and shared by every command with no
+// stdin (exec.Cmd would open, register with the poller and close it per command: seven system
+// calls). nil if it cannot be opened: exec.Cmd then opens its own.
+var devNull = sync.OnceValue(func() *os.File {
+	fd, err := syscall.Open(os.DevNull, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return nil
+	}
+	return os.NewFile(uintptr(fd), os.DevNull)
+})
+
 // startPlain starts argv as a host process in its own process group.
 func (s *Sandbox) startPlain(c adapter.Command, prog, dir string, env []string, outW, errW *os.File) (process, error) {
 	cmd := &exec.Cmd{
@@ -566,6 +578,11 @@ func (s *Sandbox) startPlain(c adapter.Command, prog, dir string, env []string, 
 		Stdin:  c.Stdin,
 		Stdout: outW,
 		Stderr: errW,
+	}
+	if c.Stdin == nil {
+		if f := devNull(); f != nil {
+			cmd.Stdin = f
+		}
 	}
 	pidFD := -1
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, PidFD: &pidFD}
@@ -592,9 +609,11 @@ func (s *Sandbox) run(ctx context.Context, c adapter.Command, prog, dir string) 
 	if s.iso != nil {
 		p, iso, err = s.startIsolated(c, prog, dir, env, pipes.w[0], pipes.w[1])
 	}
+	xtrace.Mark("a-start")
 	if p == nil && err == nil {
 		p, err = s.startPlain(c, prog, dir, env, pipes.w[0], pipes.w[1])
 	}
+	xtrace.Mark("a-started")
 	pipes.closeWriters()
 	if err != nil {
 		return adapter.Result{Isolation: iso}, err
@@ -610,6 +629,7 @@ func (s *Sandbox) run(ctx context.Context, c adapter.Command, prog, dir string) 
 		out[1] = io.MultiWriter(stderr, c.Stderr)
 	}
 	ex, cause, err := s.collect(ctx, p, pipes, c.Timeout, out)
+	xtrace.Mark("a-collected")
 	if err != nil { // poll failed: end the command and say so
 		p.signal(syscall.SIGKILL)
 		_, _ = p.wait()
