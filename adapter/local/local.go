@@ -21,7 +21,6 @@
 package local
 
 import (
-	"github.com/sandboxer/sandboxer/internal/xtrace"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -609,11 +608,9 @@ func (s *Sandbox) run(ctx context.Context, c adapter.Command, prog, dir string) 
 	if s.iso != nil {
 		p, iso, err = s.startIsolated(c, prog, dir, env, pipes.w[0], pipes.w[1])
 	}
-	xtrace.Mark("a-start")
 	if p == nil && err == nil {
 		p, err = s.startPlain(c, prog, dir, env, pipes.w[0], pipes.w[1])
 	}
-	xtrace.Mark("a-started")
 	pipes.closeWriters()
 	if err != nil {
 		return adapter.Result{Isolation: iso}, err
@@ -629,7 +626,6 @@ func (s *Sandbox) run(ctx context.Context, c adapter.Command, prog, dir string) 
 		out[1] = io.MultiWriter(stderr, c.Stderr)
 	}
 	ex, cause, err := s.collect(ctx, p, pipes, c.Timeout, out)
-	xtrace.Mark("a-collected")
 	if err != nil { // poll failed: end the command and say so
 		p.signal(syscall.SIGKILL)
 		_, _ = p.wait()
