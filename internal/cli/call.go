@@ -160,11 +160,47 @@ type caller struct {
 		once sync.Once
 		text string
 	}
+	jw *journalWriter // runs the journal's writes; nil without a journal
 	// finishLater completes a call's row after its reply is returned (the MCP server: the
-	// client does not wait for that write). The row is running meanwhile; wait for finishing
-	// before closing the journal.
+	// client does not wait for that write). The row is running meanwhile; closing jw waits for
+	// it.
 	finishLater bool
-	finishing   sync.WaitGroup
+}
+
+// journalWriter runs a process's journal writes in order on one long-lived goroutine. Its stack
+// grows once to what SQLite's deep frames need; on each request's (new) goroutine, or on one per
+// completed row, the runtime would copy a growing stack every call. A handoff to a goroutine
+// waiting on a channel runs on the same thread.
+type journalWriter struct {
+	jobs chan func()
+	done chan struct{}
+}
+
+func newJournalWriter() *journalWriter {
+	w := &journalWriter{jobs: make(chan func(), 64), done: make(chan struct{})}
+	go func() {
+		defer close(w.done)
+		for f := range w.jobs {
+			f()
+		}
+	}()
+	return w
+}
+
+// do runs f on the writer and waits for it.
+func (w *journalWriter) do(f func()) {
+	ran := make(chan struct{})
+	w.jobs <- func() { f(); close(ran) }
+	<-ran
+}
+
+// later queues f.
+func (w *journalWriter) later(f func()) { w.jobs <- f }
+
+// close runs what is queued and stops the writer.
+func (w *journalWriter) close() {
+	close(w.jobs)
+	<-w.done
 }
 
 func (c *caller) warnf(format string, args ...any) {
@@ -193,10 +229,11 @@ func (c *caller) resumeWarning(ctx context.Context) string {
 // process when there is no journal (begun false: the row, if any, is recorded whole at the end).
 func (c *caller) begin(ctx context.Context, e journal.Entry) (seq int, begun bool) {
 	if c.j != nil {
-		s, err := c.j.Begin(ctx, e)
+		var err error
+		c.jw.do(func() { seq, err = c.j.Begin(ctx, e) })
 		if err == nil {
-			c.seq.Store(int64(s))
-			return s, true
+			c.seq.Store(int64(seq))
+			return seq, true
 		}
 		c.warnf("journal: %v (the call runs; its seq is counted in this process only)", err)
 	}
@@ -253,10 +290,10 @@ func (c *caller) call(ctx context.Context, t *tools.Tool, input json.RawMessage)
 	if c.j != nil {
 		e.Seq, e.IdempotencyKey, e.FinishedAtMs = tc.Seq, tc.Key(), finished.UnixMilli()
 		outcome(&e, res, value, reply)
-		if c.finishLater && begun {
-			c.finishing.Go(func() { c.finish(jctx, e, begun) })
+		if c.finishLater {
+			c.jw.later(func() { c.finish(jctx, e, begun) })
 		} else {
-			c.finish(jctx, e, begun)
+			c.jw.do(func() { c.finish(jctx, e, begun) })
 		}
 	}
 	return reply

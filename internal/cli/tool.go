@@ -148,12 +148,12 @@ func newCaller(ctx context.Context, s Settings, sess *session, warn io.Writer) (
 		if err != nil {
 			cl.warnf("%v (tool calls run without a journal)", err)
 		} else {
-			cl.j = j
+			cl.j, cl.jw = j, newJournalWriter()
 		}
 	}
 	return cl, func() {
-		cl.finishing.Wait()
 		if cl.j != nil {
+			cl.jw.close()
 			cl.j.Close()
 		}
 	}
