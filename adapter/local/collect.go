@@ -87,7 +87,8 @@ func (p *outPipes) read(i int, b []byte, w io.Writer) {
 	}
 }
 
-// exitFD is a descriptor that becomes readable once a plain child has exited: its pidfd.
+// exitDescriptor is a process with a descriptor that becomes readable once it has exited (a plain
+// child's pidfd; -1 where the kernel has none).
 type exitDescriptor interface{ exitFD() int }
 
 func signalEventfd(fd int) {
