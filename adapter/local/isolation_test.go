@@ -364,6 +364,19 @@ func TestConformanceIsolationOff(t *testing.T) {
 	})
 }
 
+// TestConformanceWithoutPidfd runs the suite with plain commands collected as on a kernel without
+// pidfds (the helper's commands always are).
+func TestConformanceWithoutPidfd(t *testing.T) {
+	adaptertest.Run(t, adaptertest.Harness{
+		New: func(t *testing.T) adapter.Sandbox {
+			sb, err := local.NewWithoutPidfd(local.Config{Root: t.TempDir(), Isolation: local.IsolationOff})
+			require.NoError(t, err)
+			return sb
+		},
+		Outside: outside,
+	})
+}
+
 // TestConformancePIDNamespacePerCommand runs the suite in the mode of machines without cgroups:
 // each command under its own init, PID 1 of its own PID namespace.
 func TestConformancePIDNamespacePerCommand(t *testing.T) {

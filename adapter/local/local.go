@@ -126,6 +126,8 @@ type Sandbox struct {
 
 	iso *isolation // nil when Config.Isolation is "off"
 
+	noPidfd bool // collect plain commands as on a kernel without pidfds (tests)
+
 	mu      sync.Mutex
 	stopped bool
 	running map[int]struct{} // process group ids of running commands
@@ -584,7 +586,10 @@ func (s *Sandbox) startPlain(c adapter.Command, prog, dir string, env []string, 
 		}
 	}
 	pidFD := -1
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, PidFD: &pidFD}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if !s.noPidfd {
+		cmd.SysProcAttr.PidFD = &pidFD
+	}
 	if err := cmd.Start(); err != nil {
 		return nil, errs.Wrap(errs.ProcessFailed, "exec", c.Args[0], err)
 	}
