@@ -87,10 +87,6 @@ func (p *outPipes) read(i int, b []byte, w io.Writer) {
 	}
 }
 
-// exitDescriptor is a process with a descriptor that becomes readable once it has exited (a plain
-// child's pidfd; -1 where the kernel has none).
-type exitDescriptor interface{ exitFD() int }
-
 func signalEventfd(fd int) {
 	var one = [8]byte{1}
 	_, _ = unix.Write(fd, one[:])
@@ -103,12 +99,12 @@ func signalEventfd(fd int) {
 // descendant that escaped the group and still holds a pipe gets WaitDelay before the pipes are
 // cut, keeping what they already hold.
 func (s *Sandbox) collect(ctx context.Context, p process, pipes *outPipes, timeout time.Duration, out [2]io.Writer) (ex exit, cause error, err error) {
-	ef, ok := p.(exitDescriptor)
-	if !ok || ef.exitFD() < 0 {
+	gp, ok := p.(*groupProcess)
+	if !ok || gp.pidFD < 0 {
 		ex, cause = s.collectAsync(ctx, p, pipes, timeout, out)
 		return ex, cause, nil
 	}
-	exitfd := ef.exitFD()
+	exitfd := gp.pidFD
 	wake := -1 // set when ctx ends
 	if ctx.Done() != nil {
 		if wake, err = unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK); err != nil {

@@ -353,10 +353,13 @@ func TestProbe(t *testing.T) {
 	assert.Equal(t, rep.Available(local.LayerLandlock), rep.Filesystem)
 }
 
-func TestConformanceIsolationOff(t *testing.T) {
+// conformance runs the suite on sandboxes made by newSandbox from cfg, each in its own workspace.
+func conformance(t *testing.T, newSandbox func(local.Config) (*local.Sandbox, error), cfg local.Config) {
 	adaptertest.Run(t, adaptertest.Harness{
 		New: func(t *testing.T) adapter.Sandbox {
-			sb, err := local.New(local.Config{Root: t.TempDir(), Isolation: local.IsolationOff})
+			c := cfg
+			c.Root = t.TempDir()
+			sb, err := newSandbox(c)
 			require.NoError(t, err)
 			return sb
 		},
@@ -364,29 +367,19 @@ func TestConformanceIsolationOff(t *testing.T) {
 	})
 }
 
+func TestConformanceIsolationOff(t *testing.T) {
+	conformance(t, local.New, local.Config{Isolation: local.IsolationOff})
+}
+
 // TestConformanceWithoutPidfd runs the suite with plain commands collected as on a kernel without
 // pidfds (the helper's commands always are).
 func TestConformanceWithoutPidfd(t *testing.T) {
-	adaptertest.Run(t, adaptertest.Harness{
-		New: func(t *testing.T) adapter.Sandbox {
-			sb, err := local.NewWithoutPidfd(local.Config{Root: t.TempDir(), Isolation: local.IsolationOff})
-			require.NoError(t, err)
-			return sb
-		},
-		Outside: outside,
-	})
+	conformance(t, local.NewWithoutPidfd, local.Config{Isolation: local.IsolationOff})
 }
 
 // TestConformancePIDNamespacePerCommand runs the suite in the mode of machines without cgroups:
 // each command under its own init, PID 1 of its own PID namespace.
 func TestConformancePIDNamespacePerCommand(t *testing.T) {
 	requireLayers(t, local.LayerPIDNS)
-	adaptertest.Run(t, adaptertest.Harness{
-		New: func(t *testing.T) adapter.Sandbox {
-			sb, err := local.New(local.Config{Root: t.TempDir(), DisableLayers: []string{local.LayerCgroup}, RequireIsolation: true})
-			require.NoError(t, err)
-			return sb
-		},
-		Outside: outside,
-	})
+	conformance(t, local.New, local.Config{DisableLayers: []string{local.LayerCgroup}, RequireIsolation: true})
 }

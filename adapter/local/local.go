@@ -540,8 +540,6 @@ type groupProcess struct {
 	pidFD int // readable once the child has exited; -1 where the kernel has no pidfd
 }
 
-func (p *groupProcess) exitFD() int { return p.pidFD }
-
 func (p *groupProcess) wait() (int, error) {
 	err := p.cmd.Wait()
 	return exitCode(p.cmd.ProcessState, err), nil
