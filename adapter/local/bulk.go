@@ -282,9 +282,11 @@ type uringCQE struct {
 	flags    uint32
 }
 
-// ring is one io_uring instance; it is not safe for concurrent use.
+// ring is one io_uring instance, and the only owner of its descriptor and mappings. It is used by
+// one goroutine at a time.
 type ring struct {
 	fd             int
+	closed         atomic.Bool
 	rings, sqeMem  []byte
 	sqHead, sqTail *uint32
 	cqHead, cqTail *uint32
@@ -352,7 +354,11 @@ func setupRing(entries, flags uint32) (*ring, error) {
 	return r, nil
 }
 
+// close releases the ring; it is idempotent.
 func (r *ring) close() {
+	if r.closed.Swap(true) {
+		return
+	}
 	if r.sqeMem != nil {
 		_ = unix.Munmap(r.sqeMem)
 	}

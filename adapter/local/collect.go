@@ -24,21 +24,23 @@ import (
 
 // outPipes are a command's stdout and stderr pipes.
 type outPipes struct {
-	r [2]int      // read ends, non-blocking, -1 once closed
-	w [2]*os.File // write ends, for the command; closed by closeWriters
+	r    [2]*os.File // read ends, non-blocking and outside the runtime's poller
+	w    [2]*os.File // write ends, for the command; closed by closeWriters
+	done [2]bool     // end of file seen on r[i], or its read cut
 }
 
 func newOutPipes() (*outPipes, error) {
-	p := &outPipes{r: [2]int{-1, -1}}
+	p := &outPipes{}
 	for i := range 2 {
 		var fds [2]int
 		if err := unix.Pipe2(fds[:], unix.O_CLOEXEC); err != nil {
 			p.close()
 			return nil, err
 		}
-		p.r[i] = fds[0]
+		// The read end's only status flag: O_NONBLOCK (O_CLOEXEC is a descriptor flag). Set
+		// after the File is made, so the runtime does not add the pipe to its poller.
+		p.r[i] = os.NewFile(uintptr(fds[0]), "|0")
 		p.w[i] = os.NewFile(uintptr(fds[1]), "|1")
-		// The read end's only flag: O_RDONLY (O_CLOEXEC is a descriptor flag).
 		if _, err := unix.FcntlInt(uintptr(fds[0]), unix.F_SETFL, unix.O_NONBLOCK); err != nil {
 			p.close()
 			return nil, err
@@ -49,47 +51,37 @@ func newOutPipes() (*outPipes, error) {
 
 // closeWriters closes this process's copies of the write ends once the command has them.
 func (p *outPipes) closeWriters() {
-	for i, f := range p.w {
+	for _, f := range p.w {
 		if f != nil {
 			f.Close()
-			p.w[i] = nil
 		}
 	}
 }
 
 func (p *outPipes) close() {
-	p.closeWriters()
-	for i, fd := range p.r {
-		if fd >= 0 {
-			unix.Close(fd)
-			p.r[i] = -1
+	for i := range 2 {
+		for _, f := range []*os.File{p.r[i], p.w[i]} {
+			if f != nil {
+				f.Close()
+			}
 		}
 	}
 }
 
-// read copies what pipe i holds now into w, without waiting for more. At end of file (or an error)
-// it closes the pipe.
+// read copies what pipe i holds now into w, without waiting for more. At end of file (or an
+// error) it marks the pipe done.
 func (p *outPipes) read(i int, b []byte, w io.Writer) {
-	for p.r[i] >= 0 {
-		n, err := unix.Read(p.r[i], b)
+	for !p.done[i] {
+		n, err := p.r[i].Read(b)
 		if n > 0 {
 			_, _ = w.Write(b[:n])
 			continue
 		}
-		if errors.Is(err, unix.EINTR) {
-			continue
-		}
 		if !errors.Is(err, unix.EAGAIN) {
-			unix.Close(p.r[i])
-			p.r[i] = -1
+			p.done[i] = true
 		}
 		return
 	}
-}
-
-func signalEventfd(fd int) {
-	var one = [8]byte{1}
-	_, _ = unix.Write(fd, one[:])
 }
 
 // collect copies the command's output into out[0] (stdout) and out[1] (stderr) until it has
@@ -100,21 +92,33 @@ func signalEventfd(fd int) {
 // cut, keeping what they already hold.
 func (s *Sandbox) collect(ctx context.Context, p process, pipes *outPipes, timeout time.Duration, out [2]io.Writer) (ex exit, cause error, err error) {
 	gp, ok := p.(*groupProcess)
-	if !ok || gp.pidFD < 0 {
-		ex, cause = s.collectAsync(ctx, p, pipes, timeout, out)
-		return ex, cause, nil
+	if !ok || gp.pidfd == nil {
+		ex, cause, err = s.collectAsync(ctx, p, pipes, timeout, out)
+		return ex, cause, err
 	}
-	exitfd := gp.pidFD
-	wake := -1 // set when ctx ends
+	var wake *os.File // readable once ctx has ended
 	if ctx.Done() != nil {
-		if wake, err = unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK); err != nil {
+		efd, err := unix.Eventfd(0, unix.EFD_CLOEXEC)
+		if err != nil {
 			return exit{}, nil, err
 		}
-		defer unix.Close(wake)
-		stop := context.AfterFunc(ctx, func() { signalEventfd(wake) })
+		wake = os.NewFile(uintptr(efd), "eventfd")
+		defer wake.Close()
+		// After Close the write fails with os.ErrClosed: it never reaches a reused number.
+		stop := context.AfterFunc(ctx, func() { _, _ = wake.Write([]byte{1, 0, 0, 0, 0, 0, 0, 0}) })
 		defer stop()
 	}
+	err = withFDs([]*os.File{pipes.r[0], pipes.r[1], gp.pidfd, wake}, func(fds []int) error {
+		ex, cause, err = s.pollLoop(ctx, p, pipes, timeout, out, fds)
+		return err
+	})
+	return ex, cause, err
+}
 
+// pollLoop is collect's loop. fds are the numbers of stdout's and stderr's read ends, the
+// child's pidfd and the wake eventfd (-1 if none), borrowed for the length of the loop.
+func (s *Sandbox) pollLoop(ctx context.Context, p process, pipes *outPipes, timeout time.Duration, out [2]io.Writer, fds []int) (ex exit, cause error, err error) {
+	pipeFD, exitfd, wake := fds[:2], fds[2], fds[3]
 	bp := readBufs.Get().(*[]byte)
 	defer readBufs.Put(bp)
 	start := time.Now()
@@ -132,9 +136,9 @@ func (s *Sandbox) collect(ctx context.Context, p process, pipes *outPipes, timeo
 		killAt = time.Now().Add(s.cfg.KillGrace)
 	}
 
-	fds := make([]unix.PollFd, 0, 4)
+	polled := make([]unix.PollFd, 0, 4)
 	for {
-		if exited && pipes.r[0] < 0 && pipes.r[1] < 0 {
+		if exited && pipes.done[0] && pipes.done[1] {
 			return ex, cause, nil
 		}
 		next := time.Time{}
@@ -151,29 +155,29 @@ func (s *Sandbox) collect(ctx context.Context, p process, pipes *outPipes, timeo
 			ms = max(0, int((time.Until(next)+time.Millisecond-1)/time.Millisecond))
 		}
 
-		fds = fds[:0]
-		for _, fd := range pipes.r {
-			if fd >= 0 {
-				fds = append(fds, unix.PollFd{Fd: int32(fd), Events: unix.POLLIN})
+		polled = polled[:0]
+		for i, fd := range pipeFD {
+			if !pipes.done[i] {
+				polled = append(polled, unix.PollFd{Fd: int32(fd), Events: unix.POLLIN})
 			}
 		}
 		if !exited {
-			fds = append(fds, unix.PollFd{Fd: int32(exitfd), Events: unix.POLLIN})
+			polled = append(polled, unix.PollFd{Fd: int32(exitfd), Events: unix.POLLIN})
 		}
 		if wake >= 0 && !terminating && !exited {
-			fds = append(fds, unix.PollFd{Fd: int32(wake), Events: unix.POLLIN})
+			polled = append(polled, unix.PollFd{Fd: int32(wake), Events: unix.POLLIN})
 		}
-		if _, err := unix.Poll(fds, ms); err != nil && !errors.Is(err, unix.EINTR) {
+		if _, err := unix.Poll(polled, ms); err != nil && !errors.Is(err, unix.EINTR) {
 			return exit{}, nil, err
 		}
 
-		for i := range pipes.r {
-			if pipes.r[i] >= 0 && ready(fds, pipes.r[i]) {
+		for i, fd := range pipeFD {
+			if !pipes.done[i] && ready(polled, fd) {
 				pipes.read(i, *bp, out[i])
 			}
 		}
 		now := time.Now()
-		if !exited && ready(fds, exitfd) {
+		if !exited && ready(polled, exitfd) {
 			code, werr := p.wait() // does not block: the child has exited
 			ex, exited = exit{code, werr}, true
 			p.finish() // whatever the command left behind dies with it
@@ -182,12 +186,12 @@ func (s *Sandbox) collect(ctx context.Context, p process, pipes *outPipes, timeo
 		switch {
 		case exited:
 			if !now.Before(cutAt) {
-				for i := range pipes.r {
+				for i := range pipeFD {
 					pipes.read(i, *bp, out[i]) // what the pipe holds now, then cut
+					pipes.done[i] = true
 				}
-				pipes.close()
 			}
-		case wake >= 0 && ready(fds, wake):
+		case wake >= 0 && ready(polled, wake):
 			why := ctx.Err()
 			if errors.Is(why, context.DeadlineExceeded) {
 				why = errs.Wrap(errs.ProcessTimeout, "exec", "", why)
@@ -216,14 +220,24 @@ func ready(fds []unix.PollFd, fd int) bool {
 // collectAsync is collect for a process without an exit descriptor: a goroutine per pipe reading
 // through the runtime's poller, one waiting for the exit, and the calling goroutine selecting on
 // them, the timeout and ctx.
-func (s *Sandbox) collectAsync(ctx context.Context, p process, pipes *outPipes, timeout time.Duration, out [2]io.Writer) (exit, error) {
+func (s *Sandbox) collectAsync(ctx context.Context, p process, pipes *outPipes, timeout time.Duration, out [2]io.Writer) (exit, error, error) {
 	var files [2]*os.File
-	dones := [2]chan struct{}{make(chan struct{}), make(chan struct{})}
 	for i := range pipes.r {
-		files[i] = os.NewFile(uintptr(pipes.r[i]), "|0") // non-blocking: the poller serves it
-		pipes.r[i] = -1                                  // the file owns it now
-		defer files[i].Close()
-		go stream(files[i], out[i], dones[i])
+		f, err := pollableDup(pipes.r[i])
+		if err != nil {
+			for _, f := range files {
+				if f != nil {
+					f.Close()
+				}
+			}
+			return exit{}, nil, err
+		}
+		files[i] = f
+	}
+	dones := [2]chan struct{}{make(chan struct{}), make(chan struct{})}
+	for i, f := range files {
+		defer f.Close()
+		go stream(f, out[i], dones[i])
 	}
 	exited := make(chan exit, 1)
 	go func() {
@@ -266,7 +280,7 @@ func (s *Sandbox) collectAsync(ctx context.Context, p process, pipes *outPipes, 
 			<-done
 		}
 	}
-	return ex, cause
+	return ex, cause, nil
 }
 
 // terminate sends SIGTERM to the group, then SIGKILL after the grace, and returns how it exited.

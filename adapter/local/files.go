@@ -236,7 +236,7 @@ type treeWorker struct {
 
 // treeFile is one regular file of a batch; name and buf keep their capacity for the next batch.
 type treeFile struct {
-	dfd  int    // its directory, open until the batch is done
+	dir  *os.File // its directory, open until the batch is done
 	name []byte // NUL-terminated
 	rel  string
 	fd   int32 // open result: a descriptor, or -errno
@@ -263,6 +263,12 @@ func (w *treeWorker) close() {
 	if w.ring != nil {
 		w.ring.close()
 	}
+}
+
+// dropRing closes the worker's ring after it failed; the worker goes on with plain calls.
+func (w *treeWorker) dropRing() {
+	w.ring.close()
+	w.ring, w.noRing = nil, true
 }
 
 func (w *treeWorker) work() {
@@ -414,7 +420,7 @@ func (w *treeWorker) entry(d treeDir, fd int, name []byte, typ byte) error {
 		w.batch = append(w.batch, treeFile{})
 	}
 	f := &w.batch[n]
-	f.dfd, f.rel = fd, rel
+	f.dir, f.rel = d.f, rel
 	f.name = append(append(f.name[:0], name...), 0)
 	if n+1 == treeBatch {
 		return w.flush()
@@ -515,12 +521,13 @@ func (w *treeWorker) readBatch(b []treeFile) error {
 		}
 		e := r.sqe()
 		e.opcode = uringOpOpenat
-		e.fd = int32(f.dfd)
+		e.fd = int32(f.dir.Fd())
 		e.addr = uint64(uintptr(unsafe.Pointer(&f.name[0])))
 		e.opFlags = unix.O_RDONLY | unix.O_NOFOLLOW | unix.O_NONBLOCK | unix.O_CLOEXEC
 		e.userData = uint64(i)
 	}
 	if err := r.run(len(b), func(i uint64, res int32) { b[i].fd = res }); err != nil {
+		w.dropRing()
 		for i := range b {
 			if b[i].fd >= 0 {
 				unix.Close(int(b[i].fd))
@@ -601,8 +608,19 @@ func (w *treeWorker) readBatch(b []treeFile) error {
 				b[ud>>1].res = res
 			}
 		})
-		if rerr != nil && err == nil {
-			err = &fs.PathError{Op: "io_uring_enter", Path: b[0].rel, Err: rerr}
+		if rerr != nil {
+			// Requests may still complete (a close among them): the ring is dropped, so no
+			// later batch mistakes their completions for its own, and no file the ring was
+			// to close is closed here, as the ring may close it yet.
+			w.dropRing()
+			for i := range b {
+				if b[i].how == howRing || b[i].how == howClose {
+					b[i].how = howNone
+				}
+			}
+			if err == nil {
+				err = &fs.PathError{Op: "io_uring_enter", Path: b[0].rel, Err: rerr}
+			}
 		}
 	}
 
@@ -644,7 +662,7 @@ func (w *treeWorker) readBatch(b []treeFile) error {
 
 // retry reads a file of a batch again with plain calls.
 func (w *treeWorker) retry(f *treeFile) error {
-	sub, isDir, err := w.readPlain(f.dfd, string(f.name[:len(f.name)-1]), f.rel)
+	sub, isDir, err := w.readPlain(int(f.dir.Fd()), string(f.name[:len(f.name)-1]), f.rel)
 	if isDir {
 		w.found = append(w.found, sub)
 	}

@@ -277,26 +277,17 @@ func (h *helperServer) serve() {
 			// The adapter is gone: everything in this PID namespace dies with its init.
 			return
 		}
-		var fds []int
-		if oobn > 0 {
-			if msgs, err := unix.ParseSocketControlMessage(oob[:oobn]); err == nil {
-				for _, m := range msgs {
-					if rights, err := unix.ParseUnixRights(&m); err == nil {
-						fds = append(fds, rights...)
-					}
-				}
-			}
-		}
+		files := receivedFiles(oob[:oobn])
 		var req request
 		if err := json.Unmarshal(buf[:n], &req); err != nil {
-			closeFDs(fds)
+			closeFiles(files)
 			continue
 		}
 		switch req.Op {
 		case "spawn":
-			h.spawn(req, fds)
+			h.spawn(req, files)
 		case "signal":
-			closeFDs(fds)
+			closeFiles(files)
 			h.mu.Lock()
 			pg, ok := h.pgids[req.ID]
 			h.mu.Unlock()
@@ -304,35 +295,58 @@ func (h *helperServer) serve() {
 				_ = syscall.Kill(-pg, syscall.Signal(req.Sig))
 			}
 		default:
-			closeFDs(fds)
+			closeFiles(files)
 		}
 	}
 }
 
-func closeFDs(fds []int) {
-	for _, fd := range fds {
-		_ = unix.Close(fd)
+// receivedFiles turns the descriptors of a message's SCM_RIGHTS (received close-on-exec: the net
+// package reads with MSG_CMSG_CLOEXEC) into files, their only owners.
+func receivedFiles(oob []byte) []*os.File {
+	var files []*os.File
+	msgs, err := unix.ParseSocketControlMessage(oob)
+	if err != nil {
+		return nil
+	}
+	for _, m := range msgs {
+		fds, err := unix.ParseUnixRights(&m)
+		if err != nil {
+			continue
+		}
+		for _, fd := range fds {
+			files = append(files, os.NewFile(uintptr(fd), "received"))
+		}
+	}
+	return files
+}
+
+func closeFiles(files []*os.File) {
+	for _, f := range files {
+		f.Close()
 	}
 }
 
-func (h *helperServer) spawn(req request, fds []int) {
-	defer closeFDs(fds)
+// spawn starts the command of req with files as its stdin, stdout, stderr and, if req.Cgroup, its
+// cgroup's directory; it closes files.
+func (h *helperServer) spawn(req request, files []*os.File) {
+	defer closeFiles(files)
 	want := 3
 	if req.Cgroup {
 		want = 4
 	}
-	if len(fds) != want {
+	if len(files) != want {
 		h.reply(reply{ID: req.ID, Err: "bad descriptor count"})
 		return
 	}
+	// Fd makes a file blocking again if it was not: a command's stdio is blocking.
 	attr := &syscall.ProcAttr{
 		Dir:   req.Dir,
 		Env:   req.Env,
-		Files: []uintptr{uintptr(fds[0]), uintptr(fds[1]), uintptr(fds[2])},
+		Files: []uintptr{files[0].Fd(), files[1].Fd(), files[2].Fd()},
 		Sys:   &syscall.SysProcAttr{Setpgid: true},
 	}
 	if req.Cgroup {
-		attr.Sys.UseCgroupFD, attr.Sys.CgroupFD = true, fds[3]
+		attr.Sys.UseCgroupFD, attr.Sys.CgroupFD = true, int(files[3].Fd())
 	}
 	path, args := req.Path, req.Args
 	if req.Init {

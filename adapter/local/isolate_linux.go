@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -143,7 +144,9 @@ func (h *helperProc) kill() {
 	h.conn.Close()
 }
 
-func (h *helperProc) send(req request, fds []int) (chan reply, error) {
+// send writes one request with files passed as SCM_RIGHTS, each held open while it is sent (a
+// file closed meanwhile fails the send with os.ErrClosed).
+func (h *helperProc) send(req request, files []*os.File) (chan reply, error) {
 	h.mu.Lock()
 	select {
 	case <-h.dead:
@@ -160,7 +163,7 @@ func (h *helperProc) send(req request, fds []int) (chan reply, error) {
 	}
 	h.mu.Unlock()
 	h.wmu.Lock()
-	err := send(h.conn, req, fds)
+	err := withFDs(files, func(fds []int) error { return send(h.conn, req, fds) })
 	h.wmu.Unlock()
 	if err != nil && ch != nil {
 		h.mu.Lock()
@@ -356,8 +359,11 @@ func (p *helperProcess) finish() {
 }
 
 // start asks the helper to run one command with the given stdio.
-func (iso *isolation) start(c adapter.Command, prog, dir string, env []string, stdio [3]*os.File) (*helperProcess, adapter.Isolation, error) {
+func (iso *isolation) start(c adapter.Command, prog, dir string, env []string, outW, errW *os.File) (*helperProcess, adapter.Isolation, error) {
 	h, herr := iso.helper(c.AllowNetwork)
+	if errs.CodeOf(herr) == errs.SandboxUnavailable { // stopped: never fall back to a plain process
+		return nil, adapter.Isolation{}, herr
+	}
 	var cg *cgroupDir
 	if h != nil && iso.cg != nil {
 		cg, _ = iso.cg.get()
@@ -380,11 +386,21 @@ func (iso *isolation) start(c adapter.Command, prog, dir string, env []string, s
 	if h == nil {
 		return nil, is, nil // the caller runs the command without the helper
 	}
-	fds := []int{int(stdio[0].Fd()), int(stdio[1].Fd()), int(stdio[2].Fd())}
-	if cg != nil {
-		fds = append(fds, cg.fd)
+	// Stdin is made a file only now: a fallback to a plain process must find Command.Stdin
+	// unread.
+	stdin, closeStdin, err := stdinFile(c.Stdin)
+	if err != nil {
+		if cg != nil {
+			iso.cg.put(cg)
+		}
+		return nil, is, errs.Wrap(errs.Internal, "exec", "", err)
 	}
-	ch, err := h.send(request{Op: "spawn", Path: prog, Args: c.Args, Env: env, Dir: dir, Cgroup: cg != nil, Init: init}, fds)
+	files := []*os.File{stdin, outW, errW}
+	if cg != nil {
+		files = append(files, cg.dir)
+	}
+	ch, err := h.send(request{Op: "spawn", Path: prog, Args: c.Args, Env: env, Dir: dir, Cgroup: cg != nil, Init: init}, files)
+	closeStdin()
 	if err != nil {
 		if cg != nil {
 			iso.cg.put(cg)
@@ -407,19 +423,22 @@ func (iso *isolation) start(c adapter.Command, prog, dir string, env []string, s
 // ---- cgroups ----
 
 // cgroupPool hands out empty cgroup v2 directories under this process's own cgroup, one per
-// running command, and reuses them once empty.
+// running command, and reuses them once empty. The pool owns every directory it made (all): a
+// directory is released (its descriptor closed, the cgroup removed) exactly once, by put when it
+// was killed, or by close for every directory still in the pool, handed out or not.
 type cgroupPool struct {
-	base string
-	mu   sync.Mutex
-	free []*cgroupDir
-	n    int
-	all  []*cgroupDir
+	base   string
+	mu     sync.Mutex
+	free   []*cgroupDir
+	n      int
+	all    []*cgroupDir
+	closed bool
 }
 
 type cgroupDir struct {
 	path   string
-	fd     int
-	killed bool
+	dir    *os.File // the cgroup's directory, for clone3(CLONE_INTO_CGROUP)
+	killed atomic.Bool
 }
 
 var cgroupBase = sync.OnceValues(func() (string, error) {
@@ -504,9 +523,14 @@ func newCgroupPool() *cgroupPool {
 	return &cgroupPool{base: dir}
 }
 
+var errPoolClosed = errors.New("the sandbox's cgroups are released")
+
 func (p *cgroupPool) get() (*cgroupDir, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.closed {
+		return nil, errPoolClosed
+	}
 	if n := len(p.free); n > 0 {
 		d := p.free[n-1]
 		p.free = p.free[:n-1]
@@ -517,12 +541,12 @@ func (p *cgroupPool) get() (*cgroupDir, error) {
 	if err := os.Mkdir(path, 0o755); err != nil {
 		return nil, err
 	}
-	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_DIRECTORY, 0)
 	if err != nil {
 		_ = os.Remove(path)
 		return nil, err
 	}
-	d := &cgroupDir{path: path, fd: fd}
+	d := &cgroupDir{path: path, dir: f}
 	p.all = append(p.all, d)
 	return d, nil
 }
@@ -530,10 +554,13 @@ func (p *cgroupPool) get() (*cgroupDir, error) {
 // put empties the cgroup (killing whatever is left in it) and returns it to the pool. A cgroup that
 // was killed is removed instead of reused: on some kernels (6.18 here) a process cloned into a
 // cgroup after a cgroup.kill is killed at once, as the fork compares kill sequence numbers.
+// After close, the directory is close's to release.
 func (p *cgroupPool) put(d *cgroupDir) {
-	if !d.killed && d.empty() {
+	if !d.killed.Load() && d.empty() {
 		p.mu.Lock()
-		p.free = append(p.free, d)
+		if !p.closed {
+			p.free = append(p.free, d)
+		}
 		p.mu.Unlock()
 		return
 	}
@@ -545,14 +572,18 @@ func (p *cgroupPool) put(d *cgroupDir) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	p.mu.Lock()
-	p.all = slices.DeleteFunc(p.all, func(x *cgroupDir) bool { return x == d })
+	owned := !p.closed
+	if owned {
+		p.all = slices.DeleteFunc(p.all, func(x *cgroupDir) bool { return x == d })
+	}
 	p.mu.Unlock()
-	unix.Close(d.fd)
-	_ = os.Remove(d.path)
+	if owned {
+		d.release()
+	}
 }
 
 func (d *cgroupDir) kill() {
-	d.killed = true
+	d.killed.Store(true)
 	_ = os.WriteFile(filepath.Join(d.path, "cgroup.kill"), []byte("1"), 0)
 }
 
@@ -561,18 +592,29 @@ func (d *cgroupDir) empty() bool {
 	return err != nil || len(strings.TrimSpace(string(data))) == 0
 }
 
+// release closes the directory and removes the (empty) cgroup.
+func (d *cgroupDir) release() {
+	d.dir.Close()
+	_ = os.Remove(d.path)
+}
+
+// close kills every process in the sandbox's cgroups and releases them all. A command still
+// being started with one of them then fails to start (its directory is closed).
 func (p *cgroupPool) close() {
 	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return
+	}
 	all := p.all
-	p.all, p.free = nil, nil
+	p.all, p.free, p.closed = nil, nil, true
 	p.mu.Unlock()
 	_ = os.WriteFile(filepath.Join(p.base, "cgroup.kill"), []byte("1"), 0)
 	for _, d := range all {
 		for i := 0; !d.empty() && i < 200; i++ {
 			time.Sleep(5 * time.Millisecond)
 		}
-		unix.Close(d.fd)
-		_ = os.Remove(d.path)
+		d.release()
 	}
 	_ = os.Remove(p.base)
 }
@@ -647,12 +689,7 @@ func probe() Report {
 // error when no helper can run here and the configuration does not require one: the caller then
 // runs the command as a plain process, and the result says nothing was enforced.
 func (s *Sandbox) startIsolated(c adapter.Command, prog, dir string, env []string, outW, errW *os.File) (process, adapter.Isolation, error) {
-	stdin, closeStdin, err := stdinFile(c.Stdin)
-	if err != nil {
-		return nil, adapter.Isolation{}, errs.Wrap(errs.Internal, "exec", "", err)
-	}
-	p, is, err := s.iso.start(c, prog, dir, env, [3]*os.File{stdin, outW, errW})
-	closeStdin()
+	p, is, err := s.iso.start(c, prog, dir, env, outW, errW)
 	if p == nil {
 		return nil, is, err
 	}
@@ -672,10 +709,19 @@ func stdinFile(r io.Reader) (*os.File, func(), error) {
 	if f, ok := r.(*os.File); ok {
 		return f, func() {}, nil
 	}
-	pr, pw, err := os.Pipe()
-	if err != nil {
+	// The read end stays blocking (a command reads it as its stdin); the write end is
+	// non-blocking before its File is made, so the copy waits in the runtime's poller.
+	var fds [2]int
+	if err := unix.Pipe2(fds[:], unix.O_CLOEXEC); err != nil {
 		return nil, nil, err
 	}
+	pr := os.NewFile(uintptr(fds[0]), "|0")
+	if err := unix.SetNonblock(fds[1], true); err != nil {
+		pr.Close()
+		unix.Close(fds[1])
+		return nil, nil, err
+	}
+	pw := os.NewFile(uintptr(fds[1]), "|1")
 	go func() {
 		_, _ = io.Copy(pw, r)
 		pw.Close()

@@ -278,6 +278,8 @@ func mapErr(op, p string, err error) error {
 		return nil
 	case isEscape(err):
 		return errs.Wrap(errs.PathEscape, op, p, err)
+	case errors.Is(err, os.ErrClosed): // the workspace's root was closed by a concurrent Stop
+		return errs.Wrap(errs.SandboxUnavailable, op, p, err)
 	case errors.Is(err, fs.ErrNotExist):
 		return errs.Wrap(errs.NotFound, op, p, err)
 	case errors.Is(err, syscall.ENOTDIR):
@@ -537,7 +539,7 @@ type groupProcess struct {
 	s     *Sandbox
 	cmd   *exec.Cmd
 	pgid  int
-	pidFD int // readable once the child has exited; -1 where the kernel has no pidfd
+	pidfd *os.File // readable once the child has exited; nil where the kernel has no pidfd
 }
 
 func (p *groupProcess) wait() (int, error) {
@@ -550,9 +552,8 @@ func (p *groupProcess) signal(sig syscall.Signal) { _ = syscall.Kill(-p.pgid, si
 func (p *groupProcess) finish() {
 	_ = syscall.Kill(-p.pgid, syscall.SIGKILL)
 	p.s.untrack(p.pgid)
-	if p.pidFD >= 0 {
-		syscall.Close(p.pidFD)
-		p.pidFD = -1
+	if p.pidfd != nil {
+		p.pidfd.Close()
 	}
 }
 
@@ -591,11 +592,14 @@ func (s *Sandbox) startPlain(c adapter.Command, prog, dir string, env []string, 
 	if err := cmd.Start(); err != nil {
 		return nil, errs.Wrap(errs.ProcessFailed, "exec", c.Args[0], err)
 	}
-	pgid := cmd.Process.Pid
-	if !s.track(pgid) { // stopped meanwhile
-		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	p := &groupProcess{s: s, cmd: cmd, pgid: cmd.Process.Pid}
+	if pidFD >= 0 { // the kernel made one: a File owns it from here on
+		p.pidfd = os.NewFile(uintptr(pidFD), "pidfd")
 	}
-	return &groupProcess{s: s, cmd: cmd, pgid: pgid, pidFD: pidFD}, nil
+	if !s.track(p.pgid) { // stopped meanwhile
+		_ = syscall.Kill(-p.pgid, syscall.SIGKILL)
+	}
+	return p, nil
 }
 
 func (s *Sandbox) run(ctx context.Context, c adapter.Command, prog, dir string) (adapter.Result, error) {
