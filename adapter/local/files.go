@@ -237,7 +237,7 @@ type treeWorker struct {
 // treeFile is one regular file of a batch; name and buf keep their capacity for the next batch.
 type treeFile struct {
 	dir  *os.File // its directory, open until the batch is done
-	name []byte // NUL-terminated
+	name []byte   // NUL-terminated
 	rel  string
 	fd   int32 // open result: a descriptor, or -errno
 	st   unix.Stat_t
