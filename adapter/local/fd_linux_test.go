@@ -1,0 +1,75 @@
+package local
+
+import (
+	"bytes"
+	"os"
+	"syscall"
+	"testing"
+
+	"github.com/sandboxer/sandboxer/adapter"
+	"github.com/sandboxer/sandboxer/errs"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// pipeCanary opens a pipe holding a token; intact reports whether both ends still name it.
+func pipeCanary(t *testing.T) (intact func() bool) {
+	r, w, err := os.Pipe()
+	require.NoError(t, err)
+	t.Cleanup(func() { r.Close(); w.Close() })
+	_, err = w.Write([]byte("canary"))
+	require.NoError(t, err)
+	var want [2]syscall.Stat_t
+	require.NoError(t, syscall.Fstat(int(r.Fd()), &want[0]))
+	require.NoError(t, syscall.Fstat(int(w.Fd()), &want[1]))
+	return func() bool {
+		for i, f := range []*os.File{r, w} {
+			var st syscall.Stat_t
+			if syscall.Fstat(int(f.Fd()), &st) != nil || st.Ino != want[i].Ino {
+				return false
+			}
+		}
+		b := make([]byte, 16)
+		n, err := r.Read(b)
+		return err == nil && bytes.Equal(b[:n], []byte("canary"))
+	}
+}
+
+// A cgroup handed out when the pool is closed (a sandbox stopped while its command ran) is
+// released by close alone: the command's put must not close its descriptor again, by then
+// possibly another file's number.
+func TestCgroupPutAfterPoolClose(t *testing.T) {
+	p := newCgroupPool()
+	if p == nil {
+		t.Skip("no cgroup v2 delegation here")
+	}
+	d, err := p.get()
+	require.NoError(t, err)
+	d.kill() // as a SIGKILL of the command does: put then releases instead of reusing
+	p.close()
+	intact := pipeCanary(t) // takes the lowest free numbers: the one close just freed
+	p.put(d)
+	assert.True(t, intact(), "put closed a descriptor it no longer owned")
+	_, err = p.get()
+	assert.ErrorIs(t, err, errPoolClosed)
+	assert.NoDirExists(t, d.path)
+}
+
+// A sandbox whose isolation was stopped while a command was being started refuses it: it never
+// falls back to running the command as a plain host process.
+func TestStoppedIsolationNeverFallsBackToPlain(t *testing.T) {
+	if !Probe().Available(LayerUserNS) {
+		t.Skip("no user namespaces here")
+	}
+	s, err := New(Config{Root: t.TempDir()})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Stop(t.Context()) })
+	require.NoError(t, s.iso.stop())
+	r, w, err := os.Pipe()
+	require.NoError(t, err)
+	defer r.Close()
+	defer w.Close()
+	p, _, err := s.startIsolated(adapter.Command{Args: []string{"true"}}, "/bin/true", s.dir, nil, w, w)
+	assert.Nil(t, p)
+	assert.ErrorIs(t, err, errs.SandboxUnavailable)
+}
