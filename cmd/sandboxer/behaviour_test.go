@@ -43,8 +43,8 @@ func code(w wireReply) string {
 	return w.Error.Code
 }
 
-// Config precedence: defaults < sandboxer.yaml (or --config) < SANDBOXER_* < flags. The probe is
-// max-output-bytes: writing 10 bytes fails with TOOL_CONTENT_TOO_LARGE when it is below 10.
+// Config precedence: defaults < the user's config file (or --config) < SANDBOXER_* < flags. The
+// probe is max-output-bytes: writing 10 bytes fails with TOOL_CONTENT_TOO_LARGE when it is below 10.
 func TestConfigPrecedence(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
@@ -54,7 +54,7 @@ func TestConfigPrecedence(t *testing.T) {
 	r := e.run("", nil, write...)
 	require.Equal(t, 0, r.code, "default 200000 allows it: %s", r.stderr)
 
-	require.NoError(t, os.WriteFile(filepath.Join(e.work, "sandboxer.yaml"), []byte("max-output-bytes: 5\n"), 0o644))
+	e.userConfig("max-output-bytes: 5\n")
 	r = e.run("", nil, write...)
 	assert.Equal(t, 1, r.code)
 	assert.True(t, tooLarge(r), "the config file beats the default")
@@ -68,22 +68,20 @@ func TestConfigPrecedence(t *testing.T) {
 	r = e.run("", nil, append(write, "--max-output-bytes", "100")...)
 	assert.Equal(t, 0, r.code, "a flag beats the config file")
 
-	// --config names another file; it replaces ./sandboxer.yaml.
+	// --config names another file; it replaces the user's.
 	other := filepath.Join(e.base, "other.yaml")
 	require.NoError(t, os.WriteFile(other, []byte("max-output-bytes: 100\nrun-id: from-config\n"), 0o644))
 	r = e.run("", nil, append(write, "--config", other)...)
-	assert.Equal(t, 0, r.code, "--config replaces ./sandboxer.yaml: %s", r.stdout)
+	assert.Equal(t, 0, r.code, "--config replaces the user's config file: %s", r.stdout)
 
 	// Other types through every layer: a duration from the environment, a bool from the file.
 	r = e.run("", []string{"SANDBOXER_TIMEOUT=100ms"}, "exec", "--", "sleep", "5")
 	assert.Equal(t, 124, r.code, "SANDBOXER_TIMEOUT applies to exec")
 	r = e.run("", []string{"SANDBOXER_TIMEOUT=soon"}, "exec", "--", "true")
 	assert.Equal(t, 2, r.code, "a malformed environment value is a usage error, not zero")
-	require.NoError(t, os.WriteFile(filepath.Join(e.work, "sandboxer.yaml"), []byte("allow-network: true\n"), 0o644))
+	e.userConfig("require-isolation: false\nallow-network: false\n")
 	r = e.run("", nil, "exec", "--", "sh", "-c", "exit 0; curl https://example.com")
-	assert.Equal(t, 0, r.code, "allow-network from the file turns the policy off: %s", r.stderr)
-	r = e.run("", []string{"SANDBOXER_ALLOW_NETWORK=false"}, "exec", "--", "sh", "-c", "exit 0; curl https://example.com")
-	assert.Equal(t, 125, r.code, "the environment turns it back on")
+	assert.Equal(t, 125, r.code, "allow-network: false from the file keeps the policy on: %s", r.stderr)
 
 	// Hostile config files are usage errors.
 	for name, content := range map[string]string{
@@ -93,13 +91,68 @@ func TestConfigPrecedence(t *testing.T) {
 		"bad adapter":  "adapter: nope\n",
 		"nested block": "docker:\n  memory: 1\n",
 	} {
-		require.NoError(t, os.WriteFile(filepath.Join(e.work, "sandboxer.yaml"), []byte(content), 0o644))
+		e.userConfig(content)
 		r = e.run("", nil, write...)
 		assert.Equal(t, 2, r.code, "%s: %s", name, r.stderr)
 		assert.Empty(t, r.stdout, name)
 	}
 	r = e.run("", nil, append(write, "--config", filepath.Join(e.base, "missing.yaml"))...)
 	assert.Equal(t, 2, r.code, "a named config file that is missing is a usage error")
+}
+
+// A config file can never be planted by a sandbox: the current directory (the default workspace)
+// is not searched, a file inside the workspace is refused even when named, and no file may lower
+// isolation or open the network without a flag or the environment (issue 23, finding 1).
+func TestConfigFileCannotBePlantedOrLowerIsolation(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	// What a command of the previous call wrote into the workspace.
+	planted := "isolation: \"off\"\nallow-network: true\nmax-output-bytes: 5\n"
+	require.NoError(t, os.WriteFile(filepath.Join(e.work, "sandboxer.yaml"), []byte(planted), 0o644))
+	write := []string{"tool", "write", "--input", `{"path":"p.txt","content":"0123456789"}`}
+	r := e.run("", nil, write...)
+	require.Equal(t, 0, r.code, "./sandboxer.yaml in the workspace is not read: %s %s", r.stdout, r.stderr)
+	r = e.run("", nil, "exec", "--", "sh", "-c", "exit 0; curl https://example.com")
+	assert.Equal(t, 125, r.code, "the network stays off: %s", r.stderr)
+
+	r = e.run("", nil, append(write, "--config", "sandboxer.yaml")...)
+	assert.Equal(t, 2, r.code, "a named config file inside the workspace is refused")
+	assert.Contains(t, r.stderr, "where a sandbox can write it")
+	r = e.run("", nil, append(write, "--config", filepath.Join(e.work, "sandboxer.yaml"), "--root", e.base)...)
+	assert.Equal(t, 2, r.code, "also below the workspace")
+	r = e.run("", []string{"SANDBOXER_CONFIG=" + filepath.Join(e.work, "sandboxer.yaml")}, write...)
+	assert.Equal(t, 2, r.code, "also through SANDBOXER_CONFIG")
+
+	// Outside the workspace, a file may raise isolation but not lower it on its own.
+	e.userConfig("isolation: \"off\"\n")
+	r = e.run("", nil, write...)
+	assert.Equal(t, 2, r.code, "isolation: off from a file alone is refused: %s", r.stdout)
+	assert.Contains(t, r.stderr, "lowers isolation")
+	r = e.run("", []string{"SANDBOXER_ISOLATION=off"}, write...)
+	assert.Equal(t, 0, r.code, "the environment may: %s", r.stderr)
+	r = e.run("", nil, append(write, "--isolation", "off")...)
+	assert.Equal(t, 0, r.code, "a flag may: %s", r.stderr)
+	e.userConfig("allow-network: true\n")
+	r = e.run("", nil, write...)
+	assert.Equal(t, 2, r.code, "allow-network: true from a file alone is refused")
+	r = e.run("", []string{"SANDBOXER_ALLOW_NETWORK=true"}, "exec", "--", "sh", "-c", "exit 0; curl https://example.com")
+	assert.Equal(t, 0, r.code, "the environment may open it: %s", r.stderr)
+
+	// doctor says that the workspace's file is not read.
+	e.userConfig("max-output-bytes: 100\n")
+	r = e.run("", nil, "doctor", "--json")
+	var rep struct {
+		Checks []struct {
+			Name   string `json:"name"`
+			OK     bool   `json:"ok"`
+			Detail string `json:"detail"`
+		} `json:"checks"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &rep), r.stdout)
+	require.NotEmpty(t, rep.Checks)
+	assert.Equal(t, "config", rep.Checks[0].Name)
+	assert.False(t, rep.Checks[0].OK)
+	assert.Contains(t, rep.Checks[0].Detail, "NOT read: "+filepath.Join(e.work, "sandboxer.yaml"))
 }
 
 type logRow struct {
@@ -282,7 +335,7 @@ func TestDoctor(t *testing.T) {
 		assert.NotEmpty(t, c.Detail, c.Name)
 		allOK = allOK && c.OK
 	}
-	assert.Equal(t, []string{"ripgrep", "docker daemon", "docker image", "network namespace", "landlock"}, names)
+	assert.Equal(t, []string{"config", "ripgrep", "docker daemon", "docker image", "network namespace", "landlock"}, names)
 	if allOK {
 		assert.Equal(t, 0, r.code)
 	} else {
@@ -328,12 +381,11 @@ func TestIsolationSettings(t *testing.T) {
 	assert.Equal(t, 2, r.code, "requiring isolation while turning it off is a usage error")
 
 	// The config file accepts SPEC.md's spelling, require_isolation.
-	require.NoError(t, os.WriteFile(filepath.Join(e.work, "sandboxer.yaml"), []byte("require_isolation: true\nisolation: \"off\"\n"), 0o644))
-	r = e.run("", nil, bash...)
+	e.userConfig("require_isolation: true\n")
+	r = e.run("", nil, append(bash, "--isolation", "off")...)
 	assert.Equal(t, 2, r.code, "require_isolation from the file is read: %s", r.stdout)
 
 	if rep := local.Probe(); rep.Network && rep.Filesystem && rep.ProcessTree {
-		require.NoError(t, os.WriteFile(filepath.Join(e.work, "sandboxer.yaml"), []byte("require_isolation: true\n"), 0o644))
 		r = e.run("", nil, bash...)
 		require.Equal(t, 0, r.code, r.stdout)
 		iso := isolation(r)

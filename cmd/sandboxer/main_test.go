@@ -70,6 +70,14 @@ func newEnv(t testing.TB) *env {
 	return e
 }
 
+// userConfig writes the user's config file (~/.config/sandboxer/sandboxer.yaml of the run's HOME).
+func (e *env) userConfig(content string) {
+	e.t.Helper()
+	p := filepath.Join(e.base, "home", ".config", "sandboxer", "sandboxer.yaml")
+	require.NoError(e.t, os.MkdirAll(filepath.Dir(p), 0o755))
+	require.NoError(e.t, os.WriteFile(p, []byte(content), 0o644))
+}
+
 // result is one run of the binary.
 type result struct {
 	stdout, stderr string

@@ -58,7 +58,8 @@ const (
 	// MaxOutputBytesLimit and TimeoutLimit are the upper bounds of SPEC.md section 3.
 	MaxOutputBytesLimit = 10485760
 	TimeoutLimit        = time.Hour
-	// ConfigFileName is looked up in the current directory when --config is not given.
+	// ConfigFileName is the name of the user's config file (UserConfigFile), read when neither
+	// --config nor SANDBOXER_CONFIG names one.
 	ConfigFileName = "sandboxer.yaml"
 	// JournalOff as --journal turns the journal off.
 	JournalOff = "off"
@@ -99,9 +100,26 @@ func DefaultStateDir() string {
 	return filepath.Join(os.TempDir(), "sandboxer-state")
 }
 
+// UserConfigFile is the config file read when neither --config nor SANDBOXER_CONFIG names one:
+// $XDG_CONFIG_HOME/sandboxer/sandboxer.yaml, or ~/.config/sandboxer/sandboxer.yaml. It is never
+// looked up in the current directory, which is usually the workspace: a command in the sandbox
+// could write it and so configure the next call.
+func UserConfigFile() string {
+	if x := os.Getenv("XDG_CONFIG_HOME"); filepath.IsAbs(x) {
+		return filepath.Join(x, "sandboxer", ConfigFileName)
+	}
+	if h, err := os.UserHomeDir(); err == nil && h != "" {
+		return filepath.Join(h, ".config", "sandboxer", ConfigFileName)
+	}
+	return ""
+}
+
+// configFlagUsage is the usage of --config.
+const configFlagUsage = "config file (default $XDG_CONFIG_HOME/sandboxer/" + ConfigFileName + " or ~/.config/sandboxer/" + ConfigFileName + " when present; never one inside the workspace)"
+
 // addCommonFlags declares the flags every sandbox-using command shares.
 func addCommonFlags(f *pflag.FlagSet) {
-	f.String("config", "", "config file (default ./"+ConfigFileName+" when present)")
+	f.String("config", "", configFlagUsage)
 	f.String(keyAdapter, DefaultAdapter, "sandbox adapter: "+strings.Join(backendNames(), "|"))
 	f.String(keyRoot, "", "workspace directory of the local adapter (default the current directory)")
 	f.String(keyImage, DefaultImage, "image of the docker adapter")
@@ -137,12 +155,15 @@ func load(flags *pflag.FlagSet) (Settings, error) {
 		cfg = os.Getenv("SANDBOXER_CONFIG")
 	}
 	if cfg == "" {
-		if _, err := os.Stat(ConfigFileName); err == nil {
-			cfg = ConfigFileName
-		} else if !errors.Is(err, fs.ErrNotExist) {
-			return Settings{}, fmt.Errorf("config file %s: %w", ConfigFileName, err)
+		if u := UserConfigFile(); u != "" {
+			if _, err := os.Stat(u); err == nil {
+				cfg = u
+			} else if !errors.Is(err, fs.ErrNotExist) {
+				return Settings{}, fmt.Errorf("config file %s: %w", u, err)
+			}
 		}
 	}
+	var fileKeys map[string]any
 	if cfg != "" {
 		// Read into its own instance first, so that only the file's keys are checked.
 		cv := viper.New()
@@ -166,7 +187,7 @@ func load(flags *pflag.FlagSet) (Settings, error) {
 		if err := v.MergeConfigMap(settings); err != nil {
 			return Settings{}, fmt.Errorf("config file %s: %w", cfg, err)
 		}
-		s.ConfigFile = cfg
+		s.ConfigFile, fileKeys = cfg, settings
 	}
 
 	has := func(k string) bool { return flags.Lookup(k) != nil }
@@ -252,6 +273,11 @@ func load(flags *pflag.FlagSet) (Settings, error) {
 	if s.Root, err = filepath.Abs(s.Root); err != nil {
 		return Settings{}, err
 	}
+	if s.ConfigFile != "" {
+		if err := checkConfigFile(s, flags, fileKeys); err != nil {
+			return Settings{}, err
+		}
+	}
 	switch j := v.GetString(keyJournal); j {
 	case JournalOff:
 		s.Journal = ""
@@ -320,4 +346,41 @@ func durationSetting(v *viper.Viper, key string) (time.Duration, error) {
 	default:
 		return 0, fmt.Errorf("--%s %v: not a duration (like 30s or 2m)", key, x)
 	}
+}
+
+// checkConfigFile refuses a config file that a sandbox could have written, and one that lowers
+// isolation or raises network access on its own. A sandbox can write its workspace (the local
+// adapter's root, and the state directory's long-lived workspaces; with isolation off, anything
+// its user can); a file there must never decide the next call's isolation, so it is not read. A file elsewhere may still only raise isolation: turning
+// it off, or the network on, takes a flag or the environment.
+func checkConfigFile(s Settings, flags *pflag.FlagSet, keys map[string]any) error {
+	file, err := filepath.Abs(s.ConfigFile)
+	if err != nil {
+		return err
+	}
+	if real, err := filepath.EvalSymlinks(file); err == nil {
+		file = real
+	}
+	writable := []string{s.StateDir} // local long-lived sandboxes' workspaces live here
+	if s.Adapter == "local" {
+		writable = append(writable, s.Root)
+	}
+	for _, dir := range writable {
+		if real, err := filepath.EvalSymlinks(dir); err == nil {
+			dir = real
+		}
+		if rel, err := filepath.Rel(dir, file); err == nil && rel != ".." && !strings.HasPrefix(rel, "../") {
+			return fmt.Errorf("config file %s is inside %s, where a sandbox can write it: it is never read (keep it outside the workspace, or use flags and SANDBOXER_* variables)", s.ConfigFile, dir)
+		}
+	}
+	explicit := func(key string) bool {
+		return flags.Changed(key) || os.Getenv("SANDBOXER_"+strings.ToUpper(strings.ReplaceAll(key, "-", "_"))) != ""
+	}
+	if _, ok := keys[keyIsolation]; ok && s.Isolation == "off" && !explicit(keyIsolation) {
+		return fmt.Errorf("config file %s: isolation: off lowers isolation, which only --%s off or SANDBOXER_ISOLATION=off may do", s.ConfigFile, keyIsolation)
+	}
+	if _, ok := keys[keyAllowNetwork]; ok && s.AllowNetwork && !explicit(keyAllowNetwork) {
+		return fmt.Errorf("config file %s: allow-network: true opens the network, which only --%s or SANDBOXER_ALLOW_NETWORK=true may do", s.ConfigFile, keyAllowNetwork)
+	}
+	return nil
 }

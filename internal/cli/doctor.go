@@ -3,6 +3,10 @@ package cli
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -43,7 +47,7 @@ probe passed, 1 otherwise (the report is printed either way).`,
 			ctx := c.Context()
 			daemon, img := doctor.Docker(ctx, s.Image)
 			rep := doctorReport{Checks: []doctor.Check{
-				doctor.Ripgrep(ctx), daemon, img, doctor.NetworkNamespace(ctx), doctor.Landlock(),
+				configCheck(s), doctor.Ripgrep(ctx), daemon, img, doctor.NetworkNamespace(ctx), doctor.Landlock(),
 			}}
 			for _, name := range allAdapterNames() {
 				rep.Adapters = append(rep.Adapters, describeAdapter(ctx, s, name))
@@ -87,7 +91,7 @@ probe passed, 1 otherwise (the report is printed either way).`,
 		}),
 	}
 	c.Flags().BoolVar(&asJSON, "json", false, "print a JSON report")
-	c.Flags().String("config", "", "config file (default ./"+ConfigFileName+" when present)")
+	c.Flags().String("config", "", configFlagUsage)
 	c.Flags().String(keyImage, DefaultImage, "image of the docker adapter to look for")
 	return c
 }
@@ -120,4 +124,26 @@ func describeAdapter(ctx context.Context, s Settings, name string) adapterReport
 		r.Capabilities = &caps
 	}
 	return r
+}
+
+// configCheck says which config file was read, and fails when a sandboxer.yaml lies in the
+// current directory or the workspace: such a file is never read (a sandbox could write it), which
+// its author may not know.
+func configCheck(s Settings) doctor.Check {
+	ch := doctor.Check{Name: "config", OK: true, Detail: "no config file"}
+	if s.ConfigFile != "" {
+		ch.Detail = "read " + s.ConfigFile
+	}
+	var ignored []string
+	for _, dir := range []string{".", s.Root} {
+		p, err := filepath.Abs(filepath.Join(dir, ConfigFileName))
+		if _, serr := os.Stat(p); err == nil && serr == nil && !slices.Contains(ignored, p) {
+			ignored = append(ignored, p)
+		}
+	}
+	if len(ignored) > 0 {
+		ch.OK = false
+		ch.Detail += "; NOT read: " + strings.Join(ignored, ", ") + " (a config file in the workspace could be written by a sandbox; use " + UserConfigFile() + " or --config outside it)"
+	}
+	return ch
 }

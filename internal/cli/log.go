@@ -66,7 +66,7 @@ errorJson, idempotencyKey, sideEffect, idempotent).`,
 			return tw.Flush()
 		}),
 	}
-	c.Flags().String("config", "", "config file (default ./"+ConfigFileName+" when present)")
+	c.Flags().String("config", "", configFlagUsage)
 	c.Flags().String(keyJournal, "", "journal path (default STATE_DIR/journal.db)")
 	c.Flags().String(keyStateDir, "", "state directory (default $XDG_STATE_HOME/sandboxer or ~/.local/state/sandboxer)")
 	c.Flags().String(keyRunID, "", "only rows of this run")

@@ -1,5 +1,5 @@
 // Package cli owns the sandboxer command line: the cobra command tree, configuration by viper
-// (defaults < sandboxer.yaml or --config < SANDBOXER_* environment < flags), the explicit adapter
+// (defaults < the user's sandboxer.yaml or --config < SANDBOXER_* environment < flags), the explicit adapter
 // table, and the glue from tool calls to the journal used by both `sandboxer tool` and
 // `sandboxer mcp`.
 //
@@ -85,7 +85,7 @@ func newRoot(std Streams) *cobra.Command {
 over the CLI (sandboxer tool, sandboxer exec) or as an MCP server on stdio (sandboxer mcp),
 and records every call in an SQLite journal.
 
-Configuration: defaults < ./sandboxer.yaml (or --config) < SANDBOXER_* environment < flags.`,
+Configuration: defaults < ~/.config/sandboxer/sandboxer.yaml (or --config; never one in the workspace) < SANDBOXER_* environment < flags.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}

@@ -130,7 +130,7 @@ func newSandboxLsCmd(std Streams) *cobra.Command {
 
 // addStateFlags declares the flags of commands that only need the state directory.
 func addStateFlags(c *cobra.Command) {
-	c.Flags().String("config", "", "config file (default ./"+ConfigFileName+" when present)")
+	c.Flags().String("config", "", configFlagUsage)
 	c.Flags().String(keyStateDir, "", "state directory (default $XDG_STATE_HOME/sandboxer or ~/.local/state/sandboxer)")
 }
 
