@@ -96,14 +96,15 @@ func initMain(path string, argv []string) int {
 
 // helperSpec is what the adapter asks the helper to set up before it serves commands.
 type helperSpec struct {
-	Net      bool     `json:"net"`      // running in a new network namespace: bring loopback up
-	Proc     bool     `json:"proc"`     // mount a private /proc for the new PID namespace
-	Landlock bool     `json:"landlock"` // apply the rules below
-	LandNet  bool     `json:"landNet"`  // also deny TCP bind/connect (when there is no network namespace)
-	Rules    fsRules  `json:"rules"`
-	Probe    bool     `json:"probe"` // report and exit
-	Exe      string   `json:"exe"`   // this binary, to start per-command inits
-	Disabled []string `json:"disabled,omitempty"`
+	Net      bool      `json:"net"`      // running in a new network namespace: bring loopback up
+	Proc     bool      `json:"proc"`     // mount a private /proc for the new PID namespace
+	Landlock bool      `json:"landlock"` // apply the rules below
+	LandNet  bool      `json:"landNet"`  // also deny TCP bind/connect (when there is no network namespace)
+	Rules    fsRules   `json:"rules"`
+	View     *viewSpec `json:"view,omitempty"` // the file system view to build (nil: the host's root)
+	Probe    bool      `json:"probe"`          // report and exit
+	Exe      string    `json:"exe"`            // this binary, to start per-command inits
+	Disabled []string  `json:"disabled,omitempty"`
 }
 
 // helperReady is the helper's first message: which layers it applied, and why not the others.
@@ -170,6 +171,23 @@ func helperMain(specJSON string) int {
 func setupHelper(spec helperSpec) helperReady {
 	r := helperReady{Missing: map[string]string{}}
 	r.Layers = append(r.Layers, LayerUserNS, LayerPIDNS)
+	if spec.View != nil {
+		err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, "")
+		if err == nil {
+			err = buildView(*spec.View, spec.Proc)
+		}
+		if err == nil {
+			// The view's /tmp, /var/tmp and /dev/shm are the sandbox's own: writable.
+			spec.Rules.Write = append(spec.Rules.Write, "/tmp", "/var/tmp", "/dev/shm")
+			r.Layers = append(r.Layers, LayerFSView)
+			if spec.Proc {
+				r.Layers = append(r.Layers, LayerProc)
+			}
+			spec.Proc = false // mounted in the view
+		} else {
+			r.Missing[LayerFSView] = err.Error()
+		}
+	}
 	if spec.Proc {
 		err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, "")
 		if err == nil {

@@ -74,11 +74,8 @@ func startHelper(spec helperSpec, flags uintptr) (*helperProc, error) {
 		conn.Close()
 		return nil, err
 	}
+	theirs.Close() // the helper has it: a helper that dies now ends the read below
 	h := &helperProc{cmd: cmd, conn: conn, pending: map[uint64]chan reply{}, dead: make(chan struct{})}
-	go func() {
-		_ = cmd.Wait()
-		conn.Close()
-	}()
 	buf := make([]byte, 64<<10)
 	_ = conn.SetReadDeadline(time.Now().Add(helperStartTimeout))
 	n, err := conn.Read(buf)
@@ -86,6 +83,12 @@ func startHelper(spec helperSpec, flags uintptr) (*helperProc, error) {
 	if err == nil {
 		err = json.Unmarshal(buf[:n], &h.ready)
 	}
+	// Once the helper has said it is ready (a probe exits right after), its death ends the
+	// connection, and with it every command's wait.
+	go func() {
+		_ = cmd.Wait()
+		conn.Close()
+	}()
 	if err != nil {
 		h.kill()
 		return nil, fmt.Errorf("helper did not start: %w", err)
@@ -215,6 +218,51 @@ func newIsolation(cfg Config, workspace string) (*isolation, error) {
 	return iso, nil
 }
 
+// viewSystemPaths are the host directories a command's file system view holds read-only (those
+// that exist), besides Config.ReadPaths.
+var viewSystemPaths = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt"}
+
+// viewDevices are the device files of the view's /dev.
+var viewDevices = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom"}
+
+// viewSpec is the file system view of the helper for a network mode: the system directories and
+// Config.ReadPaths read-only, the workspace, TMPDIR and Config.WritePaths read-write, this binary,
+// the deny list masked, and, for the helper with the network, the file /etc/resolv.conf leads to.
+func (iso *isolation) viewSpec(network bool) viewSpec {
+	v := viewSpec{Devices: viewDevices}
+	for _, p := range slices.Concat(viewSystemPaths, iso.cfg.ReadPaths) {
+		if fi, err := os.Lstat(p); err != nil {
+			continue
+		} else if fi.Mode()&os.ModeSymlink != 0 {
+			if target, err := os.Readlink(p); err == nil && !filepath.IsAbs(target) && filepath.Dir(p) == "/" {
+				v.Links = append(v.Links, [2]string{p, target}) // /bin -> usr/bin on merged-/usr systems
+				continue
+			}
+		}
+		v.RO = append(v.RO, cleanAbs(p))
+	}
+	if iso.exe != "" {
+		v.RO = append(v.RO, iso.exe)
+	}
+	inRO := func(p string) bool {
+		return slices.ContainsFunc(v.RO, func(ro string) bool { return within(p, ro) })
+	}
+	if network {
+		if resolv := cleanAbs("/etc/resolv.conf"); !inRO(resolv) {
+			v.RO = append(v.RO, resolv)
+		}
+	}
+	for _, d := range slices.Concat(DefaultDenyRead(), iso.cfg.DenyRead) {
+		if d = cleanAbs(d); inRO(d) {
+			v.Mask = append(v.Mask, d)
+		}
+	}
+	for _, p := range iso.rules.Write { // the workspace, TMPDIR and Config.WritePaths, resolved
+		v.RW = append(v.RW, p)
+	}
+	return v
+}
+
 // helper returns the running helper for a network mode, starting it on first use.
 func (iso *isolation) helper(network bool) (*helperProc, error) {
 	i := 0
@@ -234,6 +282,10 @@ func (iso *isolation) helper(network bool) (*helperProc, error) {
 	}
 	flags := uintptr(syscall.CLONE_NEWUSER | syscall.CLONE_NEWPID | syscall.CLONE_NEWNS)
 	spec := helperSpec{Proc: !iso.disabled[LayerProc], Landlock: !iso.disabled[LayerLandlock], Rules: iso.rules, Exe: iso.exe}
+	if !iso.disabled[LayerFSView] {
+		v := iso.viewSpec(network)
+		spec.View = &v
+	}
 	if !network {
 		if !iso.disabled[LayerNetNS] {
 			flags |= syscall.CLONE_NEWNET
@@ -303,7 +355,7 @@ func (iso *isolation) enforced(h *helperProc, network, cgroup, init bool) adapte
 	}
 	has := func(l string) bool { return slices.Contains(is.Layers, l) }
 	is.Network = !network && has(LayerNetNS)
-	is.Filesystem = has(LayerLandlock)
+	is.Filesystem = has(LayerLandlock) && has(LayerFSView)
 	is.ProcessTree = cgroup || init
 	return is
 }
@@ -316,6 +368,9 @@ func missing(is adapter.Isolation, network bool) []string {
 	}
 	if !is.Filesystem {
 		m = append(m, "filesystem")
+		if !slices.Contains(is.Layers, LayerFSView) {
+			m = append(m, LayerFSView)
+		}
 	}
 	if !is.ProcessTree {
 		m = append(m, "processTree")
@@ -634,17 +689,18 @@ func probe() Report {
 	set := func(name string, ok bool, reason string) {
 		rep.Layers = append(rep.Layers, LayerStatus{Name: name, Available: ok, Reason: reason})
 	}
-	spec := helperSpec{Probe: true, Net: true, Proc: true, Landlock: true,
-		Rules: buildRules(DefaultReadPaths, DefaultDenyRead(), []string{os.TempDir()}, DefaultDevices)}
+	probeIso := &isolation{rules: buildRules(DefaultReadPaths, DefaultDenyRead(), []string{os.TempDir()}, DefaultDevices)}
+	view := probeIso.viewSpec(false)
+	spec := helperSpec{Probe: true, Net: true, Proc: true, Landlock: true, Rules: probeIso.rules, View: &view}
 	h, err := startHelper(spec, syscall.CLONE_NEWUSER|syscall.CLONE_NEWPID|syscall.CLONE_NEWNS|syscall.CLONE_NEWNET)
 	if err != nil {
 		reason := "cannot create user, PID and network namespaces: " + err.Error()
-		for _, l := range []string{LayerUserNS, LayerPIDNS, LayerProc, LayerNetNS, LayerLandlock, LayerLandlockScope} {
+		for _, l := range []string{LayerUserNS, LayerPIDNS, LayerProc, LayerFSView, LayerNetNS, LayerLandlock, LayerLandlockScope} {
 			set(l, false, reason)
 		}
 	} else {
 		h.kill()
-		for _, l := range []string{LayerUserNS, LayerPIDNS, LayerProc, LayerNetNS, LayerLandlock, LayerLandlockScope} {
+		for _, l := range []string{LayerUserNS, LayerPIDNS, LayerProc, LayerFSView, LayerNetNS, LayerLandlock, LayerLandlockScope} {
 			ok := slices.Contains(h.ready.Layers, l)
 			reason := h.ready.Missing[l]
 			if !ok && reason == "" {
@@ -680,7 +736,7 @@ func probe() Report {
 		}
 	}
 	rep.Network = rep.Available(LayerNetNS)
-	rep.Filesystem = rep.Available(LayerLandlock)
+	rep.Filesystem = rep.Available(LayerLandlock) && rep.Available(LayerFSView)
 	rep.ProcessTree = rep.Available(LayerCgroup) && rep.Available(LayerPIDNS)
 	return rep
 }

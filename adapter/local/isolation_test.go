@@ -166,11 +166,8 @@ func TestWritesOnlyInWorkspaceAndTmp(t *testing.T) {
 		"echo x > " + outside + "/direct",
 		"ln -s " + outside + " out-link && echo x > out-link/via-link",
 		"ln -s " + outside + "/dangling dangle && echo x > dangle",
-		"echo x > ../dotdot-escape",
-		"echo x > " + sb.Dir() + "/../abs-dotdot",
 		"mkdir " + outside + "/newdir",
 		"cp /etc/hostname " + outside + "/copied",
-		"touch /tmp/sandboxer-landlock-probe-" + filepath.Base(outside),
 		"mv " + sb.Dir() + "/nothing " + outside + "/moved; echo x > w && mv w " + outside + "/moved",
 	}
 	for _, script := range attempts {
@@ -178,16 +175,24 @@ func TestWritesOnlyInWorkspaceAndTmp(t *testing.T) {
 		assert.NotEqual(t, 0, res.ExitCode, "%q must fail", script)
 		assert.True(t, res.Isolation.Filesystem)
 	}
+	// The workspace's parent, in the view, is a directory of the sandbox's private /tmp: a
+	// write there may succeed, but never reaches the host's.
+	for _, script := range []string{"echo x > ../dotdot-escape", "echo x > " + sb.Dir() + "/../abs-dotdot"} {
+		run(t, sb, adapter.Command{Args: []string{"sh", "-c", script}})
+	}
 	entries, err := os.ReadDir(outside)
 	require.NoError(t, err)
 	assert.Empty(t, entries, "nothing may be written outside the workspace")
 	for _, name := range []string{"dotdot-escape", "abs-dotdot"} {
 		assert.NoFileExists(t, filepath.Join(parent, name))
 	}
+	// /tmp is the sandbox's own (a tmpfs of its file system view): the host's is untouched.
+	res := run(t, sb, adapter.Command{Args: []string{"touch", "/tmp/sandboxer-landlock-probe-" + filepath.Base(outside)}})
+	assert.Equal(t, 0, res.ExitCode, "%s", res.Stderr)
 	assert.NoFileExists(t, "/tmp/sandboxer-landlock-probe-"+filepath.Base(outside))
 
 	// The workspace and the private TMPDIR are writable; links inside work.
-	res := run(t, sb, adapter.Command{Args: []string{"sh", "-c",
+	res = run(t, sb, adapter.Command{Args: []string{"sh", "-c",
 		`echo a > a && mkdir -p d && ln -s ../a d/l && cat d/l && mv a d/b && echo t > "$TMPDIR/t" && cat "$TMPDIR/t"`}})
 	assert.Equal(t, 0, res.ExitCode, string(res.Stderr))
 	assert.Equal(t, "a\nt\n", string(res.Stdout))
@@ -382,4 +387,79 @@ func TestConformanceWithoutPidfd(t *testing.T) {
 func TestConformancePIDNamespacePerCommand(t *testing.T) {
 	requireLayers(t, local.LayerPIDNS)
 	conformance(t, local.New, local.Config{DisableLayers: []string{local.LayerCgroup}, RequireIsolation: true})
+}
+
+// unixServer listens on a pathname unix socket and counts accepted connections.
+func unixServer(t *testing.T, path string) (count func() int64) {
+	t.Helper()
+	require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
+	l, err := net.Listen("unix", path)
+	require.NoError(t, err)
+	require.NoError(t, os.Chmod(path, 0o777))
+	t.Cleanup(func() { l.Close(); os.Remove(path) })
+	var n atomic.Int64
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			n.Add(1)
+			c.Close()
+		}
+	}()
+	return n.Load
+}
+
+// The file system view: no pathname unix socket outside the workspace is reachable (the Docker
+// daemon's, containerd's, sockets under /tmp, /run and a home directory), while a socket a
+// command makes in its workspace works; /run, /home, /root and /sys are not there at all
+// (issue 18).
+func TestFSViewHidesHostSockets(t *testing.T) {
+	requireLayers(t, local.LayerFSView, local.LayerUserNS)
+	needTool(t, "python3")
+	home, err := os.UserHomeDir()
+	require.NoError(t, err)
+	suffix := fmt.Sprintf("sandboxer-test-%d-%d.sock", os.Getpid(), time.Now().UnixNano())
+	socks := map[string]string{
+		"tmp":  filepath.Join(t.TempDir(), suffix),
+		"run":  filepath.Join("/run", suffix),
+		"home": filepath.Join(home, "."+suffix),
+	}
+	counts := map[string]func() int64{}
+	for name, p := range socks {
+		counts[name] = unixServer(t, p)
+	}
+	for _, p := range []string{"/var/run/docker.sock", "/run/docker.sock", "/run/containerd/containerd.sock"} {
+		if _, err := os.Stat(p); err == nil {
+			socks[p] = p
+		}
+	}
+	sb := newIsolated(t, local.Config{})
+	connect := "import socket,sys\ns=socket.socket(socket.AF_UNIX)\ns.settimeout(2)\ns.connect(sys.argv[1])\nprint('connected')"
+	for name, p := range socks {
+		for _, network := range []bool{false, true} {
+			res := run(t, sb, adapter.Command{Args: []string{"python3", "-c", connect, p}, AllowNetwork: network})
+			assert.NotEqual(t, 0, res.ExitCode, "%s (network %t): %s", name, network, res.Stdout)
+			assert.NotContains(t, string(res.Stdout), "connected", name)
+			assert.Contains(t, res.Isolation.Layers, local.LayerFSView)
+		}
+	}
+	for name, n := range counts {
+		assert.Zero(t, n(), "connections accepted on the %s socket", name)
+	}
+
+	// A socket of the command's own, in the workspace, works.
+	own := "import socket,os\np='own.sock'\nl=socket.socket(socket.AF_UNIX); l.bind(p); l.listen(1)\n" +
+		"c=socket.socket(socket.AF_UNIX); c.connect(p); a,_=l.accept(); c.send(b'hi'); print(a.recv(2).decode())"
+	res := run(t, sb, adapter.Command{Args: []string{"python3", "-c", own}})
+	assert.Equal(t, 0, res.ExitCode, "%s", res.Stderr)
+	assert.Equal(t, "hi\n", string(res.Stdout))
+
+	// What the view holds.
+	res = run(t, sb, adapter.Command{Args: []string{"sh", "-c", `for p in /run /var/run /home /root /sys /mnt /dev/tty /dev/pts /dev/sda /dev/vda "$1"; do [ -e "$p" ] && echo "visible: $p"; done; [ -e "$2" ] && echo "visible: $2"; [ -c /dev/null ] && echo null; echo done`, "sh", home, socks["tmp"]}})
+	assert.Equal(t, 0, res.ExitCode, "%s", res.Stderr)
+	assert.Equal(t, "null\ndone\n", string(res.Stdout), "%s", res.Stderr)
+	res = run(t, sb, adapter.Command{Args: []string{"sh", "-c", "echo x > /usr/x || echo refused; cat /etc/shadow | wc -c; touch /tmp/mine && echo tmp-ok"}})
+	assert.Equal(t, "refused\n0\ntmp-ok\n", strings.ReplaceAll(string(res.Stdout), " ", ""), "%s", res.Stderr)
 }

@@ -1,0 +1,249 @@
+//go:build linux
+
+package local
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// The file system view: what commands see instead of the host's root, built by the helper in its
+// own mount namespace in the manner of bubblewrap. The view's root is a read-only tmpfs holding
+// only what viewSpec lists, each at its host path: the system directories read-only, the
+// workspace, the private TMPDIR and configured write paths read-write, this binary (for
+// per-command inits), a minimal /dev (null, zero, full, random, urandom; a private /dev/shm; no
+// terminal, no pts), a private /tmp and /var/tmp, and /proc of the sandbox's PID namespace.
+// Nothing of /run, /var/run, /home, /root, /sys, /mnt or other users' files is there, so no
+// daemon's socket (Docker's, containerd's, D-Bus, an ssh agent, X11) can be reached, whatever
+// Landlock can refuse on this kernel. Paths of DenyRead inside a read-only directory are masked
+// (an empty read-only directory or file over them), besides Landlock's refusal.
+//
+// Every source is cloned (open_tree) before anything is mounted, and the view is assembled on a
+// tmpfs mounted over /tmp of the helper's namespace; only when all of it is in place does the
+// helper pivot into it. A failure before that leaves the host's root as it was and the layer
+// missing.
+
+// viewSpec is what the adapter asks the helper's view to hold.
+type viewSpec struct {
+	RO      []string    `json:"ro"`      // bound read-only (directories or files), at the same path
+	RW      []string    `json:"rw"`      // bound read-write (directories), at the same path
+	Devices []string    `json:"devices"` // device files bound read-write
+	Mask    []string    `json:"mask"`    // paths inside RO hidden by an empty read-only directory or file
+	Links   [][2]string `json:"links"`   // symbolic links of the root (path, target), as /bin -> usr/bin
+}
+
+// viewMount is one mount of the view, in the order they are made.
+type viewMount struct {
+	target string
+	clone  *os.File // a detached copy of the source (open_tree), nil for a tmpfs
+	dir    bool     // the target is a directory (else a file)
+	mode   string   // tmpfs options
+	rdonly bool
+}
+
+// buildView assembles the view and pivots into it. proc says whether to mount /proc of the
+// helper's PID namespace. An error means the view is not in force; after the pivot there is none.
+func buildView(spec viewSpec, proc bool) (err error) {
+	mounts, err := viewMounts(spec)
+	defer func() {
+		for _, m := range mounts {
+			if m.clone != nil {
+				m.clone.Close()
+			}
+		}
+	}()
+	if err != nil {
+		return err
+	}
+	const base = "/tmp" // the view is assembled here, in the helper's namespace only
+	if err := unix.Mount("tmpfs", base, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0755"); err != nil {
+		return fmt.Errorf("mount the view's root: %w", err)
+	}
+	pivoted := false
+	defer func() {
+		if !pivoted {
+			_ = unix.Unmount(base, unix.MNT_DETACH)
+		}
+	}()
+	for _, l := range spec.Links {
+		if err := os.Symlink(l[1], base+l[0]); err != nil {
+			return err
+		}
+	}
+	for _, m := range mounts {
+		if err := m.make(base); err != nil {
+			return err
+		}
+	}
+	if proc {
+		p := base + "/proc"
+		if err := os.Mkdir(p, 0o555); err != nil {
+			return err
+		}
+		if err := unix.Mount("proc", p, "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+			return fmt.Errorf("mount proc: %w", err)
+		}
+	}
+	for _, l := range [][2]string{{"/dev/fd", "/proc/self/fd"}, {"/dev/stdin", "/proc/self/fd/0"},
+		{"/dev/stdout", "/proc/self/fd/1"}, {"/dev/stderr", "/proc/self/fd/2"}} {
+		if err := os.Symlink(l[1], base+l[0]); err != nil {
+			return err
+		}
+	}
+	// The root itself read-only: what is writable is its own mount.
+	if err := unix.MountSetattr(unix.AT_FDCWD, base, 0, &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY}); err != nil {
+		return fmt.Errorf("make the view's root read-only: %w", err)
+	}
+	if err := unix.Chdir(base); err != nil {
+		return err
+	}
+	if err := unix.PivotRoot(".", "."); err != nil {
+		return fmt.Errorf("pivot_root: %w", err)
+	}
+	pivoted = true
+	// The old root is stacked on the new one at "/": detach it, with everything under it.
+	if err := unix.Unmount(".", unix.MNT_DETACH); err != nil {
+		return fmt.Errorf("detach the host's root: %w", err)
+	}
+	return unix.Chdir("/")
+}
+
+// viewMounts clones every source and lists the view's mounts, parents before children.
+func viewMounts(spec viewSpec) ([]viewMount, error) {
+	var mounts []viewMount
+	tmpfs := func(target, mode string, rdonly bool) {
+		mounts = append(mounts, viewMount{target: target, dir: true, mode: mode, rdonly: rdonly})
+	}
+	tmpfs("/dev", "mode=0755", false)
+	tmpfs("/dev/shm", "mode=1777", false)
+	tmpfs("/tmp", "mode=1777", false)
+	tmpfs("/var/tmp", "mode=1777", false)
+	bind := func(src string, rdonly bool) error {
+		fi, err := os.Stat(src)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		// AT_RECURSIVE: the mounts under a system directory come along, read-only too.
+		fd, err := unix.OpenTree(unix.AT_FDCWD, src, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE)
+		if err != nil {
+			return fmt.Errorf("clone %s: %w", src, err)
+		}
+		clone := os.NewFile(uintptr(fd), src)
+		attr := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV}
+		if rdonly {
+			attr.Attr_set |= unix.MOUNT_ATTR_RDONLY
+		}
+		if fi.Mode()&fs.ModeDevice != 0 {
+			attr.Attr_set &^= unix.MOUNT_ATTR_NODEV
+		}
+		if err := unix.MountSetattr(fd, "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, &attr); err != nil {
+			clone.Close()
+			return fmt.Errorf("mount attributes of %s: %w", src, err)
+		}
+		mounts = append(mounts, viewMount{target: src, clone: clone, dir: fi.IsDir(), rdonly: rdonly})
+		return nil
+	}
+	var err error
+	for _, p := range spec.RO {
+		err = errors.Join(err, bind(p, true))
+	}
+	for _, p := range spec.RW {
+		err = errors.Join(err, bind(p, false))
+	}
+	for _, p := range spec.Devices {
+		err = errors.Join(err, bind(p, false))
+	}
+	for _, p := range spec.Mask {
+		fi, serr := os.Lstat(p)
+		switch {
+		case serr != nil:
+		case fi.IsDir():
+			tmpfs(p, "mode=0000", true)
+		case fi.Mode().IsRegular():
+			mounts = append(mounts, viewMount{target: p, rdonly: true, mode: "mode=0000"})
+		}
+	}
+	// Parents before children; at one path, in the order listed.
+	slices.SortStableFunc(mounts, func(a, b viewMount) int {
+		return strings.Count(a.target, "/") - strings.Count(b.target, "/")
+	})
+	return mounts, err
+}
+
+// make mounts m under base, creating its mount point.
+func (m viewMount) make(base string) error {
+	target := base + m.target
+	if err := mkdirAllIn(base, filepath.Dir(m.target)); err != nil {
+		return err
+	}
+	// A mount point inside a read-only bind already exists (masks): it is not created.
+	if _, err := os.Lstat(target); errors.Is(err, fs.ErrNotExist) {
+		if m.dir {
+			err = os.Mkdir(target, 0o755)
+		} else {
+			var f *os.File
+			if f, err = os.OpenFile(target, os.O_CREATE|os.O_WRONLY, 0o644); err == nil {
+				f.Close()
+			}
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if m.clone == nil {
+		if !m.dir { // a masked file: an empty file of the view's root, bound read-only over it
+			empty := base + "/.empty"
+			f, err := os.OpenFile(empty, os.O_CREATE|os.O_RDONLY, 0)
+			if err != nil {
+				return err
+			}
+			f.Close()
+			if err := unix.Mount(empty, target, "", unix.MS_BIND, ""); err != nil {
+				return fmt.Errorf("mask %s: %w", m.target, err)
+			}
+			return unix.MountSetattr(unix.AT_FDCWD, target, 0, &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY | unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV})
+		}
+		flags := uintptr(unix.MS_NOSUID | unix.MS_NODEV)
+		if m.rdonly {
+			flags |= unix.MS_RDONLY
+		}
+		if err := unix.Mount("tmpfs", target, "tmpfs", flags, m.mode); err != nil {
+			return fmt.Errorf("mount tmpfs on %s: %w", m.target, err)
+		}
+		return nil
+	}
+	return withFDs([]*os.File{m.clone}, func(fds []int) error {
+		if err := unix.MoveMount(fds[0], "", unix.AT_FDCWD, target, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
+			return fmt.Errorf("bind %s: %w", m.target, err)
+		}
+		return nil
+	})
+}
+
+// mkdirAllIn creates dir (absolute, in the view) and its parents under base.
+func mkdirAllIn(base, dir string) error {
+	p := base
+	for _, c := range strings.Split(strings.TrimPrefix(dir, "/"), "/") {
+		if c == "" {
+			continue
+		}
+		p += "/" + c
+		if _, err := os.Lstat(p); err == nil {
+			continue // there already, perhaps inside a read-only bind
+		}
+		if err := os.Mkdir(p, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+			return err
+		}
+	}
+	return nil
+}
