@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"os"
 	"os/signal"
@@ -17,10 +18,12 @@ import (
 	"github.com/landlock-lsm/go-landlock/landlock"
 	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
 	"golang.org/x/sys/unix"
+	"kernel.org/pub/linux/libs/security/libcap/psx"
 )
 
 // The helper is this same binary, re-executed by the adapter with argv[0] set to helperArg0 and the
-// environment variable helperEnv holding its JSON spec. The package's init function recognises it
+// environment variable helperEnv set to 1; its JSON spec is the first message on its connection
+// (not the environment, which every process of the sandbox could read in /proc/1/environ). The package's init function recognises it
 // and runs the helper instead of the program's main, so every binary that links this package (the
 // CLI, a library user's program, a test binary) carries the helper without any call in main.
 const (
@@ -42,8 +45,8 @@ func init() {
 	}
 	switch os.Args[0] {
 	case helperArg0:
-		if spec := os.Getenv(helperEnv); spec != "" {
-			os.Exit(helperMain(spec))
+		if os.Getenv(helperEnv) == "1" {
+			os.Exit(helperMain())
 		}
 	case initArg0:
 		if len(os.Args) > 2 && os.Getenv(strings.TrimSuffix(initEnv, "=1")) == "1" {
@@ -66,7 +69,7 @@ func initMain(path string, argv []string) int {
 	signal.Notify(sigc, syscall.SIGCHLD, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT,
 		syscall.SIGUSR1, syscall.SIGUSR2)
 	pid, err := syscall.ForkExec(path, argv, &syscall.ProcAttr{
-		Env: env, Files: []uintptr{0, 1, 2}, Sys: &syscall.SysProcAttr{Setpgid: true},
+		Env: env, Files: []uintptr{0, 1, 2}, Sys: &syscall.SysProcAttr{Setsid: true},
 	})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "%s: %v\n", argv[0], err)
@@ -139,12 +142,11 @@ type reply struct {
 	Status  uint32 `json:"status,omitempty"` // syscall.WaitStatus
 }
 
-func helperMain(specJSON string) int {
-	var spec helperSpec
-	if err := json.Unmarshal([]byte(specJSON), &spec); err != nil {
-		fmt.Fprintln(os.Stderr, "sandboxer helper:", err)
-		return 2
-	}
+func helperMain() int {
+	// Descriptors the sandboxer inherited without close-on-exec (from whoever started it) would
+	// reach every command: from here on none but a command's stdio does.
+	_ = unix.CloseRange(helperFD+1, math.MaxUint32, unix.CLOSE_RANGE_CLOEXEC)
+	os.Clearenv()
 	f := os.NewFile(helperFD, "helper-conn")
 	c, err := net.FileConn(f)
 	f.Close()
@@ -153,12 +155,23 @@ func helperMain(specJSON string) int {
 		return 2
 	}
 	conn := c.(*net.UnixConn)
+	var spec helperSpec
+	buf := make([]byte, 1<<20)
+	n, err := conn.Read(buf)
+	if err == nil {
+		err = json.Unmarshal(buf[:n], &spec)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "sandboxer helper: reading the spec:", err)
+		return 2
+	}
 	// As PID 1 of its namespace the helper must not die of a stray signal from a command: a
 	// handled signal is ignored here and reset to its default in every command it starts.
 	signal.Notify(make(chan os.Signal, 1), syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP,
 		syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGPIPE)
 
 	ready := setupHelper(spec)
+	lockDown(&ready)
 	if err := send(conn, ready, nil); err != nil || spec.Probe {
 		return 0
 	}
@@ -235,6 +248,36 @@ func setupHelper(spec helperSpec) helperReady {
 		}
 	}
 	return r
+}
+
+// lockDown ends the helper's set-up: a fresh session keyring (commands never see the caller's
+// keys), an empty capability bounding set (every program it starts, as root of the user namespace,
+// execs with no capability, so it cannot trace the helper or undo the view), and a helper that is
+// not dumpable (no ptrace, no pidfd_getfd of its descriptors, no /proc/1/mem). The helper keeps
+// the capabilities it has for starting commands.
+func lockDown(r *helperReady) {
+	// keyctl(KEYCTL_JOIN_SESSION_KEYRING, NULL) on every thread (credentials are per thread): a
+	// new anonymous keyring, shared with nobody.
+	if _, _, e := psx.Syscall3(unix.SYS_KEYCTL, unix.KEYCTL_JOIN_SESSION_KEYRING, 0, 0); e != 0 {
+		r.Missing[LayerKeyring] = "join a new session keyring: " + e.Error()
+	} else {
+		r.Layers = append(r.Layers, LayerKeyring)
+	}
+	var err error
+	for c := 0; c <= 63 && err == nil; c++ {
+		if err = ll.AllThreadsPrctl(unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0); errors.Is(err, unix.EINVAL) {
+			err = nil // past the kernel's last capability
+			break
+		}
+	}
+	if err == nil {
+		err = unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
+	}
+	if err != nil {
+		r.Missing[LayerNoCaps] = err.Error()
+	} else {
+		r.Layers = append(r.Layers, LayerNoCaps)
+	}
 }
 
 // loopbackUp sets IFF_UP on lo in the current network namespace.

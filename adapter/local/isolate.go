@@ -5,6 +5,8 @@ const (
 	LayerUserNS        = "userns"         // a user namespace: the other namespaces need no root
 	LayerPIDNS         = "pidns"          // a PID namespace per sandbox: commands cannot see or signal host processes
 	LayerProc          = "proc"           // a private /proc showing only the sandbox's processes
+	LayerKeyring       = "keyring"        // a fresh session keyring: the caller's keys are out of reach
+	LayerNoCaps        = "no-caps"        // commands exec with no capability and cannot trace or signal the helper
 	LayerFSView        = "fs-view"        // a file system view of system directories, workspace and TMPDIR only: no host socket, /run, /home or /sys
 	LayerNetNS         = "netns"          // a network namespace with only loopback (network off)
 	LayerLandlock      = "landlock"       // Landlock file system rules: writes only in the workspace and TMPDIR

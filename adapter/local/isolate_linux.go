@@ -56,11 +56,10 @@ func startHelper(spec helperSpec, flags uintptr) (*helperProc, error) {
 		return nil, err
 	}
 	conn := c.(*net.UnixConn)
-	b, _ := json.Marshal(spec)
 	cmd := &exec.Cmd{
 		Path:       "/proc/self/exe",
 		Args:       []string{helperArg0},
-		Env:        []string{helperEnv + "=" + string(b)},
+		Env:        []string{helperEnv + "=1"},
 		ExtraFiles: []*os.File{theirs},
 		Stderr:     os.Stderr,
 		SysProcAttr: &syscall.SysProcAttr{
@@ -68,6 +67,11 @@ func startHelper(spec helperSpec, flags uintptr) (*helperProc, error) {
 			UidMappings:                []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Geteuid(), Size: 1}},
 			GidMappings:                []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getegid(), Size: 1}},
 			GidMappingsEnableSetgroups: false,
+			// A session of its own: no controlling terminal for the helper or its commands.
+			Setsid: true,
+			// The helper (PID 1 of the sandbox's namespace, so every command too) dies with the
+			// sandboxer, even a SIGKILLed one.
+			Pdeathsig: syscall.SIGKILL,
 		},
 	}
 	if err := cmd.Start(); err != nil {
@@ -75,6 +79,12 @@ func startHelper(spec helperSpec, flags uintptr) (*helperProc, error) {
 		return nil, err
 	}
 	theirs.Close() // the helper has it: a helper that dies now ends the read below
+	if err := send(conn, spec, nil); err != nil {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		conn.Close()
+		return nil, fmt.Errorf("helper did not take its spec: %w", err)
+	}
 	h := &helperProc{cmd: cmd, conn: conn, pending: map[uint64]chan reply{}, dead: make(chan struct{})}
 	buf := make([]byte, 64<<10)
 	_ = conn.SetReadDeadline(time.Now().Add(helperStartTimeout))
@@ -695,12 +705,12 @@ func probe() Report {
 	h, err := startHelper(spec, syscall.CLONE_NEWUSER|syscall.CLONE_NEWPID|syscall.CLONE_NEWNS|syscall.CLONE_NEWNET)
 	if err != nil {
 		reason := "cannot create user, PID and network namespaces: " + err.Error()
-		for _, l := range []string{LayerUserNS, LayerPIDNS, LayerProc, LayerFSView, LayerNetNS, LayerLandlock, LayerLandlockScope} {
+		for _, l := range []string{LayerUserNS, LayerPIDNS, LayerProc, LayerFSView, LayerNetNS, LayerLandlock, LayerLandlockScope, LayerKeyring, LayerNoCaps} {
 			set(l, false, reason)
 		}
 	} else {
 		h.kill()
-		for _, l := range []string{LayerUserNS, LayerPIDNS, LayerProc, LayerFSView, LayerNetNS, LayerLandlock, LayerLandlockScope} {
+		for _, l := range []string{LayerUserNS, LayerPIDNS, LayerProc, LayerFSView, LayerNetNS, LayerLandlock, LayerLandlockScope, LayerKeyring, LayerNoCaps} {
 			ok := slices.Contains(h.ready.Layers, l)
 			reason := h.ready.Missing[l]
 			if !ok && reason == "" {

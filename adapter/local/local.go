@@ -70,7 +70,7 @@ type Config struct {
 	// process tree kill) is refused with errs.IsolationUnavailable instead of running.
 	RequireIsolation bool `mapstructure:"require_isolation"`
 	// DisableLayers turns single layers off by name (LayerNetNS, LayerLandlock, LayerCgroup,
-	// LayerProc, LayerLandlockNet, LayerPIDNS), for a machine where one misbehaves.
+	// LayerProc, LayerFSView, LayerLandlockNet, LayerPIDNS), for a machine where one misbehaves.
 	DisableLayers []string `mapstructure:"disable_layers"`
 	// ReadPaths are host paths commands may read and execute from, added to DefaultReadPaths.
 	ReadPaths []string `mapstructure:"read_paths"`
@@ -94,7 +94,7 @@ func (c Config) Validate() error {
 	if c.RequireIsolation && c.Isolation == IsolationOff {
 		return errs.New(errs.InvalidInput, "local", "", "require_isolation contradicts isolation: off")
 	}
-	known := []string{LayerUserNS, LayerPIDNS, LayerProc, LayerNetNS, LayerLandlock, LayerLandlockScope, LayerLandlockNet, LayerCgroup, LayerPIDNSCommand}
+	known := []string{LayerUserNS, LayerPIDNS, LayerProc, LayerFSView, LayerNetNS, LayerLandlock, LayerLandlockScope, LayerLandlockNet, LayerCgroup, LayerPIDNSCommand}
 	for _, l := range c.DisableLayers {
 		if !slices.Contains(known, l) {
 			return errs.New(errs.InvalidInput, "local", "", "unknown isolation layer %q in disable_layers", l)
@@ -585,7 +585,9 @@ func (s *Sandbox) startPlain(c adapter.Command, prog, dir string, env []string, 
 		}
 	}
 	pidFD := -1
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// A session of its own (no controlling terminal: no TIOCSTI into the caller's shell), and
+	// SIGKILL when this process dies.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
 	if !s.noPidfd {
 		cmd.SysProcAttr.PidFD = &pidFD
 	}
