@@ -594,17 +594,20 @@ func (s *suite) testTimeoutKillsTree(t *testing.T) {
 	t.Parallel()
 	sb := s.sandbox(t)
 	ctx := ctxT(t)
-	const timeout = 500 * time.Millisecond
+	// 2s: time enough for the first echo on a loaded machine, where starting a command (an
+	// init re-executing a large binary, a container exec) can take several hundred ms; the
+	// background job writes its marker only after the timeout.
+	const timeout = 2 * time.Second
 	start := time.Now()
 	res, err := sb.ExecuteCommand(ctx, adapter.Command{
-		Args:    []string{"sh", "-c", "echo partial; " + markerScript("timeout-marker", 2) + " sleep 60 & sleep 60; echo never"},
+		Args:    []string{"sh", "-c", "echo partial; " + markerScript("timeout-marker", 3) + " sleep 60 & sleep 60; echo never"},
 		Timeout: timeout,
 	})
 	elapsed := time.Since(start)
 	require.ErrorIs(t, err, errs.ProcessTimeout)
 	assert.Less(t, elapsed, timeout+s.h.Grace, "the call must return soon after the timeout")
 	assert.Equal(t, "partial\n", string(res.Stdout), "partial output comes back with the timeout")
-	time.Sleep(2500 * time.Millisecond)
+	time.Sleep(time.Until(start.Add(3500 * time.Millisecond)))
 	_, err = sb.ReadFile(ctx, "timeout-marker")
 	assert.ErrorIs(t, err, errs.NotFound, "a background job outlived the timeout")
 
