@@ -3,6 +3,7 @@ package tools
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io/fs"
 	"strings"
 
@@ -125,7 +126,15 @@ func readLimited(ctx context.Context, op, p string, tc *Context) ([]byte, error)
 			return nil, tooLarge(errs.FileTooLarge, op, p, "file", int(info.Size), tc.MaxOutputBytes)
 		}
 	}
-	data, err := tc.Sandbox.ReadFile(ctx, p)
+	// The adapter checks the size of what it opened (a symlink's target) before reading it.
+	data, err := tc.Sandbox.ReadFile(adapter.WithReadLimit(ctx, int64(tc.MaxOutputBytes)), p)
+	if errors.Is(err, errs.FileTooLarge) {
+		size := int(tc.MaxOutputBytes) + 1
+		if b, ok := errs.As(err).Details["bytes"].(int64); ok {
+			size = int(b)
+		}
+		return nil, tooLarge(errs.FileTooLarge, op, p, "file", size, tc.MaxOutputBytes)
+	}
 	if err != nil {
 		return nil, err
 	}

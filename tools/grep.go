@@ -112,7 +112,9 @@ func checkSearchRoot(ctx context.Context, rel string, tc *Context) error {
 	if info.Mode.Type() != fs.ModeSymlink {
 		return nil
 	}
-	if _, err := tc.Sandbox.ReadFile(ctx, rel); err != nil {
+	// A limit of 0: the content is not wanted, only whether the link resolves inside (a file too
+	// large to read was opened inside the workspace).
+	if _, err := tc.Sandbox.ReadFile(adapter.WithReadLimit(ctx, 0), rel); err != nil && !errors.Is(err, errs.FileTooLarge) {
 		if errors.Is(err, errs.PathEscape) || errors.Is(err, errs.NotFound) {
 			return errs.New(errs.PathEscape, "grep", rel, "path is a symlink that cannot be verified to stay inside the workspace")
 		}

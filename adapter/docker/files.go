@@ -67,8 +67,17 @@ func (s *Sandbox) ReadFile(ctx context.Context, p string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The file arrives as a stream: past the limit, the read is cancelled.
 	var buf bytes.Buffer
-	if _, err := s.script(ctx, op, p, readScript, []string{r}, nil, &buf); err != nil {
+	limit := adapter.ReadLimit(ctx)
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	w := &adapter.LimitedWriter{W: &buf, Limit: limit, OnExceed: cancel}
+	_, err = s.script(rctx, op, p, readScript, []string{r}, nil, w)
+	if w.Exceeded() {
+		return nil, adapter.FileTooLarge(op, p, limit+1, limit)
+	}
+	if err != nil {
 		return nil, err
 	}
 	return buf.Bytes(), nil

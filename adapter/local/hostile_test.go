@@ -19,6 +19,7 @@ import (
 
 	"github.com/sandboxer/sandboxer/adapter"
 	"github.com/sandboxer/sandboxer/adapter/local"
+	"github.com/sandboxer/sandboxer/errs"
 )
 
 // Attacks of the adversarial review (issue 23), each run from inside a sandbox, each checked on
@@ -184,4 +185,27 @@ func openPTY(t *testing.T) (master, slave *os.File) {
 	s, err := os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|unix.O_NOCTTY, 0)
 	require.NoError(t, err)
 	return m, s
+}
+
+// Finding 9: a symlink inside the workspace to a sparse 4 TiB file is refused on the size of the
+// file opened, before anything is allocated (it was a fatal out-of-memory).
+func TestReadOfSparseFileThroughLinkIsRefused(t *testing.T) {
+	t.Parallel()
+	sb := newIsolated(t, local.Config{Isolation: local.IsolationOff})
+	big := filepath.Join(sb.Dir(), "sparse")
+	f, err := os.Create(big)
+	require.NoError(t, err)
+	require.NoError(t, f.Truncate(4<<40))
+	require.NoError(t, f.Close())
+	require.NoError(t, os.Symlink("sparse", filepath.Join(sb.Dir(), "link")))
+	for _, p := range []string{"link", "sparse"} {
+		_, err = sb.ReadFile(context.Background(), p)
+		assert.ErrorIs(t, err, errs.FileTooLarge, "the default limit, %s", p)
+		_, err = sb.ReadFile(adapter.WithReadLimit(context.Background(), 1<<20), p)
+		assert.ErrorIs(t, err, errs.FileTooLarge, p)
+	}
+	require.NoError(t, os.Truncate(big, 10))
+	data, err := sb.ReadFile(adapter.WithReadLimit(context.Background(), 10), "link")
+	require.NoError(t, err)
+	assert.Len(t, data, 10)
 }

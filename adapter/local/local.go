@@ -333,8 +333,16 @@ func (s *Sandbox) ReadFile(ctx context.Context, p string) ([]byte, error) {
 	if !fi.Mode().IsRegular() {
 		return nil, errs.New(errs.NotFound, "read", p, "not a regular file (%s)", fi.Mode().Type())
 	}
+	// The size of the file opened (a symlink's target), checked before anything is allocated.
+	limit := adapter.ReadLimit(ctx)
+	if fi.Size() > limit {
+		return nil, adapter.FileTooLarge("read", p, fi.Size(), limit)
+	}
 	data := make([]byte, 0, fi.Size()+1)
 	for {
+		if int64(len(data)) > limit { // it grew while being read
+			return nil, adapter.FileTooLarge("read", p, int64(len(data)), limit)
+		}
 		n, err := f.Read(data[len(data):cap(data)])
 		data = data[:len(data)+n]
 		if err == io.EOF {

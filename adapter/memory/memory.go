@@ -345,6 +345,9 @@ func (s *Sandbox) ReadFile(ctx context.Context, p string) ([]byte, error) {
 	if !info.Mode().IsRegular() {
 		return nil, errs.New(errs.NotFound, "read", p, "not a regular file")
 	}
+	if limit := adapter.ReadLimit(ctx); info.Size() > limit {
+		return nil, adapter.FileTooLarge("read", p, info.Size(), limit)
+	}
 	data, err := s.fs.ReadFile(resolved)
 	return data, fsErr("read", p, err)
 }

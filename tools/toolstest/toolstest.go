@@ -343,6 +343,16 @@ func (s suite) testSizeLimits(t *testing.T) {
 	mid.MaxOutputBytes = 30
 	fails(t, &mid, tools.Edit, obj("path", "big.txt", "patch", "@@ -1 +1 @@\n-a\n+b\n"), errs.FileTooLarge)
 	assert.Equal(t, strings.Repeat("a\n", 50), readBack(t, tc, "big.txt"))
+
+	// A symlink's own size says nothing: the adapter checks the size of what it opened.
+	if c, has := caps(tc.Sandbox); !has || c.Symlinks {
+		ok(t, tc, tools.Bash, sh("ln -s big.txt link.txt"))
+		fails(t, &mid, tools.Read, obj("path", "link.txt"), errs.FileTooLarge)
+		fails(t, &mid, tools.Edit, obj("path", "link.txt", "patch", "@@ -1 +1 @@\n-a\n+b\n"), errs.FileTooLarge)
+		big := *tc
+		big.MaxOutputBytes = 100
+		assert.Equal(t, strings.Repeat("a\n", 50), readBack(t, &big, "link.txt"), "at the limit through a link")
+	}
 }
 
 func (s suite) testGrep(t *testing.T) {
