@@ -152,7 +152,6 @@ func TestLineConnCloseEndsARead(t *testing.T) {
 	assert.NoError(t, c.Close(), "Close twice")
 }
 
-
 // wireErrorReply is a JSON-RPC error reply as written by the transport.
 type wireErrorReply struct {
 	JSONRPC string          `json:"jsonrpc"`
@@ -361,13 +360,13 @@ func TestPeekID(t *testing.T) {
 	for seen, want := range map[string]any{
 		`{"jsonrpc":"2.0","id":12,"method":"tools/call","params":{"a":"xx`: float64(12),
 		` { "id" : "s\"1" , "params": [1,{"b":"]"}], "x":`:                 `s"1`,
-		`{"method":"m","params":{"id":3},"id":4}`:                           float64(4),
-		`{"method":"m","params":{"a":"xx`:                                   nil,
-		`{"id":12`:                                                          nil, // the number may go on
-		`{"id":1,"result":{"a":"xx`:                                         nil, // a response
-		`{"id":true,"method":"m"`:                                           nil,
-		`[{"id":1`:                                                          nil,
-		``:                                                                  nil,
+		`{"method":"m","params":{"id":3},"id":4}`:                          float64(4),
+		`{"method":"m","params":{"a":"xx`:                                  nil,
+		`{"id":12`:                                                         nil, // the number may go on
+		`{"id":1,"result":{"a":"xx`:                                        nil, // a response
+		`{"id":true,"method":"m"`:                                          nil,
+		`[{"id":1`:                                                         nil,
+		``:                                                                 nil,
 	} {
 		assert.Equal(t, id(t, want), peekID([]byte(seen)), seen)
 	}
