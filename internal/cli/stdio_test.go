@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -424,4 +425,61 @@ func TestMCPTransportChoice(t *testing.T) {
 	assert.Contains(t, out.String(), `"code":-32700`)
 	_, err = conn.Read(context.Background())
 	assert.ErrorIs(t, err, io.EOF)
+}
+
+// cycle reads line over and over.
+type cycle struct {
+	line []byte
+	off  int
+}
+
+func (c *cycle) Read(p []byte) (int, error) {
+	n := 0
+	for n < len(p) {
+		k := copy(p[n:], c.line[c.off:])
+		n += k
+		c.off = (c.off + k) % len(c.line)
+	}
+	return n, nil
+}
+
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }
+
+// BenchmarkStdioTransport reads a tools/call message and writes its response, through the line
+// transport and, as the baseline, through the SDK's IOTransport.
+//
+//	go test -run '^$' -bench StdioTransport -count 5 ./internal/cli/
+func BenchmarkStdioTransport(b *testing.B) {
+	line := []byte(`{"jsonrpc":"2.0","id":12,"method":"tools/call","params":{"name":"bash","arguments":{"cmd":"/bin/true"},"_meta":{"progressToken":3}}}` + "\n")
+	result := json.RawMessage(`{"content":[{"type":"text","text":""}],"structuredContent":{"ok":true,"output":"","stdout":"","stderr":"","exitCode":0,"truncated":false}}`)
+	for _, tc := range []struct {
+		name string
+		t    func() mcp.Transport
+	}{
+		{"line", func() mcp.Transport {
+			return &lineTransport{in: io.NopCloser(&cycle{line: line}), out: io.Discard}
+		}},
+		{"sdk-io", func() mcp.Transport {
+			return &mcp.IOTransport{Reader: io.NopCloser(&cycle{line: line}), Writer: nopWriteCloser{io.Discard}}
+		}},
+	} {
+		b.Run("transport="+tc.name, func(b *testing.B) {
+			ctx := context.Background()
+			conn, err := tc.t().Connect(ctx)
+			require.NoError(b, err)
+			defer conn.Close()
+			b.ReportAllocs()
+			for b.Loop() {
+				m, err := conn.Read(ctx)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := conn.Write(ctx, &jsonrpc.Response{ID: m.(*jsonrpc.Request).ID, Result: result}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }
