@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -18,7 +19,6 @@ import (
 	"github.com/landlock-lsm/go-landlock/landlock"
 	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
 	"golang.org/x/sys/unix"
-	"kernel.org/pub/linux/libs/security/libcap/psx"
 )
 
 // The helper is this same binary, re-executed by the adapter with argv[0] set to helperArg0 and the
@@ -143,6 +143,9 @@ type reply struct {
 }
 
 func helperMain() int {
+	// Commands are forked from this goroutine (the serve loop), always on this thread, which
+	// alone holds the sandbox's session keyring (lockDown).
+	runtime.LockOSThread()
 	// Descriptors the sandboxer inherited without close-on-exec (from whoever started it) would
 	// reach every command: from here on none but a command's stdio does.
 	_ = unix.CloseRange(helperFD+1, math.MaxUint32, unix.CLOSE_RANGE_CLOEXEC)
@@ -256,9 +259,10 @@ func setupHelper(spec helperSpec) helperReady {
 // not dumpable (no ptrace, no pidfd_getfd of its descriptors, no /proc/1/mem). The helper keeps
 // the capabilities it has for starting commands.
 func lockDown(r *helperReady) {
-	// keyctl(KEYCTL_JOIN_SESSION_KEYRING, NULL) on every thread (credentials are per thread): a
-	// new anonymous keyring, shared with nobody.
-	if _, _, e := psx.Syscall3(unix.SYS_KEYCTL, unix.KEYCTL_JOIN_SESSION_KEYRING, 0, 0); e != 0 {
+	// keyctl(KEYCTL_JOIN_SESSION_KEYRING, NULL): a new anonymous keyring, shared with nobody.
+	// Credentials are per thread: this is the thread every command is forked from (helperMain
+	// locks it; the serve loop that spawns runs on it).
+	if _, _, e := unix.Syscall(unix.SYS_KEYCTL, unix.KEYCTL_JOIN_SESSION_KEYRING, 0, 0); e != 0 {
 		r.Missing[LayerKeyring] = "join a new session keyring: " + e.Error()
 	} else {
 		r.Layers = append(r.Layers, LayerKeyring)

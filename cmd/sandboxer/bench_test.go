@@ -86,47 +86,58 @@ type wireClient struct {
 	in  io.WriteCloser
 	out *bufio.Reader
 	id  int
+	cmd *exec.Cmd
 }
 
-func startWireClient(b *testing.B, e *env, args ...string) *wireClient {
-	b.Helper()
+func startWireClient(tb testing.TB, e *env, args ...string) *wireClient {
+	tb.Helper()
 	cmd := exec.Command(bin, append([]string{"mcp"}, args...)...)
 	cmd.Dir, cmd.Env, cmd.Stderr = e.work, e.vars, os.Stderr
 	in, err := cmd.StdinPipe()
-	require.NoError(b, err)
+	require.NoError(tb, err)
 	out, err := cmd.StdoutPipe()
-	require.NoError(b, err)
-	require.NoError(b, cmd.Start())
-	b.Cleanup(func() {
+	require.NoError(tb, err)
+	require.NoError(tb, cmd.Start())
+	tb.Cleanup(func() {
 		in.Close() // the server exits at the end of its input
 		if err := cmd.Wait(); err != nil {
-			b.Errorf("sandboxer mcp: %v", err)
+			tb.Errorf("sandboxer mcp: %v", err)
 		}
 	})
-	c := &wireClient{in: in, out: bufio.NewReader(out)}
-	c.roundTrip(b, "initialize", `{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}`)
-	_, err = io.WriteString(in, `{"jsonrpc":"2.0","method":"notifications/initialized"}`+"\n")
-	require.NoError(b, err)
+	c := &wireClient{in: in, out: bufio.NewReader(out), cmd: cmd}
+	c.roundTrip(tb, "initialize", `{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}`)
+	c.send(tb, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 	return c
 }
 
-// roundTrip sends one request and returns the result of its response.
-func (c *wireClient) roundTrip(b *testing.B, method, params string) json.RawMessage {
-	c.id++
-	if _, err := fmt.Fprintf(c.in, `{"jsonrpc":"2.0","id":%d,"method":%q,"params":%s}`+"\n", c.id, method, params); err != nil {
-		b.Fatal(err)
+// send writes one line.
+func (c *wireClient) send(tb testing.TB, line string) {
+	if _, err := io.WriteString(c.in, line+"\n"); err != nil {
+		tb.Fatal(err)
 	}
+}
+
+// reply reads one line.
+func (c *wireClient) reply(tb testing.TB) []byte {
 	line, err := c.out.ReadBytes('\n')
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
+	return line
+}
+
+// roundTrip sends one request and returns the result of its response.
+func (c *wireClient) roundTrip(tb testing.TB, method, params string) json.RawMessage {
+	c.id++
+	c.send(tb, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":%q,"params":%s}`, c.id, method, params))
+	line := c.reply(tb)
 	var resp struct {
 		ID     int             `json:"id"`
 		Result json.RawMessage `json:"result"`
 		Error  json.RawMessage `json:"error"`
 	}
 	if err := json.Unmarshal(line, &resp); err != nil || resp.ID != c.id || resp.Error != nil {
-		b.Fatalf("response to %s: %s (%v)", method, strings.TrimSpace(string(line)), err)
+		tb.Fatalf("response to %s: %s (%v)", method, strings.TrimSpace(string(line)), err)
 	}
 	return resp.Result
 }

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -265,7 +267,10 @@ func (c *caller) call(ctx context.Context, t *tools.Tool, input json.RawMessage)
 	tc.Seq, begun = c.begin(jctx, e)
 	warning := c.resumeWarning(jctx)
 
-	res, err := t.Call(ctx, input, &tc)
+	res, stack, err := callTool(ctx, t, input, &tc)
+	if err != nil && ctx.Err() != nil && errors.Is(err, context.Canceled) {
+		err = cancelled(ctx, err)
+	}
 	finished := time.Now()
 
 	var reply Reply
@@ -283,13 +288,15 @@ func (c *caller) call(ctx context.Context, t *tools.Tool, input json.RawMessage)
 	reply.Warning = warning
 
 	if c.after != nil && meta.SideEffect {
-		if aerr := c.after(ctx, t); aerr != nil {
+		if astack, aerr := safely(meta.Name, func() error { return c.after(ctx, t) }); astack != nil {
+			c.warnf("%v\n%s", aerr, astack)
+		} else if aerr != nil {
 			c.warnf("%v", aerr)
 		}
 	}
 	if c.j != nil {
 		e.Seq, e.IdempotencyKey, e.FinishedAtMs = tc.Seq, tc.Key(), finished.UnixMilli()
-		outcome(&e, res, value, reply)
+		outcome(&e, res, value, reply, stack)
 		if c.finishLater {
 			c.jw.later(func() { c.finish(jctx, e, begun) })
 		} else {
@@ -299,8 +306,57 @@ func (c *caller) call(ctx context.Context, t *tools.Tool, input json.RawMessage)
 	return reply
 }
 
-// outcome fills in e's status and output or error from the call's reply.
-func outcome(e *journal.Entry, res *tools.Result, value json.RawMessage, reply Reply) {
+// callTool runs t. A panic in the tool or its adapter (on this goroutine) is recovered as an
+// INTERNAL error with the panic's message; stack is then the panic's stack, for the journal row.
+func callTool(ctx context.Context, t *tools.Tool, input json.RawMessage, tc *tools.Context) (res *tools.Result, stack []byte, err error) {
+	stack, err = safely(t.Name(), func() error {
+		var err error
+		res, err = t.Call(ctx, input, tc)
+		return err
+	})
+	if stack != nil {
+		res = nil
+	}
+	return res, stack, err
+}
+
+// safely runs f and recovers a panic in it as an INTERNAL error whose message is the panic's
+// ("panic: ..."); stack is the panic's stack then, nil otherwise.
+func safely(op string, f func() error) (stack []byte, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			stack = debug.Stack()
+			err = errs.New(errs.Internal, op, "", "panic: %v", p)
+		}
+	}()
+	return nil, f()
+}
+
+// cancelled is the error of a call whose context was cancelled while it ran (the client
+// cancelled it or went away): PROCESS_FAILED, with details cancelled: true and the reason, plus
+// the details the tool gave (a command's partial output). The command's process tree was killed
+// by the adapter.
+func cancelled(ctx context.Context, err error) error {
+	e := errs.As(err)
+	reason := "cancelled"
+	switch cause := context.Cause(ctx); {
+	case errors.Is(cause, io.EOF):
+		reason = "the client closed the connection"
+	case cause != nil && !errors.Is(cause, context.Canceled):
+		reason = cause.Error()
+	}
+	details := map[string]any{}
+	for k, v := range e.Details {
+		details[k] = v
+	}
+	details["cancelled"] = true
+	details["reason"] = reason
+	return &errs.Error{Code: errs.ProcessFailed, Op: e.Op, Msg: "cancelled: " + reason, Details: details}
+}
+
+// outcome fills in e's status and output or error from the call's reply; the stack of a
+// recovered panic goes into the row's error details (never into the reply).
+func outcome(e *journal.Entry, res *tools.Result, value json.RawMessage, reply Reply, stack []byte) {
 	if reply.OK {
 		e.Status = journal.StatusSuccess
 		out := value
@@ -311,7 +367,16 @@ func outcome(e *journal.Entry, res *tools.Result, value json.RawMessage, reply R
 		return
 	}
 	e.Status = journal.StatusError
-	out, _ := json.Marshal(reply.Error)
+	werr := reply.Error
+	if stack != nil {
+		withStack := *werr
+		withStack.Details = map[string]any{"stack": string(stack)}
+		for k, v := range werr.Details {
+			withStack.Details[k] = v
+		}
+		werr = &withStack
+	}
+	out, _ := json.Marshal(werr)
 	e.ErrorJSON = string(out)
 }
 

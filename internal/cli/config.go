@@ -35,13 +35,14 @@ const (
 	keyStore          = "store"
 	keyIsolation      = "isolation"
 	keyRequireIso     = "require-isolation"
+	keyMCPMaxMessage  = "mcp-max-message-bytes"
 )
 
 var knownKeys = map[string]bool{
 	keyAdapter: true, keyRoot: true, keyImage: true, keyAllowNetwork: true, keyMaxOutputBytes: true,
 	keyTimeout: true, keyJournal: true, keyStateDir: true, keyRunID: true, keyNodeID: true,
 	keyIteration: true, keyAttempt: true, keySandbox: true, keyStore: true,
-	keyIsolation: true, keyRequireIso: true,
+	keyIsolation: true, keyRequireIso: true, keyMCPMaxMessage: true,
 }
 
 // configAliases are config file spellings accepted for a key (SPEC.md writes require_isolation).
@@ -58,6 +59,9 @@ const (
 	// MaxOutputBytesLimit and TimeoutLimit are the upper bounds of SPEC.md section 3.
 	MaxOutputBytesLimit = 10485760
 	TimeoutLimit        = time.Hour
+	// MCPMaxMessageBytesMin and MCPMaxMessageBytesMax bound --mcp-max-message-bytes.
+	MCPMaxMessageBytesMin = 1 << 10
+	MCPMaxMessageBytesMax = 1 << 30
 	// ConfigFileName is the name of the user's config file (UserConfigFile), read when neither
 	// --config nor SANDBOXER_CONFIG names one.
 	ConfigFileName = "sandboxer.yaml"
@@ -85,7 +89,10 @@ type Settings struct {
 	// isolation; RequireIsolation refuses a command when a layer cannot be applied.
 	Isolation        string
 	RequireIsolation bool
-	ConfigFile       string // the file that was read, if any
+	// MCPMaxMessageBytes is the longest message `sandboxer mcp` reads (a longer one gets an
+	// error reply and is skipped).
+	MCPMaxMessageBytes int
+	ConfigFile         string // the file that was read, if any
 }
 
 // DefaultStateDir is $XDG_STATE_HOME/sandboxer, or ~/.local/state/sandboxer, or (without a home
@@ -199,6 +206,7 @@ func load(flags *pflag.FlagSet) (Settings, error) {
 	s.Sandbox = v.GetString(keySandbox)
 	s.Store = v.GetString(keyStore)
 	s.MaxOutputBytes, s.Timeout, s.Attempt = DefaultMaxOutputBytes, DefaultTimeout, 1
+	s.MCPMaxMessageBytes = DefaultMCPMaxMessageBytes
 	if has(keyAllowNetwork) {
 		if s.AllowNetwork, err = boolSetting(v, keyAllowNetwork); err != nil {
 			return Settings{}, err
@@ -222,6 +230,14 @@ func load(flags *pflag.FlagSet) (Settings, error) {
 	if has(keyMaxOutputBytes) {
 		if s.MaxOutputBytes, err = intSetting(v, keyMaxOutputBytes); err != nil {
 			return Settings{}, err
+		}
+	}
+	if has(keyMCPMaxMessage) {
+		if s.MCPMaxMessageBytes, err = intSetting(v, keyMCPMaxMessage); err != nil {
+			return Settings{}, err
+		}
+		if s.MCPMaxMessageBytes < MCPMaxMessageBytesMin || s.MCPMaxMessageBytes > MCPMaxMessageBytesMax {
+			return Settings{}, fmt.Errorf("--%s %d: want %d..%d", keyMCPMaxMessage, s.MCPMaxMessageBytes, MCPMaxMessageBytesMin, MCPMaxMessageBytesMax)
 		}
 	}
 	if has(keyIteration) {

@@ -70,7 +70,17 @@ executable could not be started). Standard input is passed only with --stdin.`,
 				defer stop()
 				fsync = f
 			}
-			res, err := sess.Sandbox.ExecuteCommand(c.Context(), cmd)
+			var res adapter.Result
+			stack, err := safely("exec", func() error {
+				var err error
+				res, err = sess.Sandbox.ExecuteCommand(c.Context(), cmd)
+				return err
+			})
+			if stack != nil {
+				// exec has no journal row to keep the stack in: it follows the error on stderr.
+				fmt.Fprintf(std.Err, "sandboxer: %v\nsandboxer: the stack of the panic (a bug: please report it):\n%s", err, stack)
+				return exit(ExitExecFailed)
+			}
 			if fsync != nil {
 				if ferr := flushStore(c.Context(), s, fsync, "after exec"); ferr != nil {
 					fmt.Fprintf(std.Err, "sandboxer: warning: %v\n", ferr)

@@ -4,8 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
+	"os"
+	"os/signal"
 	"sync/atomic"
+	"syscall"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
@@ -25,7 +29,12 @@ schemas and behaviour as 'sandboxer tool'. A successful call returns its result 
 failed one has isError true and text starting with the code ("TOOL_PATH_ESCAPE: ..."). Both
 carry structured content equal to the JSON object 'sandboxer tool' prints. Every call is recorded
 in the journal. With --store, the workspace is hydrated from the store at start and flushed back
-after each write, edit and bash. Logs and warnings go to stderr.`,
+after each write, edit and bash. Logs and warnings go to stderr.
+
+A line that is not a message the server can take (not JSON, not JSON-RPC, longer than
+--mcp-max-message-bytes) gets a JSON-RPC error reply and the session goes on. When the client
+goes away, the calls in progress are cancelled (their commands killed, their journal rows
+completed) and the server exits 0.`,
 		Args: exactArgs(0),
 		RunE: runE(func(c *cobra.Command, args []string) error {
 			s, err := settingsOf(c)
@@ -50,22 +59,29 @@ after each write, edit and bash. Logs and warnings go to stderr.`,
 				}
 				defer stop()
 			}
+			// A client that goes away closes the server's stdout: a write to it must fail (and
+			// end the session) rather than kill the process before its journal rows are
+			// complete. Notify, unlike Ignore, leaves SIGPIPE's default to the commands run.
+			sigpipe := make(chan os.Signal, 1)
+			signal.Notify(sigpipe, syscall.SIGPIPE)
+			defer signal.Stop(sigpipe)
 			srv := newMCPServer(cl)
-			t, closeTransport := mcpTransport(std.In, std.Out)
+			t, closeTransport := mcpTransport(std.In, std.Out, s.MCPMaxMessageBytes)
 			defer closeTransport()
-			if err := srv.Run(ctx, t); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, io.EOF) {
+			err = srv.Run(ctx, t)
+			switch {
+			case err == nil, errors.Is(err, context.Canceled), errors.Is(err, io.EOF), errors.Is(err, syscall.EPIPE):
+				return nil // the client is gone or the server was interrupted
+			default:
 				return err
 			}
-			return nil
 		}),
 	}
 	addCommonFlags(c.Flags())
+	c.Flags().Int(keyMCPMaxMessage, DefaultMCPMaxMessageBytes,
+		fmt.Sprintf("longest message read, in bytes (%d..%d); a longer one gets an error reply and is skipped", MCPMaxMessageBytesMin, MCPMaxMessageBytesMax))
 	return c
 }
-
-type nopWriteCloser struct{ io.Writer }
-
-func (nopWriteCloser) Close() error { return nil }
 
 // newMCPServer exposes the built-in tools of cl's sandbox.
 func newMCPServer(cl *caller) *mcp.Server {

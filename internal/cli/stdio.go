@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"os"
 	"sync"
@@ -15,37 +14,63 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// mcpTransport is the stdio transport of `sandboxer mcp`. When the input is a pipe or a socket (how
-// MCP clients start servers) it is a lineTransport over a polled duplicate of the input;
-// otherwise (a terminal, a file, a reader in a test) the SDK's IOTransport. done releases what the
-// transport opened; call it after the server has stopped.
-func mcpTransport(in io.Reader, out io.Writer) (t mcp.Transport, done func()) {
+// DefaultMCPMaxMessageBytes is the default limit of one incoming MCP message (a line of JSON), the
+// SDK's own line limit.
+const DefaultMCPMaxMessageBytes = mcp.DefaultMaxLineLength
+
+// mcpTransport is the stdio transport of `sandboxer mcp`: a lineTransport whose messages are at
+// most limit bytes. When the input is a pipe or a socket (how MCP clients start servers) the
+// transport reads a polled duplicate of it, so that closing it ends a read in progress; anything
+// else (a terminal, a file, a reader in a test) is copied into an in-process pipe by one goroutine
+// for the session. done releases what the transport opened; call it after the server has stopped.
+func mcpTransport(in io.Reader, out io.Writer, limit int) (t mcp.Transport, done func()) {
 	if f := pollable(in); f != nil {
-		return &lineTransport{in: f, out: out}, func() { f.Close() }
+		return &lineTransport{in: f, out: out, limit: limit}, func() { f.Close() }
 	}
-	return &mcp.IOTransport{Reader: io.NopCloser(in), Writer: nopWriteCloser{out}}, func() {}
+	r := pumped(in)
+	return &lineTransport{in: r, out: out, limit: limit}, func() { r.Close() }
+}
+
+// pumped returns a reader of in whose Close ends a Read in progress. The goroutine copying in
+// ends at in's end or error, or at its first write after Close; a reader that never returns keeps
+// it (as in the SDK's IOTransport: a blocking read of stdin cannot be interrupted portably).
+func pumped(in io.Reader) io.ReadCloser {
+	pr, pw := io.Pipe()
+	go func() {
+		_, err := io.Copy(pw, in)
+		pw.CloseWithError(err) // nil: the reader sees io.EOF
+	}()
+	return pr
 }
 
 // lineTransport carries JSON-RPC messages as lines of JSON (the MCP stdio framing: one message or
 // batch per line, no embedded newlines), like the SDK's IOTransport, with less work per message:
 // the Connection reads its lines itself, with no reader goroutine between it and the SDK, and
 // decodes each envelope once, with encoding/json (the SDK's transport decodes each message three
-// more times after framing it, with a decoder that allocates 32 KiB per value). Lines are limited
-// to mcp.DefaultMaxLineLength bytes, as in the SDK.
+// more times after framing it, with a decoder that allocates 32 KiB per value).
 //
-// in must return from Read when it is closed (a polled *os.File does).
+// What a line contains never ends the session: a line that is not a message the server can take
+// is answered with a JSON-RPC error reply by the transport itself (see badMessage), and the next
+// line is read. Only the input's end, a read error or a failed write of such a reply end it.
+//
+// in must return from Read when it is closed (a polled *os.File and an io.PipeReader do).
 type lineTransport struct {
-	in  io.ReadCloser
-	out io.Writer
+	in    io.ReadCloser
+	out   io.Writer
+	limit int // the longest message, in bytes, without its newline; 0 is DefaultMCPMaxMessageBytes
 }
 
 // Connect implements mcp.Transport.
 func (t *lineTransport) Connect(context.Context) (mcp.Connection, error) {
+	limit := t.limit
+	if limit <= 0 {
+		limit = DefaultMCPMaxMessageBytes
+	}
 	return &lineConn{
 		in:    t.in,
 		r:     bufio.NewReaderSize(t.in, 64<<10),
 		out:   t.out,
-		limit: mcp.DefaultMaxLineLength,
+		limit: limit,
 	}, nil
 }
 
@@ -69,165 +94,157 @@ type lineConn struct {
 	closeErr  error
 }
 
-// lineBatch collects the responses to the calls of one incoming batch: a batch is answered with one
-// array once every call in it has its response (JSON-RPC 2.0, section 6).
+// lineBatch collects the replies to the entries of one incoming batch: a batch is answered with
+// one array once every call in it has its response (JSON-RPC 2.0, section 6). The replies to bad
+// entries are in it from the start.
 type lineBatch struct {
-	pending   int
-	index     map[jsonrpc.ID]int
-	responses []*jsonrpc.Response
+	pending int                // calls not answered yet
+	index   map[jsonrpc.ID]int // call ID -> its slot
+	replies []json.RawMessage  // encoded replies, in the batch's order
 }
-
-var errLineTooLong = fmt.Errorf("mcp: a message is longer than %d bytes", mcp.DefaultMaxLineLength)
 
 // SessionID implements mcp.Connection: stdio has no session id.
 func (c *lineConn) SessionID() string { return "" }
 
-// Read returns the next message. An error ends the connection, as in the SDK's transports: the
-// input's end (io.EOF), a read error, a line over the limit, or a line that is not a JSON-RPC
-// message or batch.
+// Read returns the next message. A line that is not a message is answered here and skipped. The
+// error ends the connection, as in the SDK's transports: the input's end (io.EOF), a read error,
+// or a failed write of an error reply.
 func (c *lineConn) Read(ctx context.Context) (jsonrpc.Message, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	if len(c.queue) > 0 {
-		m := c.queue[0]
-		c.queue = c.queue[1:]
-		return m, nil
-	}
 	for {
-		line, err := c.readLine()
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if len(c.queue) > 0 {
+			m := c.queue[0]
+			c.queue = c.queue[1:]
+			return m, nil
+		}
+		line, over, err := c.readLine()
 		if err != nil {
 			return nil, err
+		}
+		if over {
+			if err := c.reply(tooLong(line, c.limit)); err != nil {
+				return nil, err
+			}
+			continue
 		}
 		line = bytes.TrimSpace(line)
 		if len(line) == 0 {
+			continue // not a message; nothing to answer
+		}
+		if line[0] == '[' {
+			if c.queue, err = c.readBatch(line); err != nil {
+				return nil, err
+			}
 			continue
 		}
-		if line[0] != '[' {
-			return decodeMessage(line)
+		m, bad := decodeMessage(line)
+		if bad != nil {
+			if err := c.reply(bad); err != nil {
+				return nil, err
+			}
+			continue
 		}
-		msgs, err := c.readBatch(line)
-		if err != nil {
-			return nil, err
-		}
-		c.queue = msgs[1:]
-		return msgs[0], nil
+		return m, nil
 	}
 }
 
-// readLine reads up to the next newline (or the end of the input) into c.line.
-func (c *lineConn) readLine() ([]byte, error) {
+// readLine reads up to the next newline (or the end of the input). A line longer than the limit
+// is read to its newline without being kept: line is then its first limit bytes and over is true.
+func (c *lineConn) readLine() (line []byte, over bool, err error) {
 	if cap(c.line) > 1<<20 {
 		c.line = nil // do not keep the buffer of a large message
 	}
 	c.line = c.line[:0]
 	for {
 		chunk, err := c.r.ReadSlice('\n')
-		if len(c.line)+len(chunk) > c.limit {
-			return nil, errLineTooLong
+		if !over {
+			n := len(chunk)
+			if err == nil {
+				n-- // the newline
+			}
+			switch {
+			case len(c.line)+n > c.limit:
+				over = true
+				c.line = append(c.line, chunk[:c.limit-len(c.line)]...)
+			case err == nil && len(c.line) == 0:
+				return chunk, false, nil // the common case: the whole line was in the buffer
+			default:
+				c.line = append(c.line, chunk...)
+			}
 		}
-		if err == nil && len(c.line) == 0 {
-			return chunk, nil // the common case: the whole line was in the buffer
-		}
-		c.line = append(c.line, chunk...)
 		switch {
 		case err == nil:
-			return c.line, nil
+			return c.line, over, nil
 		case errors.Is(err, bufio.ErrBufferFull):
 			continue
-		case errors.Is(err, io.EOF) && len(bytes.TrimSpace(c.line)) > 0:
-			return c.line, nil // a last line without its newline
-		case errors.Is(err, os.ErrClosed):
-			return nil, io.EOF // closed under the read: the connection is over
+		case errors.Is(err, io.EOF) && (over || len(bytes.TrimSpace(c.line)) > 0):
+			return c.line, over, nil // a last line without its newline
+		case errors.Is(err, os.ErrClosed), errors.Is(err, io.ErrClosedPipe):
+			return nil, false, io.EOF // closed under the read: the connection is over
 		default:
-			return nil, err
+			return nil, false, err
 		}
 	}
 }
 
-// readBatch decodes a batch line and records its calls, so that Write answers them together.
+// readBatch decodes a batch line and returns its messages. Bad entries are answered in the batch's
+// reply array; a batch with no call to wait for is answered here.
 func (c *lineConn) readBatch(line []byte) ([]jsonrpc.Message, error) {
 	var raws []json.RawMessage
 	if err := json.Unmarshal(line, &raws); err != nil {
-		return nil, fmt.Errorf("mcp: reading a batch: %w", err)
+		return nil, c.reply(parseError(err))
 	}
 	if len(raws) == 0 {
-		return nil, errors.New("mcp: empty batch")
+		return nil, c.reply(invalid(jsonrpc.ID{}, "an empty batch"))
 	}
 	msgs := make([]jsonrpc.Message, 0, len(raws))
 	b := &lineBatch{index: map[jsonrpc.ID]int{}}
+	c.batchMu.Lock()
+	defer c.batchMu.Unlock()
 	for _, raw := range raws {
-		m, err := decodeMessage(raw)
-		if err != nil {
-			return nil, err
-		}
-		if req, ok := m.(*jsonrpc.Request); ok && req.IsCall() {
-			if _, dup := b.index[req.ID]; dup {
-				return nil, fmt.Errorf("mcp: batch has the id %v twice", req.ID.Raw())
+		m, bad := decodeMessage(raw)
+		if bad == nil {
+			if req, ok := m.(*jsonrpc.Request); ok && req.IsCall() {
+				_, dup := b.index[req.ID]
+				_, busy := c.batches[req.ID]
+				switch {
+				case dup:
+					bad = invalid(jsonrpc.ID{}, "the batch has the id %s twice", idText(req.ID))
+				case busy:
+					bad = invalid(jsonrpc.ID{}, "the id %s is that of a call in progress", idText(req.ID))
+				default:
+					b.index[req.ID] = len(b.replies)
+					b.replies = append(b.replies, nil)
+					b.pending++
+				}
 			}
-			b.index[req.ID] = len(b.responses)
-			b.responses = append(b.responses, nil)
+		}
+		if bad != nil {
+			b.replies = append(b.replies, bad.encode())
+			continue
 		}
 		msgs = append(msgs, m)
 	}
-	if b.pending = len(b.responses); b.pending > 0 {
-		c.batchMu.Lock()
-		defer c.batchMu.Unlock()
-		for id := range b.index {
-			if _, ok := c.batches[id]; ok {
-				return nil, fmt.Errorf("mcp: batch reuses the id %v of a call in progress", id.Raw())
-			}
-		}
+	if b.pending > 0 {
 		if c.batches == nil {
 			c.batches = map[jsonrpc.ID]*lineBatch{}
 		}
 		for id := range b.index {
 			c.batches[id] = b
 		}
+	} else if len(b.replies) > 0 {
+		if err := c.writeLine(joinBatch(b.replies)); err != nil {
+			return nil, err
+		}
 	}
 	return msgs, nil
 }
 
-// decodeMessage decodes one JSON-RPC 2.0 message: a request or notification when it has a
-// "method" member, otherwise a response (which must have an id). Member names match exactly.
-func decodeMessage(data []byte) (jsonrpc.Message, error) {
-	var members map[string]json.RawMessage
-	if err := json.Unmarshal(data, &members); err != nil {
-		return nil, fmt.Errorf("mcp: reading a message: %w", err)
-	}
-	var version string
-	if err := json.Unmarshal(members["jsonrpc"], &version); err != nil || version != "2.0" {
-		return nil, fmt.Errorf("mcp: reading a message: jsonrpc is %s, not \"2.0\"", members["jsonrpc"])
-	}
-	var rawID any
-	if raw, ok := members["id"]; ok {
-		if err := json.Unmarshal(raw, &rawID); err != nil {
-			return nil, fmt.Errorf("mcp: reading a message: id: %w", err)
-		}
-	}
-	id, err := jsonrpc.MakeID(rawID)
-	if err != nil {
-		return nil, fmt.Errorf("mcp: reading a message: %w", err)
-	}
-	if rawMethod, ok := members["method"]; ok {
-		var method string
-		if err := json.Unmarshal(rawMethod, &method); err != nil {
-			return nil, fmt.Errorf("mcp: reading a message: method: %w", err)
-		}
-		return &jsonrpc.Request{ID: id, Method: method, Params: members["params"]}, nil
-	}
-	if !id.IsValid() {
-		return nil, errors.New("mcp: reading a message: neither a request (no method) nor a response (no id)")
-	}
-	resp := &jsonrpc.Response{ID: id, Result: members["result"]}
-	if raw, ok := members["error"]; ok && !bytes.Equal(raw, []byte("null")) {
-		var werr jsonrpc.Error
-		if err := json.Unmarshal(raw, &werr); err != nil {
-			return nil, fmt.Errorf("mcp: reading a message: error: %w", err)
-		}
-		resp.Error = &werr
-	}
-	return resp, nil
+// reply writes the error reply to a bad message.
+func (c *lineConn) reply(bad *badMessage) error {
+	return c.writeLine(bad.encode())
 }
 
 // Write writes msg as one line; a response to a call of a batch waits for the rest of its batch.
@@ -235,51 +252,62 @@ func (c *lineConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	var data []byte
-	var err error
-	if resp, ok := msg.(*jsonrpc.Response); ok {
-		if batch, inBatch := c.answer(resp); inBatch {
+	data, err := encodeMessage(msg)
+	if err != nil {
+		return err
+	}
+	if resp, ok := msg.(*jsonrpc.Response); ok && resp.ID.IsValid() {
+		if batch, inBatch := c.answer(resp.ID, data); inBatch {
 			if batch == nil {
 				return nil
 			}
-			raws := make([]json.RawMessage, len(batch))
-			for i, r := range batch {
-				if raws[i], err = jsonrpc.EncodeMessage(r); err != nil {
-					return fmt.Errorf("mcp: writing a batch: %w", err)
-				}
-			}
-			if data, err = json.Marshal(raws); err != nil {
-				return fmt.Errorf("mcp: writing a batch: %w", err)
-			}
+			data = joinBatch(batch)
 		}
 	}
-	if data == nil {
-		if data, err = jsonrpc.EncodeMessage(msg); err != nil {
-			return fmt.Errorf("mcp: writing a message: %w", err)
-		}
-	}
+	return c.writeLine(data)
+}
+
+// writeLine writes data and a newline in one write.
+func (c *lineConn) writeLine(data []byte) error {
 	data = append(data, '\n')
 	c.writeMu.Lock()
 	defer c.writeMu.Unlock()
-	_, err = c.out.Write(data)
+	_, err := c.out.Write(data)
 	return err
 }
 
-// answer files resp under its batch. inBatch reports whether resp answers a batch call; batch is
-// the batch's responses, in order, once resp was the last one missing.
-func (c *lineConn) answer(resp *jsonrpc.Response) (batch []*jsonrpc.Response, inBatch bool) {
+// answer files the encoded response to the call id under its batch. inBatch reports whether id is
+// a call of a batch; batch is the batch's replies, in order, once this was the last one missing.
+func (c *lineConn) answer(id jsonrpc.ID, data []byte) (batch []json.RawMessage, inBatch bool) {
 	c.batchMu.Lock()
 	defer c.batchMu.Unlock()
-	b, ok := c.batches[resp.ID]
+	b, ok := c.batches[id]
 	if !ok {
 		return nil, false
 	}
-	delete(c.batches, resp.ID)
-	b.responses[b.index[resp.ID]] = resp
+	delete(c.batches, id)
+	b.replies[b.index[id]] = data
 	if b.pending--; b.pending > 0 {
 		return nil, true
 	}
-	return b.responses, true
+	return b.replies, true
+}
+
+// joinBatch is the JSON array of replies.
+func joinBatch(replies []json.RawMessage) []byte {
+	n := 2 + len(replies)
+	for _, r := range replies {
+		n += len(r)
+	}
+	out := make([]byte, 0, n+1) // +1: writeLine's newline
+	out = append(out, '[')
+	for i, r := range replies {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, r...)
+	}
+	return append(out, ']')
 }
 
 // Close closes the input, which ends a Read in progress. The output stays open: it is the

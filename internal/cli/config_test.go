@@ -1,0 +1,51 @@
+package cli
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// mcp-max-message-bytes is a setting like the others: default < config file < environment < flag,
+// and a bad value is a usage error.
+func TestMCPMaxMessageBytesSetting(t *testing.T) { // not parallel: it sets the environment
+	cfg := filepath.Join(t.TempDir(), "sandboxer.yaml")
+	load := func(args ...string) (Settings, error) {
+		t.Helper()
+		c := newMCPCmd(Streams{})
+		require.NoError(t, c.Flags().Parse(args))
+		return load(c.Flags())
+	}
+	t.Setenv("SANDBOXER_CONFIG", "")
+	t.Setenv("SANDBOXER_MCP_MAX_MESSAGE_BYTES", "")
+	s, err := load("--config", cfg+".absent")
+	require.Error(t, err, "an absent --config file")
+	require.NoError(t, os.WriteFile(cfg, []byte("adapter: memory\n"), 0o644))
+	s, err = load("--config", cfg)
+	require.NoError(t, err)
+	assert.Equal(t, DefaultMCPMaxMessageBytes, s.MCPMaxMessageBytes)
+	assert.Equal(t, 16<<20, s.MCPMaxMessageBytes)
+
+	require.NoError(t, os.WriteFile(cfg, []byte("mcp-max-message-bytes: 2048\n"), 0o644))
+	s, err = load("--config", cfg)
+	require.NoError(t, err)
+	assert.Equal(t, 2048, s.MCPMaxMessageBytes, "config file")
+
+	t.Setenv("SANDBOXER_MCP_MAX_MESSAGE_BYTES", "4096")
+	s, err = load("--config", cfg)
+	require.NoError(t, err)
+	assert.Equal(t, 4096, s.MCPMaxMessageBytes, "environment over config file")
+
+	s, err = load("--config", cfg, "--mcp-max-message-bytes", "8192")
+	require.NoError(t, err)
+	assert.Equal(t, 8192, s.MCPMaxMessageBytes, "flag over environment")
+
+	for _, bad := range []string{"0", "1023", "1073741825", "lots"} {
+		t.Setenv("SANDBOXER_MCP_MAX_MESSAGE_BYTES", bad)
+		_, err = load("--config", cfg)
+		assert.Error(t, err, bad)
+	}
+}
