@@ -95,6 +95,9 @@ type Result struct {
 	Duration                         time.Duration
 	// Isolation says what was enforced for this command, as opposed to merely inspected.
 	Isolation Isolation
+	// Limit names the resource limit that ended the command ("memory": the kernel's OOM killer
+	// in the sandbox's memory limit), or is empty.
+	Limit string
 }
 
 // Truncated reports whether either stream was cut.
@@ -105,6 +108,7 @@ type Isolation struct {
 	Network     bool     `json:"network"`     // no route out: container network "none", network namespace, or no network at all
 	Filesystem  bool     `json:"filesystem"`  // writes confined by the kernel or by construction, not only by the path jail of file calls
 	ProcessTree bool     `json:"processTree"` // every descendant dies with the command, even one that left the process group
+	Limits      bool     `json:"limits"`      // memory, process count (and CPU, where set) are bounded by the kernel
 	Layers      []string `json:"layers,omitempty"`
 }
 

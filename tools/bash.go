@@ -40,6 +40,8 @@ type BashResult struct {
 	Enforced bool `json:"enforced"`
 	// Isolation lists every enforcement layer that was in force.
 	Isolation adapter.Isolation `json:"isolation"`
+	// Limit names the resource limit that ended the command ("memory"), if one did.
+	Limit string `json:"limit,omitempty"`
 }
 
 // Text is the combined output: what the agent reads.
@@ -163,6 +165,7 @@ func bashResult(res adapter.Result) BashResult {
 		DurationMs:    res.Duration.Milliseconds(),
 		Enforced:      res.Isolation.Network,
 		Isolation:     res.Isolation,
+		Limit:         res.Limit,
 	}
 }
 
@@ -175,5 +178,6 @@ func (r BashResult) details() map[string]any {
 		"truncated": r.Truncated,
 		"enforced":  r.Enforced,
 		"isolation": r.Isolation,
+		"limit":     r.Limit,
 	}
 }

@@ -209,3 +209,46 @@ func TestReadOfSparseFileThroughLinkIsRefused(t *testing.T) {
 	require.NoError(t, err)
 	assert.Len(t, data, 10)
 }
+
+// Issue 18: a fork bomb and a runaway allocation stay inside the sandbox's limits; the host keeps
+// working, and the OOM kill is reported as such.
+func TestLimitsHoldForkBombAndMemory(t *testing.T) {
+	t.Parallel()
+	requireLayers(t, local.LayerLimits, local.LayerUserNS)
+	needTool(t, "python3")
+	sb := newIsolated(t, local.Config{Pids: 64, Memory: 96 << 20})
+
+	// 300 background sleeps, from a subshell that ends at the first failed fork: no more than
+	// the pids limit can exist at once (counted with the shell's builtins: no fork is left).
+	start := time.Now()
+	res, err := sb.ExecuteCommand(context.Background(), adapter.Command{
+		Args:    []string{"sh", "-c", `(for i in $(seq 300); do sleep 30 & done) 2>/dev/null; set -- /proc/[0-9]*; echo $#`},
+		Timeout: 20 * time.Second,
+	})
+	require.NoError(t, err)
+	assert.Contains(t, res.Isolation.Layers, local.LayerLimits)
+	assert.True(t, res.Isolation.Limits)
+	n := 0
+	_, _ = fmt.Sscan(strings.TrimSpace(string(res.Stdout)), &n)
+	assert.Positive(t, n, "exit %d: %s %s", res.ExitCode, res.Stdout, res.Stderr)
+	assert.LessOrEqual(t, n, 64+2, "processes in the sandbox: %s", res.Stdout)
+	assert.Less(t, time.Since(start), 20*time.Second)
+
+	// A classic fork bomb ends with the call's timeout, and the host can still start processes.
+	_, err = sb.ExecuteCommand(context.Background(), adapter.Command{Args: []string{"sh", "-c", "b() { b | b & }; b"}, Timeout: 3 * time.Second})
+	if err != nil {
+		assert.ErrorIs(t, err, errs.ProcessTimeout)
+	}
+	require.NoError(t, exec.Command("true").Run(), "the host still forks")
+	res = run(t, sb, adapter.Command{Args: []string{"echo", "after"}})
+	assert.Equal(t, "after\n", string(res.Stdout), "the sandbox serves commands after the bomb")
+
+	// An allocation past the memory limit: killed by the kernel, reported as the limit.
+	res = run(t, sb, adapter.Command{Args: []string{"python3", "-c", "b = bytearray(512 << 20); print('allocated')"}})
+	assert.Equal(t, 137, res.ExitCode, "%s %s", res.Stdout, res.Stderr)
+	assert.Equal(t, "memory", res.Limit)
+	assert.NotContains(t, string(res.Stdout), "allocated")
+	res = run(t, sb, adapter.Command{Args: []string{"python3", "-c", "b = bytearray(16 << 20); print('allocated')"}})
+	assert.Equal(t, "allocated\n", string(res.Stdout), "within the limit")
+	assert.Empty(t, res.Limit)
+}

@@ -13,6 +13,7 @@ const (
 	LayerLandlockScope = "landlock-scope" // Landlock scoping: no signals or abstract sockets to processes outside
 	LayerLandlockNet   = "landlock-tcp"   // Landlock TCP bind/connect denied (only without a network namespace)
 	LayerCgroup        = "cgroup"         // a cgroup per command: the whole tree is killed when it ends
+	LayerLimits        = "limits"         // the sandbox's memory, process count and CPU limits (cgroup v2, or v1 on hybrid hosts)
 	LayerPIDNSCommand  = "pidns-command"  // without cgroups: a PID namespace per command under a small init
 )
 

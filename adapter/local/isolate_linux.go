@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -29,9 +30,10 @@ import (
 // Landlock applied, which starts commands on request. Commands inherit all of it; starting one
 // costs a message and a fork, not new namespaces.
 type helperProc struct {
-	cmd   *exec.Cmd
-	conn  *net.UnixConn
-	ready helperReady
+	cmd     *exec.Cmd
+	conn    *net.UnixConn
+	ready   helperReady
+	limited bool // in the sandbox's limit cgroups
 
 	wmu     sync.Mutex
 	mu      sync.Mutex
@@ -197,6 +199,8 @@ type isolation struct {
 	tmp      string
 	exe      string      // this binary, for per-command inits
 	cg       *cgroupPool // nil without per-command cgroups
+	limits   *limitGroups // nil without resource limits (none configured, or none possible)
+	limitErr error        // why the configured limits cannot be set here
 
 	mu      sync.Mutex
 	tmpMade bool
@@ -224,6 +228,9 @@ func newIsolation(cfg Config, workspace string) (*isolation, error) {
 	}
 	if !iso.disabled[LayerCgroup] {
 		iso.cg = newCgroupPool() // nil when this process cannot make cgroups
+	}
+	if v := cfg.limitValues(); !v.none() && !iso.disabled[LayerLimits] {
+		iso.limits, iso.limitErr = newLimitGroups(v, iso.cg)
 	}
 	return iso, nil
 }
@@ -313,6 +320,14 @@ func (iso *isolation) helper(network bool) (*helperProc, error) {
 		iso.errs[i] = err
 		return nil, err
 	}
+	// The helper joins the sandbox's limits before it starts any command.
+	if iso.limits != nil {
+		if err := iso.limits.add(h.cmd.Process.Pid); err != nil {
+			iso.limitErr = err
+		} else {
+			h.limited = true
+		}
+	}
 	iso.helpers[i] = h
 	return h, nil
 }
@@ -348,6 +363,9 @@ func (iso *isolation) stop() error {
 	if iso.cg != nil {
 		iso.cg.close()
 	}
+	if iso.limits != nil {
+		iso.limits.release()
+	}
 	return os.RemoveAll(iso.tmp)
 }
 
@@ -360,6 +378,10 @@ func (iso *isolation) enforced(h *helperProc, network, cgroup, init bool) adapte
 	if cgroup {
 		is.Layers = append(is.Layers, LayerCgroup)
 	}
+	if h != nil && h.limited {
+		is.Layers = append(is.Layers, LayerLimits)
+		is.Limits = true
+	}
 	if init {
 		is.Layers = append(is.Layers, LayerPIDNSCommand)
 	}
@@ -371,8 +393,11 @@ func (iso *isolation) enforced(h *helperProc, network, cgroup, init bool) adapte
 }
 
 // missing lists what a fail-closed configuration lacks for a command with this isolation.
-func missing(is adapter.Isolation, network bool) []string {
+func (iso *isolation) missing(is adapter.Isolation, network bool) []string {
 	var m []string
+	if !iso.cfg.limitValues().none() && !iso.disabled[LayerLimits] && !is.Limits {
+		m = append(m, LayerLimits)
+	}
 	if !network && !is.Network {
 		m = append(m, "network")
 	}
@@ -436,7 +461,7 @@ func (iso *isolation) start(c adapter.Command, prog, dir string, env []string, o
 	init := h != nil && cg == nil && iso.exe != "" && !iso.disabled[LayerPIDNSCommand]
 	is := iso.enforced(h, c.AllowNetwork, cg != nil, init)
 	if iso.cfg.RequireIsolation {
-		if m := missing(is, c.AllowNetwork); len(m) > 0 {
+		if m := iso.missing(is, c.AllowNetwork); len(m) > 0 {
 			if cg != nil {
 				iso.cg.put(cg)
 			}
@@ -444,6 +469,8 @@ func (iso *isolation) start(c adapter.Command, prog, dir string, env []string, o
 			e.Details = map[string]any{"missing": m, "layers": is.Layers}
 			if herr != nil {
 				e.Err = herr
+			} else if iso.limitErr != nil && slices.Contains(m, LayerLimits) {
+				e.Err = iso.limitErr
 			}
 			return nil, is, e
 		}
@@ -550,16 +577,11 @@ var removeStale = sync.OnceFunc(func() {
 	}
 	entries, _ := os.ReadDir(base)
 	for _, e := range entries {
-		rest, ok := strings.CutPrefix(e.Name(), "sandboxer-")
-		if !ok || !e.IsDir() {
+		if !e.IsDir() {
 			continue
 		}
-		pidStr, _, _ := strings.Cut(rest, "-")
-		var pid int
-		if _, err := fmt.Sscanf(pidStr, "%d", &pid); err != nil || pid <= 0 {
-			continue
-		}
-		if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
+		pid, ok := stalePID(e.Name())
+		if !ok || alive(pid) {
 			continue // still alive (or not ours to judge)
 		}
 		dir := filepath.Join(base, e.Name())
@@ -573,6 +595,20 @@ var removeStale = sync.OnceFunc(func() {
 		_ = os.Remove(dir)
 	}
 })
+
+// stalePID is the pid in the name of a sandbox's cgroup, "sandboxer-<pid>-<random>".
+func stalePID(name string) (int, bool) {
+	rest, ok := strings.CutPrefix(name, "sandboxer-")
+	if !ok {
+		return 0, false
+	}
+	pidStr, _, _ := strings.Cut(rest, "-")
+	pid, err := strconv.Atoi(pidStr)
+	return pid, err == nil && pid > 0
+}
+
+// alive reports whether process pid exists (or cannot be judged).
+func alive(pid int) bool { return !errors.Is(syscall.Kill(pid, 0), syscall.ESRCH) }
 
 // newCgroupPool makes the sandbox's cgroup, or returns nil when this process cannot.
 func newCgroupPool() *cgroupPool {
@@ -745,6 +781,12 @@ func probe() Report {
 			set(LayerCgroup, true, "")
 		}
 	}
+	if l, err := newLimitGroups(Config{}.limitValues(), nil); err != nil {
+		set(LayerLimits, false, err.Error())
+	} else {
+		l.release()
+		set(LayerLimits, true, "")
+	}
 	rep.Network = rep.Available(LayerNetNS)
 	rep.Filesystem = rep.Available(LayerLandlock) && rep.Available(LayerFSView)
 	rep.ProcessTree = rep.Available(LayerCgroup) && rep.Available(LayerPIDNS)
@@ -805,4 +847,12 @@ func (iso *isolation) capabilities() (adapter.FSIsolation, adapter.NetworkIsolat
 		netIso = adapter.NetNamespace
 	}
 	return fsIso, netIso
+}
+
+// limitHit names the limit that ended a command that exited with code, if one did.
+func (iso *isolation) limitHit(code int) string {
+	if code == 128+int(syscall.SIGKILL) && iso.limits != nil && iso.limits.oomKilled() {
+		return "memory"
+	}
+	return ""
 }

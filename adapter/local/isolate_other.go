@@ -48,3 +48,5 @@ func Probe() Report {
 	}
 	return rep
 }
+
+func (iso *isolation) limitHit(int) string { return "" }

@@ -79,7 +79,26 @@ type Config struct {
 	DenyRead []string `mapstructure:"deny_read"`
 	// WritePaths are host directories commands may write besides the workspace and their TMPDIR.
 	WritePaths []string `mapstructure:"write_paths"`
+
+	// Memory bounds the memory of the sandbox's commands together, in bytes: 0 means
+	// DefaultMemoryBytes, NoLimit none. A command the kernel kills for it exits 137 with
+	// Result.Limit "memory".
+	Memory int64 `mapstructure:"memory"`
+	// Pids bounds the number of processes and threads of the sandbox's commands together: 0 means
+	// DefaultPids, NoLimit none.
+	Pids int `mapstructure:"pids"`
+	// CPUs bounds the CPU time of the sandbox's commands together, in CPUs (1.5 = one and a half
+	// cores' time); 0 means no cap.
+	CPUs float64 `mapstructure:"cpus"`
 }
+
+// Resource limits (Config.Memory, Config.Pids) of a sandbox when its Config leaves them zero.
+const (
+	DefaultMemoryBytes = 2 << 30
+	DefaultPids        = 1024
+	// NoLimit as Config.Memory or Config.Pids sets no limit.
+	NoLimit = -1
+)
 
 // Validate reports a configuration that cannot work.
 func (c Config) Validate() error {
@@ -91,10 +110,13 @@ func (c Config) Validate() error {
 	default:
 		return errs.New(errs.InvalidInput, "local", "", "isolation must be %q or %q, not %q", IsolationAuto, IsolationOff, c.Isolation)
 	}
+	if c.Memory < NoLimit || c.Pids < NoLimit || c.CPUs < 0 {
+		return errs.New(errs.InvalidInput, "local", "", "memory and pids must be positive, 0 (default) or -1 (none); cpus positive or 0 (none)")
+	}
 	if c.RequireIsolation && c.Isolation == IsolationOff {
 		return errs.New(errs.InvalidInput, "local", "", "require_isolation contradicts isolation: off")
 	}
-	known := []string{LayerUserNS, LayerPIDNS, LayerProc, LayerFSView, LayerNetNS, LayerLandlock, LayerLandlockScope, LayerLandlockNet, LayerCgroup, LayerPIDNSCommand}
+	known := []string{LayerUserNS, LayerPIDNS, LayerProc, LayerFSView, LayerNetNS, LayerLandlock, LayerLandlockScope, LayerLandlockNet, LayerCgroup, LayerPIDNSCommand, LayerLimits}
 	for _, l := range c.DisableLayers {
 		if !slices.Contains(known, l) {
 			return errs.New(errs.InvalidInput, "local", "", "unknown isolation layer %q in disable_layers", l)
@@ -651,6 +673,9 @@ func (s *Sandbox) run(ctx context.Context, c adapter.Command, prog, dir string) 
 	}
 
 	res := adapter.Result{Duration: time.Since(start), ExitCode: ex.code, Isolation: iso}
+	if s.iso != nil {
+		res.Limit = s.iso.limitHit(ex.code)
+	}
 	adapter.Capture(&res, stdout, stderr)
 	if cause == nil && ex.err != nil {
 		cause = ex.err

@@ -396,3 +396,26 @@ func TestIsolationSettings(t *testing.T) {
 		t.Logf("kernel isolation incomplete here (%+v): the enforced case is covered by adapter/local", rep)
 	}
 }
+
+// --memory, --pids and --cpus reach the local adapter; a kill by the memory limit is reported.
+func TestResourceLimitFlags(t *testing.T) {
+	t.Parallel()
+	if !local.Probe().Available(local.LayerLimits) || !local.Probe().Available(local.LayerUserNS) {
+		t.Skip("resource limits are not available here")
+	}
+	e := newEnv(t)
+	alloc := []string{"tool", "bash", "--input", `{"cmd":"python3","args":["-c","b = bytearray(256 << 20)"]}`}
+	r := e.run("", nil, append(alloc, "--memory", "64MiB")...)
+	w := decodeReply(t, r)
+	require.Equal(t, "TOOL_COMMAND_FAILED", code(w), r.stdout)
+	assert.EqualValues(t, 137, w.Error.Details["exitCode"])
+	assert.Equal(t, "memory", w.Error.Details["limit"])
+
+	r = e.run("", nil, append(alloc, "--memory", "0", "--pids", "0")...)
+	w = decodeReply(t, r)
+	require.True(t, w.OK, r.stdout)
+	r = e.run("", nil, append(alloc, "--memory", "lots")...)
+	assert.Equal(t, 2, r.code, "a malformed size is a usage error")
+	r = e.run("", nil, append(alloc, "--cpus", "-1")...)
+	assert.Equal(t, 2, r.code)
+}

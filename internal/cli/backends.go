@@ -190,5 +190,14 @@ func localConfig(s Settings, root string) local.Config {
 	if iso == "auto" {
 		iso = local.IsolationAuto
 	}
-	return local.Config{Root: root, Isolation: iso, RequireIsolation: s.RequireIsolation}
+	cfg := local.Config{Root: root, Isolation: iso, RequireIsolation: s.RequireIsolation, CPUs: s.CPUs,
+		Memory: s.Memory, Pids: s.Pids}
+	// Settings say 0 for none; local.Config says NoLimit (its 0 is the default).
+	if cfg.Memory == 0 {
+		cfg.Memory = local.NoLimit
+	}
+	if cfg.Pids == 0 {
+		cfg.Pids = local.NoLimit
+	}
+	return cfg
 }

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -35,6 +36,9 @@ const (
 	keyStore          = "store"
 	keyIsolation      = "isolation"
 	keyRequireIso     = "require-isolation"
+	keyMemory         = "memory"
+	keyPids           = "pids"
+	keyCPUs           = "cpus"
 	keyMCPMaxMessage  = "mcp-max-message-bytes"
 )
 
@@ -42,7 +46,7 @@ var knownKeys = map[string]bool{
 	keyAdapter: true, keyRoot: true, keyImage: true, keyAllowNetwork: true, keyMaxOutputBytes: true,
 	keyTimeout: true, keyJournal: true, keyStateDir: true, keyRunID: true, keyNodeID: true,
 	keyIteration: true, keyAttempt: true, keySandbox: true, keyStore: true,
-	keyIsolation: true, keyRequireIso: true, keyMCPMaxMessage: true,
+	keyIsolation: true, keyRequireIso: true, keyMemory: true, keyPids: true, keyCPUs: true, keyMCPMaxMessage: true,
 }
 
 // configAliases are config file spellings accepted for a key (SPEC.md writes require_isolation).
@@ -89,6 +93,10 @@ type Settings struct {
 	// isolation; RequireIsolation refuses a command when a layer cannot be applied.
 	Isolation        string
 	RequireIsolation bool
+	// Memory (bytes), Pids and CPUs limit a local sandbox's commands together; 0 is no limit.
+	Memory int64
+	Pids   int
+	CPUs   float64
 	// MCPMaxMessageBytes is the longest message `sandboxer mcp` reads (a longer one gets an
 	// error reply and is skipped).
 	MCPMaxMessageBytes int
@@ -143,6 +151,9 @@ func addCommonFlags(f *pflag.FlagSet) {
 	f.String(keyStore, "", "FileSync store to hydrate the workspace from and flush back to")
 	f.String(keyIsolation, "auto", "local adapter kernel isolation: auto (every layer the kernel allows) or off")
 	f.Bool(keyRequireIso, false, "refuse a command when an isolation layer cannot be applied (fail closed)")
+	f.String(keyMemory, "2GiB", "local adapter: memory limit of the sandbox's commands together (bytes, or with KiB, MiB, GiB); 0 = none")
+	f.Int(keyPids, 1024, "local adapter: limit of processes and threads of the sandbox's commands together; 0 = none")
+	f.Float64(keyCPUs, 0, "local adapter: CPU time of the sandbox's commands together, in CPUs; 0 = no cap")
 }
 
 // load resolves the settings: defaults < config file < SANDBOXER_* environment < flags that were
@@ -225,6 +236,18 @@ func load(flags *pflag.FlagSet) (Settings, error) {
 		}
 		if s.Isolation == "off" && s.RequireIsolation {
 			return Settings{}, fmt.Errorf("--%s off contradicts --%s", keyIsolation, keyRequireIso)
+		}
+	}
+	s.Memory, s.Pids = 2<<30, 1024
+	if has(keyMemory) {
+		if s.Memory, err = sizeSetting(v, keyMemory); err != nil {
+			return Settings{}, err
+		}
+		if s.Pids, err = intSetting(v, keyPids); err != nil || s.Pids < 0 {
+			return Settings{}, fmt.Errorf("--%s %v: want a count, 0 for none", keyPids, v.Get(keyPids))
+		}
+		if s.CPUs = v.GetFloat64(keyCPUs); s.CPUs < 0 {
+			return Settings{}, fmt.Errorf("--%s %v: want a positive number, 0 for no cap", keyCPUs, v.Get(keyCPUs))
 		}
 	}
 	if has(keyMaxOutputBytes) {
@@ -399,4 +422,25 @@ func checkConfigFile(s Settings, flags *pflag.FlagSet, keys map[string]any) erro
 		return fmt.Errorf("config file %s: allow-network: true opens the network, which only --%s or SANDBOXER_ALLOW_NETWORK=true may do", s.ConfigFile, keyAllowNetwork)
 	}
 	return nil
+}
+
+// sizeSetting reads a byte size: a number of bytes, or one with a KiB, MiB, GiB (or K, M, G)
+// suffix; 0 means none.
+func sizeSetting(v *viper.Viper, key string) (int64, error) {
+	raw := strings.TrimSpace(fmt.Sprint(v.Get(key)))
+	num, mult := raw, int64(1)
+	for _, u := range []struct {
+		suffix string
+		mult   int64
+	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}, {"G", 1 << 30}, {"M", 1 << 20}, {"K", 1 << 10}} {
+		if n, ok := strings.CutSuffix(raw, u.suffix); ok {
+			num, mult = strings.TrimSpace(n), u.mult
+			break
+		}
+	}
+	n, err := strconv.ParseInt(num, 10, 64)
+	if err != nil || n < 0 || n > (1<<62)/mult {
+		return 0, fmt.Errorf("--%s %q: want bytes, or a size like 512MiB or 2GiB; 0 for none", key, raw)
+	}
+	return n * mult, nil
 }
