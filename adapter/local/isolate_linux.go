@@ -197,8 +197,8 @@ type isolation struct {
 	disabled map[string]bool
 	rules    fsRules
 	tmp      string
-	exe      string      // this binary, for per-command inits
-	cg       *cgroupPool // nil without per-command cgroups
+	exe      string       // this binary, for per-command inits
+	cg       *cgroupPool  // nil without per-command cgroups
 	limits   *limitGroups // nil without resource limits (none configured, or none possible)
 	limitErr error        // why the configured limits cannot be set here
 
