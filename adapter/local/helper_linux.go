@@ -48,6 +48,10 @@ func init() {
 		if os.Getenv(helperEnv) == "1" {
 			os.Exit(helperMain())
 		}
+	case janitorArg0:
+		if os.Getenv(janitorEnv) == "1" {
+			os.Exit(janitorMain())
+		}
 	case initArg0:
 		if len(os.Args) > 2 && os.Getenv(strings.TrimSuffix(initEnv, "=1")) == "1" {
 			os.Exit(initMain(os.Args[1], os.Args[2:]))

@@ -1,6 +1,7 @@
 package local_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"fmt"
@@ -251,4 +252,131 @@ func TestLimitsHoldForkBombAndMemory(t *testing.T) {
 	res = run(t, sb, adapter.Command{Args: []string{"python3", "-c", "b = bytearray(16 << 20); print('allocated')"}})
 	assert.Equal(t, "allocated\n", string(res.Stdout), "within the limit")
 	assert.Empty(t, res.Limit)
+}
+
+// Finding 12 and issue 18: after a SIGKILL of the process that owns a sandbox, nothing of it
+// remains: no process, no private TMPDIR, no temporary workspace, no cgroup.
+func TestNothingLeftAfterOwnerKilled(t *testing.T) {
+	if os.Getenv("SANDBOXER_TEST_OWNER_CHILD") != "" {
+		t.Skip("in the child")
+	}
+	requireLayers(t, local.LayerUserNS)
+	token := "owner-" + randomToken()
+	for _, iso := range []string{local.IsolationAuto, local.IsolationOff} {
+		t.Run(iso, func(t *testing.T) {
+			cmd := exec.Command(os.Args[0], "-test.run", "^TestOwnerChild$", "-test.v")
+			cmd.Env = append(os.Environ(), "SANDBOXER_TEST_OWNER_CHILD="+iso, "SANDBOXER_TEST_TOKEN="+token)
+			out, err := cmd.StdoutPipe()
+			require.NoError(t, err)
+			require.NoError(t, cmd.Start())
+			// The child prints what it made, then "ready" once its command runs.
+			var made []string
+			sc := bufio.NewScanner(out)
+			for sc.Scan() {
+				line := sc.Text()
+				if p, ok := strings.CutPrefix(line, "made "); ok {
+					made = append(made, p)
+				}
+				if line == "ready" {
+					break
+				}
+			}
+			require.NotEmpty(t, made, "the child said what it made")
+			require.NotEmpty(t, processesWith(token), "the child's commands run")
+			t.Logf("made: %v", made)
+			require.NoError(t, cmd.Process.Kill())
+			_ = cmd.Wait()
+
+			deadline := time.Now().Add(10 * time.Second)
+			for {
+				var left []string
+				for _, p := range made {
+					if _, err := os.Stat(p); err == nil {
+						left = append(left, p)
+					}
+				}
+				if procs := processesWith(token); len(procs) > 0 {
+					left = append(left, procs...)
+				}
+				if len(left) == 0 {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("left behind 10 s after the owner's SIGKILL: %v", left)
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+		})
+	}
+}
+
+// processesWith lists the processes whose command line contains token.
+func processesWith(token string) []string {
+	var found []string
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		if b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline")); err == nil && bytes.Contains(b, []byte(token)) {
+			found = append(found, "process "+e.Name()+": "+strings.ReplaceAll(string(b), "\x00", " "))
+		}
+	}
+	return found
+}
+
+// TestOwnerChild is the child of TestNothingLeftAfterOwnerKilled: a temporary sandbox running a
+// command with a background job, until it is killed.
+func TestOwnerChild(t *testing.T) {
+	iso := os.Getenv("SANDBOXER_TEST_OWNER_CHILD")
+	if iso == "" {
+		t.Skip("run by TestNothingLeftAfterOwnerKilled")
+	}
+	sb, err := local.New(local.Config{Isolation: iso})
+	require.NoError(t, err)
+	fmt.Println("made", sb.Dir())
+	token := os.Getenv("SANDBOXER_TEST_TOKEN")
+	go func() {
+		_, _ = sb.ExecuteCommand(context.Background(), adapter.Command{
+			Args:   []string{"sh", "-c", "sh -c 'sleep 600; true' bg-$0 & echo $TMPDIR; cat /proc/self/cgroup; echo END; sleep 600; true", token},
+			Stdout: ownerStdout{},
+		})
+	}()
+	time.Sleep(time.Hour) // until killed
+}
+
+// ownerStdout turns the command's TMPDIR and cgroups into "made" lines, and says ready at END.
+type ownerStdout struct{}
+
+func (ownerStdout) Write(p []byte) (int, error) {
+	for _, line := range strings.Split(strings.TrimSpace(string(p)), "\n") {
+		switch {
+		case line == "END":
+			fmt.Println("ready")
+		case strings.HasPrefix(line, "/"):
+			fmt.Println("made", line)
+		case strings.Contains(line, ":/sandboxer-") || strings.Contains(line, "/sandboxer-"):
+			parts := strings.SplitN(line, ":", 3)
+			if len(parts) == 3 {
+				for _, mnt := range cgroupMounts(parts[1]) {
+					fmt.Println("made", filepath.Join(mnt, parts[2]))
+				}
+			}
+		}
+	}
+	return len(p), nil
+}
+
+// cgroupMounts are the mount points of the cgroup hierarchy of controllers ("" for v2).
+func cgroupMounts(controllers string) []string {
+	data, _ := os.ReadFile("/proc/self/mountinfo")
+	var out []string
+	for _, line := range strings.Split(string(data), "\n") {
+		pre, post, ok := strings.Cut(line, " - ")
+		f, g := strings.Fields(pre), strings.Fields(post)
+		if !ok || len(f) < 5 || len(g) < 3 {
+			continue
+		}
+		if (controllers == "" && g[0] == "cgroup2") || (controllers != "" && g[0] == "cgroup" && strings.Contains(","+g[2]+",", ","+controllers+",")) {
+			out = append(out, f[4])
+		}
+	}
+	return out
 }

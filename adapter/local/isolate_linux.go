@@ -346,6 +346,7 @@ func (iso *isolation) ensureTmp() error {
 	if err := os.Mkdir(iso.tmp, 0o700); err != nil {
 		return errs.Wrap(errs.Internal, "exec", "", err)
 	}
+	lookAfter(janitorDir, iso.tmp)
 	iso.tmpMade = true
 	return nil
 }
@@ -366,7 +367,11 @@ func (iso *isolation) stop() error {
 	if iso.limits != nil {
 		iso.limits.release()
 	}
-	return os.RemoveAll(iso.tmp)
+	err := os.RemoveAll(iso.tmp)
+	if err == nil {
+		released(iso.tmp)
+	}
+	return err
 }
 
 // enforced turns a helper's layers into the result's Isolation for one command.
@@ -621,6 +626,7 @@ func newCgroupPool() *cgroupPool {
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		return nil
 	}
+	lookAfter(janitorCg2, dir)
 	return &cgroupPool{base: dir}
 }
 
@@ -717,7 +723,9 @@ func (p *cgroupPool) close() {
 		}
 		d.release()
 	}
-	_ = os.Remove(p.base)
+	if err := os.Remove(p.base); err == nil {
+		released(p.base)
+	}
 }
 
 // ---- probe ----

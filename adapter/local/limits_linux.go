@@ -141,6 +141,7 @@ func v1Limits(v limitValues) (*limitGroups, error) {
 			return nil, fmt.Errorf("cgroup v1 %s: %w", c, err)
 		}
 		l.dirs = append(l.dirs, dir)
+		lookAfter(janitorCg1, dir)
 		for _, f := range []string{"cpu.cfs_period_us", "cpu.cfs_quota_us", "memory.limit_in_bytes", "pids.max"} {
 			if val, ok := files[f]; ok {
 				if err := os.WriteFile(filepath.Join(dir, f), []byte(val), 0); err != nil {
@@ -244,6 +245,7 @@ func (l *limitGroups) release() {
 		for i := 0; i < 200; i++ {
 			err := os.Remove(d)
 			if err == nil || errors.Is(err, os.ErrNotExist) {
+				released(d)
 				break
 			}
 			time.Sleep(5 * time.Millisecond)

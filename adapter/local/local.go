@@ -33,6 +33,7 @@ import (
 	"path"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -187,6 +188,7 @@ func New(cfg Config) (*Sandbox, error) {
 		if err != nil {
 			return nil, errs.Wrap(errs.SandboxUnavailable, "new", "", err)
 		}
+		lookAfter(janitorDir, d)
 		cfg.Root, s.temp = d, true
 	} else if err := os.MkdirAll(cfg.Root, 0o755); err != nil {
 		return nil, errs.Wrap(errs.SandboxUnavailable, "new", cfg.Root, err)
@@ -286,7 +288,11 @@ func (s *Sandbox) Stop(ctx context.Context) error {
 		err = errors.Join(err, s.iso.stop())
 	}
 	if s.temp {
-		err = errors.Join(err, os.RemoveAll(s.dir))
+		rerr := os.RemoveAll(s.dir)
+		if rerr == nil {
+			released(s.given)
+		}
+		err = errors.Join(err, rerr)
 	}
 	return errs.Wrap(errs.Internal, "stop", "", err)
 }
@@ -581,6 +587,7 @@ func (p *groupProcess) signal(sig syscall.Signal) { _ = syscall.Kill(-p.pgid, si
 
 func (p *groupProcess) finish() {
 	_ = syscall.Kill(-p.pgid, syscall.SIGKILL)
+	released(strconv.Itoa(p.pgid))
 	p.s.untrack(p.pgid)
 	if p.pidfd != nil {
 		p.pidfd.Close()
@@ -628,7 +635,8 @@ func (s *Sandbox) startPlain(c adapter.Command, prog, dir string, env []string, 
 	if pidFD >= 0 { // the kernel made one: a File owns it from here on
 		p.pidfd = os.NewFile(uintptr(pidFD), "pidfd")
 	}
-	if !s.track(p.pgid) { // stopped meanwhile
+	lookAfter(janitorPG, strconv.Itoa(p.pgid)) // killed by the janitor if this process dies first
+	if !s.track(p.pgid) {                      // stopped meanwhile
 		_ = syscall.Kill(-p.pgid, syscall.SIGKILL)
 	}
 	return p, nil
