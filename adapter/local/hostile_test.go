@@ -283,6 +283,12 @@ func TestNothingLeftAfterOwnerKilled(t *testing.T) {
 			}
 			require.NotEmpty(t, made, "the child said what it made")
 			require.NotEmpty(t, processesWith(token), "the child's commands run")
+			// Its cgroups, named after its pid, beside this process's own (which it inherited).
+			cgroups := cgroupsOf(cmd.Process.Pid)
+			if iso == local.IsolationAuto && local.Probe().Available(local.LayerCgroup) {
+				require.NotEmpty(t, cgroups, "the child made cgroups")
+			}
+			made = append(made, cgroups...)
 			t.Logf("made: %v", made)
 			require.NoError(t, cmd.Process.Kill())
 			_ = cmd.Wait()
@@ -308,6 +314,23 @@ func TestNothingLeftAfterOwnerKilled(t *testing.T) {
 			}
 		})
 	}
+}
+
+// cgroupsOf lists the cgroup directories of sandboxes of process pid, in this process's cgroups.
+func cgroupsOf(pid int) []string {
+	own, _ := os.ReadFile("/proc/self/cgroup")
+	var found []string
+	for _, line := range strings.Split(strings.TrimSpace(string(own)), "\n") {
+		parts := strings.SplitN(line, ":", 3)
+		if len(parts) != 3 {
+			continue
+		}
+		for _, mnt := range cgroupMounts(parts[1]) {
+			m, _ := filepath.Glob(filepath.Join(mnt, parts[2], fmt.Sprintf("sandboxer-%d-*", pid)))
+			found = append(found, m...)
+		}
+	}
+	return found
 }
 
 // processesWith lists the processes whose command line contains token.
@@ -342,7 +365,7 @@ func TestOwnerChild(t *testing.T) {
 	time.Sleep(time.Hour) // until killed
 }
 
-// ownerStdout turns the command's TMPDIR and cgroups into "made" lines, and says ready at END.
+// ownerStdout turns the command's TMPDIR into a "made" line, and says ready at END.
 type ownerStdout struct{}
 
 func (ownerStdout) Write(p []byte) (int, error) {
@@ -352,13 +375,6 @@ func (ownerStdout) Write(p []byte) (int, error) {
 			fmt.Println("ready")
 		case strings.HasPrefix(line, "/"):
 			fmt.Println("made", line)
-		case strings.Contains(line, ":/sandboxer-") || strings.Contains(line, "/sandboxer-"):
-			parts := strings.SplitN(line, ":", 3)
-			if len(parts) == 3 {
-				for _, mnt := range cgroupMounts(parts[1]) {
-					fmt.Println("made", filepath.Join(mnt, parts[2]))
-				}
-			}
 		}
 	}
 	return len(p), nil
@@ -374,7 +390,7 @@ func cgroupMounts(controllers string) []string {
 		if !ok || len(f) < 5 || len(g) < 3 {
 			continue
 		}
-		if (controllers == "" && g[0] == "cgroup2") || (controllers != "" && g[0] == "cgroup" && strings.Contains(","+g[2]+",", ","+controllers+",")) {
+		if (controllers == "" && g[0] == "cgroup2") || (controllers != "" && g[0] == "cgroup" && strings.Contains(","+g[2]+",", ","+controllers+",") && !strings.HasPrefix(controllers, "name=")) {
 			out = append(out, f[4])
 		}
 	}

@@ -297,7 +297,9 @@ func (iso *isolation) helper(network bool) (*helperProc, error) {
 	if iso.errs[i] != nil && iso.helpers[i] == nil {
 		return nil, iso.errs[i] // it could not start: do not pay for a failed start per command
 	}
-	flags := uintptr(syscall.CLONE_NEWUSER | syscall.CLONE_NEWPID | syscall.CLONE_NEWNS)
+	// A cgroup namespace too: commands see their cgroup as the root of the tree (and, in the file
+	// system view, no cgroup file at all to clone a process into).
+	flags := uintptr(syscall.CLONE_NEWUSER | syscall.CLONE_NEWPID | syscall.CLONE_NEWNS | unix.CLONE_NEWCGROUP)
 	spec := helperSpec{Proc: !iso.disabled[LayerProc], Landlock: !iso.disabled[LayerLandlock], Rules: iso.rules, Exe: iso.exe}
 	if !iso.disabled[LayerFSView] {
 		v := iso.viewSpec(network)
