@@ -128,6 +128,11 @@ func (c Config) Validate() error {
 			return errs.New(errs.InvalidInput, "local", p, "read_paths, deny_read and write_paths must be absolute")
 		}
 	}
+	for _, p := range slices.Concat(c.ReadPaths, c.WritePaths) {
+		if sock := findSocket(p); sock != "" {
+			return errs.New(errs.InvalidInput, "local", p, "%s would show commands the unix socket %s (a daemon's way in): bind a directory without sockets", p, sock)
+		}
+	}
 	for _, kv := range c.Env {
 		if k, _, ok := strings.Cut(kv, "="); !ok || k == "" {
 			return errs.New(errs.InvalidInput, "local", "", "env entry %q is not KEY=VALUE", kv)
@@ -724,4 +729,26 @@ func (s *Sandbox) untrack(pgid int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.running, pgid)
+}
+
+// findSocket returns a unix socket at or under p (symlinks not followed below p), or "".
+// Unreadable directories are skipped: commands cannot list them either.
+func findSocket(p string) string {
+	found := ""
+	_ = filepath.WalkDir(p, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		if d.Type()&fs.ModeSocket != 0 {
+			found = path
+			return filepath.SkipAll
+		}
+		return nil
+	})
+	if found == "" {
+		if fi, err := os.Stat(p); err == nil && fi.Mode()&fs.ModeSocket != 0 {
+			found = p
+		}
+	}
+	return found
 }

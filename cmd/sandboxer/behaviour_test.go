@@ -3,6 +3,7 @@ package main_test
 import (
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -418,4 +419,41 @@ func TestResourceLimitFlags(t *testing.T) {
 	assert.Equal(t, 2, r.code, "a malformed size is a usage error")
 	r = e.run("", nil, append(alloc, "--cpus", "-1")...)
 	assert.Equal(t, 2, r.code)
+}
+
+// --ro-bind and --rw-bind show commands more of the host, never a daemon's socket (issue 18).
+func TestBindFlags(t *testing.T) {
+	t.Parallel()
+	if !local.Probe().Available(local.LayerFSView) {
+		t.Skip("no file system view here")
+	}
+	e := newEnv(t)
+	data := filepath.Join(e.base, "data")
+	out := filepath.Join(e.base, "out")
+	require.NoError(t, os.MkdirAll(data, 0o755))
+	require.NoError(t, os.MkdirAll(out, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(data, "in.txt"), []byte("input"), 0o644))
+	script := fmt.Sprintf("cat %s/in.txt; echo x > %s/w || echo refused; echo y > %s/w && echo wrote", data, data, out)
+	bash := []string{"tool", "bash", "--input", fmt.Sprintf(`{"cmd":"sh","args":["-c",%q]}`, script)}
+	r := e.run("", nil, append(bash, "--ro-bind", data, "--rw-bind", out)...)
+	w := decodeReply(t, r)
+	require.True(t, w.OK, r.stdout)
+	assert.Contains(t, w.Output, "input")
+	assert.Contains(t, w.Output, "refused")
+	assert.Contains(t, w.Output, "wrote")
+	assert.NoFileExists(t, filepath.Join(data, "w"))
+	assert.FileExists(t, filepath.Join(out, "w"))
+
+	// A directory holding a unix socket is refused.
+	sockDir := filepath.Join(e.base, "run")
+	require.NoError(t, os.MkdirAll(sockDir, 0o755))
+	l, err := net.Listen("unix", filepath.Join(sockDir, "daemon.sock"))
+	require.NoError(t, err)
+	defer l.Close()
+	for _, flag := range []string{"--ro-bind", "--rw-bind"} {
+		r = e.run("", nil, append(bash, flag, sockDir)...)
+		w = decodeReply(t, r)
+		assert.Equal(t, "INVALID_INPUT", code(w), "%s: %s", flag, r.stdout)
+		assert.Contains(t, w.Error.Message, "daemon.sock")
+	}
 }

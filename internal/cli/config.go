@@ -39,6 +39,8 @@ const (
 	keyMemory         = "memory"
 	keyPids           = "pids"
 	keyCPUs           = "cpus"
+	keyROBind         = "ro-bind"
+	keyRWBind         = "rw-bind"
 	keyMCPMaxMessage  = "mcp-max-message-bytes"
 )
 
@@ -46,7 +48,8 @@ var knownKeys = map[string]bool{
 	keyAdapter: true, keyRoot: true, keyImage: true, keyAllowNetwork: true, keyMaxOutputBytes: true,
 	keyTimeout: true, keyJournal: true, keyStateDir: true, keyRunID: true, keyNodeID: true,
 	keyIteration: true, keyAttempt: true, keySandbox: true, keyStore: true,
-	keyIsolation: true, keyRequireIso: true, keyMemory: true, keyPids: true, keyCPUs: true, keyMCPMaxMessage: true,
+	keyIsolation: true, keyRequireIso: true, keyMemory: true, keyPids: true, keyCPUs: true,
+	keyROBind: true, keyRWBind: true, keyMCPMaxMessage: true,
 }
 
 // configAliases are config file spellings accepted for a key (SPEC.md writes require_isolation).
@@ -97,6 +100,9 @@ type Settings struct {
 	Memory int64
 	Pids   int
 	CPUs   float64
+	// ROBind and RWBind are host paths a local sandbox's commands also see, read-only or
+	// read-write (absolute).
+	ROBind, RWBind []string
 	// MCPMaxMessageBytes is the longest message `sandboxer mcp` reads (a longer one gets an
 	// error reply and is skipped).
 	MCPMaxMessageBytes int
@@ -154,6 +160,8 @@ func addCommonFlags(f *pflag.FlagSet) {
 	f.String(keyMemory, "2GiB", "local adapter: memory limit of the sandbox's commands together (bytes, or with KiB, MiB, GiB); 0 = none")
 	f.Int(keyPids, 1024, "local adapter: limit of processes and threads of the sandbox's commands together; 0 = none")
 	f.Float64(keyCPUs, 0, "local adapter: CPU time of the sandbox's commands together, in CPUs; 0 = no cap")
+	f.StringArray(keyROBind, nil, "local adapter: a host path commands also see, read-only (repeatable; refused when it holds a unix socket)")
+	f.StringArray(keyRWBind, nil, "local adapter: a host directory commands may also write (repeatable; refused when it holds a unix socket)")
 }
 
 // load resolves the settings: defaults < config file < SANDBOXER_* environment < flags that were
@@ -248,6 +256,18 @@ func load(flags *pflag.FlagSet) (Settings, error) {
 		}
 		if s.CPUs = v.GetFloat64(keyCPUs); s.CPUs < 0 {
 			return Settings{}, fmt.Errorf("--%s %v: want a positive number, 0 for no cap", keyCPUs, v.Get(keyCPUs))
+		}
+		for _, b := range []struct {
+			key string
+			to  *[]string
+		}{{keyROBind, &s.ROBind}, {keyRWBind, &s.RWBind}} {
+			for _, p := range v.GetStringSlice(b.key) {
+				abs, err := filepath.Abs(p)
+				if err != nil || p == "" {
+					return Settings{}, fmt.Errorf("--%s %q: want a path", b.key, p)
+				}
+				*b.to = append(*b.to, abs)
+			}
 		}
 	}
 	if has(keyMaxOutputBytes) {
