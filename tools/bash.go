@@ -170,7 +170,7 @@ func bashResult(res adapter.Result) BashResult {
 }
 
 func (r BashResult) details() map[string]any {
-	return map[string]any{
+	d := map[string]any{
 		"exitCode":  r.ExitCode,
 		"output":    r.Output,
 		"stdout":    r.Stdout,
@@ -178,6 +178,9 @@ func (r BashResult) details() map[string]any {
 		"truncated": r.Truncated,
 		"enforced":  r.Enforced,
 		"isolation": r.Isolation,
-		"limit":     r.Limit,
 	}
+	if r.Limit != "" {
+		d["limit"] = r.Limit
+	}
+	return d
 }
