@@ -281,6 +281,11 @@ func lockDown(r *helperReady) {
 	if err == nil {
 		err = unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
 	}
+	if serr := installSeccomp(); serr != nil {
+		r.Missing[LayerNoSetuid] = "seccomp: " + serr.Error()
+	} else {
+		r.Layers = append(r.Layers, LayerNoSetuid)
+	}
 	if err != nil {
 		r.Missing[LayerNoCaps] = err.Error()
 	} else {

@@ -396,3 +396,32 @@ func cgroupMounts(controllers string) []string {
 	}
 	return out
 }
+
+// Finding 3: no file a command makes carries setuid or setgid out of the sandbox.
+func TestNoSetuidFiles(t *testing.T) {
+	t.Parallel()
+	requireLayers(t, local.LayerNoSetuid)
+	needTool(t, "python3")
+	sb := newIsolated(t, local.Config{})
+	script := `cp /bin/sh x; chmod 4755 x || echo chmod-refused; chmod g+s x || echo setgid-refused; chmod 755 x && echo plain-ok
+python3 -c "
+import os
+for name, f in (('y', lambda: os.open('y', os.O_CREAT|os.O_WRONLY, 0o4755)), ('z', lambda: os.open('z', os.O_CREAT|os.O_WRONLY, 0o2755))):
+    try:
+        f(); print(name, 'created')
+    except OSError as e:
+        print(name, 'refused', e.errno)
+os.open('.', os.O_RDONLY|os.O_DIRECTORY); print('opendir ok')
+"
+ls -d /workspace 2>/dev/null; echo done`
+	res := run(t, sb, adapter.Command{Args: []string{"sh", "-c", script}})
+	out := string(res.Stdout)
+	for _, want := range []string{"chmod-refused", "setgid-refused", "plain-ok", "y refused 1", "z refused 1", "opendir ok", "done"} {
+		assert.Contains(t, out, want, "%s %s", out, res.Stderr)
+	}
+	for _, name := range []string{"x", "y", "z"} {
+		if fi, err := os.Stat(filepath.Join(sb.Dir(), name)); err == nil {
+			assert.Zero(t, fi.Mode()&(os.ModeSetuid|os.ModeSetgid), "%s on the host: %s", name, fi.Mode())
+		}
+	}
+}

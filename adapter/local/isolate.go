@@ -7,6 +7,7 @@ const (
 	LayerProc          = "proc"           // a private /proc showing only the sandbox's processes
 	LayerKeyring       = "keyring"        // a fresh session keyring: the caller's keys are out of reach
 	LayerNoCaps        = "no-caps"        // commands exec with no capability and cannot trace or signal the helper
+	LayerNoSetuid      = "no-setuid"      // seccomp: no file gets the setuid or setgid bit (nor is created through io_uring or openat2)
 	LayerFSView        = "fs-view"        // a file system view of system directories, workspace and TMPDIR only: no host socket, /run, /home or /sys
 	LayerNetNS         = "netns"          // a network namespace with only loopback (network off)
 	LayerLandlock      = "landlock"       // Landlock file system rules: writes only in the workspace and TMPDIR

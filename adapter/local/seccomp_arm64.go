@@ -1,0 +1,20 @@
+//go:build linux
+
+package local
+
+import "golang.org/x/sys/unix"
+
+const (
+	auditArch   = unix.AUDIT_ARCH_AARCH64
+	auditX32Bit = 0 // no such ABI
+)
+
+var modeChecks = []modeCheck{
+	{nr: unix.SYS_FCHMOD, mode: 1, flags: -1},
+	{nr: unix.SYS_FCHMODAT, mode: 2, flags: -1},
+	{nr: unix.SYS_FCHMODAT2, mode: 2, flags: -1},
+	{nr: unix.SYS_MKNODAT, mode: 2, flags: -1},
+	{nr: unix.SYS_OPENAT, mode: 3, flags: 2},
+}
+
+var enosys = []uint32{unix.SYS_OPENAT2, unix.SYS_IO_URING_SETUP}
