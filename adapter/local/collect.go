@@ -293,9 +293,22 @@ func (s *Sandbox) terminate(p process, exited <-chan exit) exit {
 		return ex
 	case <-t.C:
 		p.signal(syscall.SIGKILL)
+	}
+	// A SIGKILLed command's exit is reported at once, unless its helper no longer answers (a
+	// helper stopped or wedged): then the helper is taken for dead, which ends the wait.
+	t.Reset(unresponsive)
+	select {
+	case ex := <-exited:
+		return ex
+	case <-t.C:
+		p.abandon()
 		return <-exited
 	}
 }
+
+// unresponsive is how long a helper may leave a request unanswered (a spawn, the exit of a killed
+// command) before the adapter takes it for dead and kills it.
+const unresponsive = 10 * time.Second
 
 // stream copies one pipe into w until end of file. When the read deadline is set because a
 // descendant still holds the pipe, it takes what is already buffered in the pipe without

@@ -2,9 +2,11 @@ package local
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/sandboxer/sandboxer/adapter"
 	"github.com/sandboxer/sandboxer/errs"
@@ -72,4 +74,40 @@ func TestStoppedIsolationNeverFallsBackToPlain(t *testing.T) {
 	p, _, err := s.startIsolated(adapter.Command{Args: []string{"true"}}, "/bin/true", s.dir, nil, w, w)
 	assert.Nil(t, p)
 	assert.ErrorIs(t, err, errs.SandboxUnavailable)
+}
+
+// Finding 5: a helper that no longer answers (stopped here with SIGSTOP, as a command could
+// before no-caps) does not hang the call past its timeout: the adapter takes it for dead, and the
+// sandbox's next command gets a new helper.
+func TestUnresponsiveHelperIsTakenForDead(t *testing.T) {
+	t.Parallel()
+	if !Probe().Available(LayerUserNS) {
+		t.Skip("no user namespaces here")
+	}
+	s, err := New(Config{Root: t.TempDir(), KillGrace: 100 * time.Millisecond})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Stop(context.Background()) })
+	ctx := context.Background()
+	_, err = s.ExecuteCommand(ctx, adapter.Command{Args: []string{"true"}})
+	require.NoError(t, err)
+	h, err := s.iso.helper(false)
+	require.NoError(t, err)
+	done := make(chan error, 1)
+	start := time.Now()
+	go func() {
+		_, err := s.ExecuteCommand(ctx, adapter.Command{Args: []string{"sleep", "60"}, Timeout: time.Second})
+		done <- err
+	}()
+	time.Sleep(300 * time.Millisecond)
+	require.NoError(t, syscall.Kill(h.cmd.Process.Pid, syscall.SIGSTOP))
+	select {
+	case err := <-done:
+		assert.Error(t, err)
+		assert.Less(t, time.Since(start), time.Second+unresponsive+5*time.Second)
+	case <-time.After(time.Second + unresponsive + 10*time.Second):
+		t.Fatal("the call hung on a stopped helper")
+	}
+	res, err := s.ExecuteCommand(ctx, adapter.Command{Args: []string{"echo", "again"}})
+	require.NoError(t, err)
+	assert.Equal(t, "again\n", string(res.Stdout))
 }

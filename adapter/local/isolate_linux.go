@@ -448,6 +448,8 @@ func (p *helperProcess) signal(sig syscall.Signal) {
 	_, _ = p.h.send(request{Op: "signal", ID: p.id, Sig: int(sig)}, nil)
 }
 
+func (p *helperProcess) abandon() { p.h.kill() }
+
 func (p *helperProcess) finish() {
 	if p.cg != nil {
 		p.pool.put(p.cg)
@@ -506,7 +508,16 @@ func (iso *isolation) start(c adapter.Command, prog, dir string, env []string, o
 		}
 		return nil, is, errs.Wrap(errs.SandboxUnavailable, "exec", "", err)
 	}
-	r, ok := <-ch
+	var r reply
+	ok := false
+	t := time.NewTimer(unresponsive)
+	select {
+	case r, ok = <-ch:
+	case <-t.C:
+		h.kill() // it does not answer: taken for dead (closing ch), and restarted by the next call
+		r, ok = <-ch
+	}
+	t.Stop()
 	if !ok || !r.Started {
 		if cg != nil {
 			iso.cg.put(cg)

@@ -573,6 +573,7 @@ type process interface {
 	wait() (code int, err error) // blocks until the main process exits
 	signal(sig syscall.Signal)   // to the command's process group (SIGKILL: its whole tree)
 	finish()                     // after exit: kill whatever the command left behind
+	abandon()                    // its helper does not answer: kill it, which ends wait
 }
 
 // groupProcess is a plain host child in its own process group.
@@ -589,6 +590,8 @@ func (p *groupProcess) wait() (int, error) {
 }
 
 func (p *groupProcess) signal(sig syscall.Signal) { _ = syscall.Kill(-p.pgid, sig) }
+
+func (p *groupProcess) abandon() {} // a plain child's SIGKILL always ends its wait
 
 func (p *groupProcess) finish() {
 	_ = syscall.Kill(-p.pgid, syscall.SIGKILL)
