@@ -75,6 +75,11 @@ func countingServer(t *testing.T) (port int, count func() int64) {
 	t.Helper()
 	l, err := net.Listen("tcp4", "127.0.0.1:0")
 	require.NoError(t, err)
+	return l.Addr().(*net.TCPAddr).Port, countAccepts(t, l, []byte("HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\nok"))
+}
+
+// countAccepts serves l until the test ends: it counts each connection, writes reply and closes it.
+func countAccepts(t *testing.T, l net.Listener, reply []byte) (count func() int64) {
 	t.Cleanup(func() { l.Close() })
 	var n atomic.Int64
 	go func() {
@@ -84,11 +89,11 @@ func countingServer(t *testing.T) (port int, count func() int64) {
 				return
 			}
 			n.Add(1)
-			_, _ = c.Write([]byte("HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\nok"))
+			_, _ = c.Write(reply)
 			c.Close()
 		}
 	}()
-	return l.Addr().(*net.TCPAddr).Port, n.Load
+	return n.Load
 }
 
 func networkClients(t *testing.T, sb *local.Sandbox, port int) map[string][]string {
@@ -396,19 +401,8 @@ func unixServer(t *testing.T, path string) (count func() int64) {
 	l, err := net.Listen("unix", path)
 	require.NoError(t, err)
 	require.NoError(t, os.Chmod(path, 0o777))
-	t.Cleanup(func() { l.Close(); os.Remove(path) })
-	var n atomic.Int64
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			n.Add(1)
-			c.Close()
-		}
-	}()
-	return n.Load
+	t.Cleanup(func() { os.Remove(path) })
+	return countAccepts(t, l, nil)
 }
 
 // The file system view: no pathname unix socket outside the workspace is reachable (the Docker
