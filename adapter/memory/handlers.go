@@ -16,8 +16,8 @@ import (
 
 	"github.com/sandboxer/sandboxer/adapter/memory/coreutils"
 	"github.com/sandboxer/sandboxer/adapter/memory/memfs"
-	"mvdan.cc/sh/v3/expand"
-	"mvdan.cc/sh/v3/interp"
+	"github.com/sandboxer/sandboxer/third_party/mvdansh/expand"
+	"github.com/sandboxer/sandboxer/third_party/mvdansh/interp"
 	"mvdan.cc/sh/v3/syntax"
 )
 

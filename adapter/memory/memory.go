@@ -28,7 +28,7 @@ import (
 	"github.com/sandboxer/sandboxer/adapter"
 	"github.com/sandboxer/sandboxer/adapter/memory/memfs"
 	"github.com/sandboxer/sandboxer/errs"
-	"mvdan.cc/sh/v3/expand"
+	"github.com/sandboxer/sandboxer/third_party/mvdansh/expand"
 )
 
 // Workspace is where the workspace lives in the tree.
