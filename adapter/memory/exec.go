@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -35,7 +36,7 @@ type call struct {
 	stopped atomic.Bool // the sandbox was stopped while this call ran
 
 	failOnce sync.Once
-	fatalErr atomic.Pointer[errs.Error] // a spent limit (errs.LimitExceeded)
+	fatalErr atomic.Pointer[errs.Error] // a spent limit (errs.LimitExceeded) or a panic (errs.Internal)
 }
 
 // fatal returns the spent limit that ended the call, or nil.
@@ -52,9 +53,20 @@ func callOf(ctx context.Context) *call { return ctx.Value(callKey{}).(*call) }
 
 // limit records a spent limit and ends the call.
 func (c *call) limit(what string, format string, args ...any) error {
+	e := errs.New(errs.LimitExceeded, "exec", "", format, args...)
+	e.Details = map[string]any{"limit": what}
+	return c.abort(e)
+}
+
+// panicked records a recovered panic and ends the call with errs.Internal.
+func (c *call) panicked(p any) error {
+	pe := &PanicError{Value: p, Stack: debug.Stack()}
+	return c.abort(&errs.Error{Code: errs.Internal, Op: "exec", Msg: "the shell interpreter failed", Err: pe})
+}
+
+// abort records the first error that ends the call and cancels it; it returns that first error.
+func (c *call) abort(e *errs.Error) error {
 	c.failOnce.Do(func() {
-		e := errs.New(errs.LimitExceeded, "exec", "", format, args...)
-		e.Details = map[string]any{"limit": what}
 		c.fatalErr.Store(e)
 		c.cancel()
 	})
@@ -197,7 +209,7 @@ func (s *Sandbox) ExecuteCommand(ctx context.Context, c adapter.Command) (adapte
 		defer stop()
 	}
 
-	code, runErr := s.runTop(runCtx, cl, c.Args, dir, env, stdin, stdout, stderr)
+	code, runErr := s.runGuarded(runCtx, cl, c.Args, dir, env, stdin, stdout, stderr)
 	ended := runCtx.Err() // before cancel below: set when the time ran out, ctx ended or a limit hit
 
 	cancel() // background jobs see the end first, then the gate closes behind them
@@ -249,6 +261,28 @@ func (s *Sandbox) ExecuteCommand(ctx context.Context, c adapter.Command) (adapte
 		}
 	}
 	return res, nil
+}
+
+// PanicError is a panic of the shell interpreter or of a utility, recovered and returned as the
+// cause of an errs.Internal error instead of ending the process.
+type PanicError struct {
+	Value any    // what was passed to panic
+	Stack []byte // the goroutine's stack at the panic
+}
+
+func (p *PanicError) Error() string { return fmt.Sprintf("panic: %v", p.Value) }
+
+// runGuarded is runTop with a panic on the call's goroutine turned into the call's errs.Internal.
+// Panics on the interpreter's other goroutines (pipeline elements, background jobs) are
+// recovered where they run: in execHandler for the utilities, in the interpreter itself for its
+// own code (third_party/mvdansh).
+func (s *Sandbox) runGuarded(ctx context.Context, cl *call, args []string, dir string, env expand.Environ, stdin *os.File, stdout, stderr io.Writer) (code int, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			code, err = 1, cl.panicked(p)
+		}
+	}()
+	return s.runTop(ctx, cl, args, dir, env, stdin, stdout, stderr)
 }
 
 func withOutput(err error, res adapter.Result) error {

@@ -167,8 +167,15 @@ func absIn(dir, p string) string {
 }
 
 // execHandler runs every command that is not a builtin or a function. It never reaches the host.
-func execHandler(ctx context.Context, args []string) error {
+// A panic in a utility, on whichever goroutine the interpreter runs it, ends the call with a
+// *PanicError instead of the process.
+func execHandler(ctx context.Context, args []string) (err error) {
 	cl := callOf(ctx)
+	defer func() {
+		if p := recover(); p != nil {
+			err = cl.panicked(p)
+		}
+	}()
 	hc := interp.HandlerCtx(ctx)
 	code, err := cl.sb.runCommand(ctx, cl, hc, args)
 	if err != nil {
@@ -319,8 +326,10 @@ func (g gatedFS) do(err *error, f func() error) {
 		*err = errCallOver
 		return
 	}
-	*err = f()
-	g.cl.leave()
+	func() {
+		defer g.cl.leave() // released even when f panics and execHandler recovers
+		*err = f()
+	}()
 	if errors.Is(*err, memfs.ErrNoSpace) {
 		_ = g.cl.limit("tree_bytes", "the file tree would exceed %d bytes", g.cl.fs.MaxBytes())
 	}
