@@ -14,6 +14,10 @@ import (
 // TODO(v4): the arithmetic APIs should return int64 for portability with 32-bit systems,
 // even if Bash only supports native int sizes.
 
+// maxArithmDepth bounds how deeply variables holding arithmetic expressions
+// may refer to each other, like Bash's "expression recursion level exceeded".
+const maxArithmDepth = 1024
+
 func Arithm(cfg *Config, expr syntax.ArithmExpr) (int, error) {
 	switch expr := expr.(type) {
 	case *syntax.Word:
@@ -21,40 +25,33 @@ func Arithm(cfg *Config, expr syntax.ArithmExpr) (int, error) {
 		if err != nil {
 			return 0, err
 		}
-		// recursively fetch vars
-		i := 0
-		for syntax.ValidName(str) {
-			val := cfg.envGet(str)
-			if val == "" {
-				break
-			}
-			if i++; i >= maxNameRefDepth {
-				break
-			}
-			str = val
-		}
-		// default to 0
-		return int(atoi(str)), nil
+		return cfg.arithmString(str)
 	case *syntax.ParenArithm:
 		return Arithm(cfg, expr.X)
 	case *syntax.UnaryArithm:
 		switch expr.Op {
 		case syntax.Inc, syntax.Dec:
-			name := expr.X.(*syntax.Word).Lit()
-			old := atoi(cfg.envGet(name))
+			lv, err := cfg.arithmLvalue(expr.X)
+			if err != nil {
+				return 0, err
+			}
+			old, err := lv.get(cfg)
+			if err != nil {
+				return 0, err
+			}
 			val := old
 			if expr.Op == syntax.Inc {
 				val++
 			} else {
 				val--
 			}
-			if err := cfg.envSet(name, strconv.FormatInt(val, 10)); err != nil {
+			if err := lv.set(cfg, val); err != nil {
 				return 0, err
 			}
 			if expr.Post {
-				return int(old), nil
+				return old, nil
 			}
-			return int(val), nil
+			return val, nil
 		}
 		val, err := Arithm(cfg, expr.X)
 		if err != nil {
@@ -119,8 +116,163 @@ func Arithm(cfg *Config, expr syntax.ArithmExpr) (int, error) {
 	case *syntax.FlagsArithm: // e.g. zsh's ${a[(r)b]}
 		return 0, fmt.Errorf("unsupported")
 	default:
-		panic(fmt.Sprintf("unexpected arithm expr: %T", expr))
+		return 0, fmt.Errorf("unexpected arithmetic expression: %T", expr)
 	}
+}
+
+// arithmString evaluates the string value of an operand like Bash does:
+// an integer constant, the name of a variable, or an expression,
+// as when a variable holds "1+2" and is used as in $((x * 2)).
+func (cfg *Config) arithmString(str string) (int, error) {
+	str = strings.TrimSpace(str)
+	switch {
+	case str == "":
+		return 0, nil
+	case str[0] >= '0' && str[0] <= '9' && isArithmConst(str):
+		n, err := parseArithmConst(str)
+		return int(n), err
+	}
+	cfg.arithmDepth++
+	defer func() { cfg.arithmDepth-- }()
+	if cfg.arithmDepth > maxArithmDepth {
+		return 0, fmt.Errorf("%s: expression recursion level exceeded", str)
+	}
+	if syntax.ValidName(str) {
+		vr := cfg.Env.Get(str)
+		if !vr.IsSet() && cfg.NoUnset {
+			return 0, UnsetParameterError{Node: &syntax.ParamExp{Param: &syntax.Lit{Value: str}}, Message: "unbound variable"}
+		}
+		return cfg.arithmString(vr.String())
+	}
+	expr, err := syntax.NewParser().Arithmetic(strings.NewReader(str))
+	if w, ok := expr.(*syntax.Word); err != nil || ok && w.Lit() == str {
+		// Not an expression, like "@" or "a b".
+		return 0, fmt.Errorf("%s: syntax error in expression", str)
+	}
+	return Arithm(cfg, expr)
+}
+
+// isArithmConst reports whether s looks like an integer constant, such as
+// 42, 0x1f, 017 or 2#101, as opposed to an expression like 3+4.
+func isArithmConst(s string) bool {
+	for _, c := range s {
+		switch {
+		case c >= '0' && c <= '9', c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z',
+			c == '#', c == '@', c == '_':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// parseArithmConst is like [atoi] for an integer constant, but it reports
+// digits which are invalid for the base, such as in 08 or 0xg.
+func parseArithmConst(s string) (int64, error) {
+	digits, base := s, int64(10)
+	switch {
+	case strings.HasPrefix(s, "0x") || strings.HasPrefix(s, "0X"):
+		digits, base = s[2:], 16
+	case strings.HasPrefix(s, "0") && len(s) > 1:
+		digits, base = s[1:], 8
+	default:
+		if b, rest, ok := strings.Cut(s, "#"); ok {
+			n, err := strconv.ParseInt(b, 10, 8)
+			if err != nil || n < 2 || n > 64 {
+				return 0, fmt.Errorf("%s: invalid arithmetic base", s)
+			}
+			digits, base = rest, n
+		}
+	}
+	if digits == "" {
+		return 0, fmt.Errorf("%s: invalid integer constant", s)
+	}
+	var n int64
+	for i := range len(digits) {
+		var d int64
+		switch c := digits[i]; {
+		case c >= '0' && c <= '9':
+			d = int64(c - '0')
+		case c >= 'a' && c <= 'z':
+			d = int64(c-'a') + 10
+		case c >= 'A' && c <= 'Z':
+			d = int64(c-'A') + 10
+			if base > 36 {
+				d += 26
+			}
+		case c == '@':
+			d = 62
+		case c == '_':
+			d = 63
+		default:
+			d = 64
+		}
+		if d >= base {
+			return 0, fmt.Errorf("%s: value too great for base", s)
+		}
+		n = n*base + d
+	}
+	return n, nil
+}
+
+// arithmLvalue is a variable or an array element which an arithmetic
+// expression assigns to, as in "x++", "a[i] += 2", or "m[$k]++".
+type arithmLvalue struct {
+	name string
+	// idx is the element's index or key, already evaluated once,
+	// so that side effects like in "a[i++]++" happen only once.
+	idx syntax.ArithmExpr
+}
+
+func (cfg *Config) arithmLvalue(x syntax.ArithmExpr) (arithmLvalue, error) {
+	if w, ok := x.(*syntax.Word); ok && len(w.Parts) == 1 {
+		switch wp := w.Parts[0].(type) {
+		case *syntax.Lit:
+			if syntax.ValidName(wp.Value) {
+				return arithmLvalue{name: wp.Value}, nil
+			}
+		case *syntax.ParamExp:
+			if wp.Short && wp.Index != nil && wp.Param != nil && syntax.ValidName(wp.Param.Value) {
+				lv := arithmLvalue{name: wp.Param.Value}
+				vr := cfg.Env.Get(lv.name)
+				if vr.Kind == Associative {
+					w, ok := wp.Index.(*syntax.Word)
+					if !ok {
+						break
+					}
+					key, err := Literal(cfg, w)
+					if err != nil {
+						return lv, err
+					}
+					lv.idx = &syntax.Word{Parts: []syntax.WordPart{&syntax.SglQuoted{Value: key}}}
+					return lv, nil
+				}
+				i, err := Arithm(cfg, wp.Index)
+				if err != nil {
+					return lv, err
+				}
+				lv.idx = &syntax.Word{Parts: []syntax.WordPart{&syntax.Lit{Value: strconv.Itoa(i)}}}
+				return lv, nil
+			}
+		}
+	}
+	return arithmLvalue{}, fmt.Errorf("attempted assignment to non-variable")
+}
+
+func (lv arithmLvalue) get(cfg *Config) (int, error) {
+	vr := cfg.Env.Get(lv.name)
+	str, set, err := cfg.varInd(vr, lv.idx)
+	if err != nil {
+		return 0, err
+	}
+	if !set && cfg.NoUnset {
+		return 0, UnsetParameterError{Node: &syntax.ParamExp{Param: &syntax.Lit{Value: lv.name}}, Message: "unbound variable"}
+	}
+	return cfg.arithmString(str)
+}
+
+func (lv arithmLvalue) set(cfg *Config, val int) error {
+	return cfg.assignElem(lv.name, cfg.Env.Get(lv.name), lv.idx, strconv.Itoa(val))
 }
 
 func oneIf(b bool) int {
@@ -207,13 +359,23 @@ func atoiLargeBase(s string, base int64) int64 {
 }
 
 func (cfg *Config) assgnArit(b *syntax.BinaryArithm) (int, error) {
-	name := b.X.(*syntax.Word).Lit()
-	val := atoi(cfg.envGet(name))
+	lv, err := cfg.arithmLvalue(b.X)
+	if err != nil {
+		return 0, err
+	}
 	arg_, err := Arithm(cfg, b.Y)
 	if err != nil {
 		return 0, err
 	}
 	arg := int64(arg_)
+	var val int64
+	if b.Op != syntax.Assgn {
+		old, err := lv.get(cfg)
+		if err != nil {
+			return 0, err
+		}
+		val = int64(old)
+	}
 	switch b.Op {
 	case syntax.Assgn:
 		val = arg
@@ -244,7 +406,7 @@ func (cfg *Config) assgnArit(b *syntax.BinaryArithm) (int, error) {
 	case syntax.ShrAssgn:
 		val >>= uint(arg)
 	}
-	if err := cfg.envSet(name, strconv.FormatInt(val, 10)); err != nil {
+	if err := lv.set(cfg, int(val)); err != nil {
 		return 0, err
 	}
 	return int(val), nil

@@ -94,6 +94,9 @@ type Config struct {
 	fieldsAlloc [4][]fieldPart
 
 	ifs string
+	// arithmDepth counts the nested evaluations of variables holding
+	// arithmetic expressions, to stop endless recursion like x=x+1 in $((x)).
+	arithmDepth int
 	// A pointer to a parameter expansion node, if we're inside one.
 	// Necessary for ${LINENO}.
 	curParam *syntax.ParamExp

@@ -465,6 +465,10 @@ func (cfg *Config) varInd(vr Variable, idx syntax.ArithmExpr) (string, bool, err
 	}
 	switch vr.Kind {
 	case String:
+		switch nodeLit(idx) {
+		case "*", "@":
+			return vr.Str, vr.IsSet(), nil
+		}
 		n, err := Arithm(cfg, idx)
 		if err != nil {
 			return "", false, err
@@ -525,8 +529,10 @@ func (cfg *Config) assignElem(name string, vr Variable, idx syntax.ArithmExpr, v
 		idx = nil
 	}
 	if idx == nil && !arrayWise && vr.Kind != Indexed && vr.Kind != Associative {
-		// A plain scalar assignment like ${x=val}.
-		return wenv.Set(name, Variable{Set: true, Kind: String, Str: val})
+		// A plain scalar assignment like ${x=val}, keeping attributes like export.
+		vr.Set, vr.Kind, vr.Str = true, String, val
+		vr.List, vr.Map, vr.Indexes = nil, nil, nil
+		return wenv.Set(name, vr)
 	}
 	switch vr.Kind {
 	case Associative:
