@@ -337,7 +337,7 @@ func (s *Sandbox) runTop(ctx context.Context, cl *call, args []string, dir strin
 			return 127, notFound{name, why}
 		}
 	}
-	return s.runNode(ctx, cl, callExpr(args), "", nil, dir, env, stdin, stdout, stderr)
+	return s.runNode(ctx, cl, callExpr(args), false, nil, dir, env, stdin, stdout, stderr)
 }
 
 // executable finds an executable file of the tree, or says why not.
@@ -483,7 +483,7 @@ func (s *Sandbox) runShell(ctx context.Context, cl *call, args []string, dir str
 	}
 	named := *file
 	named.Name = inv.name
-	return s.runNode(ctx, cl, &named, shName, append(inv.opts, append([]string{"--"}, inv.params...)...), dir, env, stdin, stdout, stderr)
+	return s.runNode(ctx, cl, &named, inv.script != "", append(inv.opts, append([]string{"--"}, inv.params...)...), dir, env, stdin, stdout, stderr)
 }
 
 func shellSyntaxError(inv shellInvocation, err error) string {
@@ -498,10 +498,12 @@ func shellSyntaxError(inv shellInvocation, err error) string {
 	return where + ": " + err.Error()
 }
 
-// runNode runs a parsed script or one command on a pooled runner.
-func (s *Sandbox) runNode(ctx context.Context, cl *call, node syntax.Node, _ string, params []string, dir string, env expand.Environ, stdin *os.File, stdout, stderr io.Writer) (code int, err error) {
+// runNode runs a parsed script or one command on a pooled runner; cmdString says that the script
+// is a command string (sh -c), which changes a few exit statuses (interp.CommandString).
+func (s *Sandbox) runNode(ctx context.Context, cl *call, node syntax.Node, cmdString bool, params []string, dir string, env expand.Environ, stdin *os.File, stdout, stderr io.Writer) (code int, err error) {
 	r := getRunner()
 	_ = interp.Env(env)(r)
+	_ = interp.CommandString(cmdString)(r)
 	r.Reset()
 	_ = interp.StdIO(stdin, stdout, stderr)(r)
 	if params != nil {

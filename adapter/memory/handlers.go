@@ -216,7 +216,7 @@ func (s *Sandbox) runCommand(ctx context.Context, cl *call, hc interp.HandlerCon
 	}
 	if interp.IsBuiltin(name) {
 		// Reached through xargs or env: run it in a child shell, as /usr/bin/NAME would.
-		code, err := s.runNode(ctx, cl, callExpr(args), "", nil, hc.Dir, exportedOnly(hc.Env), stdinFile(hc.Stdin), hc.Stdout, hc.Stderr)
+		code, err := s.runNode(ctx, cl, callExpr(args), false, nil, hc.Dir, exportedOnly(hc.Env), stdinFile(hc.Stdin), hc.Stdout, hc.Stderr)
 		return nestedExit(code, err)
 	}
 	if strings.Contains(name, "/") {

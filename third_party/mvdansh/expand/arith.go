@@ -18,7 +18,30 @@ import (
 // may refer to each other, like Bash's "expression recursion level exceeded".
 const maxArithmDepth = 1024
 
+// ArithmError is an error evaluating an arithmetic expression, such as a
+// division by zero or a constant invalid for its base.
+type ArithmError struct {
+	Err error
+}
+
+func (e ArithmError) Error() string { return e.Err.Error() }
+func (e ArithmError) Unwrap() error { return e.Err }
+
+// Arithm evaluates an arithmetic expression. Errors are an [ArithmError],
+// an [UnsetParameterError] under NoUnset, or an error from expanding a word.
 func Arithm(cfg *Config, expr syntax.ArithmExpr) (int, error) {
+	n, err := arithm(cfg, expr)
+	if err != nil {
+		switch err.(type) {
+		case ArithmError, UnsetParameterError:
+		default:
+			err = ArithmError{err}
+		}
+	}
+	return n, err
+}
+
+func arithm(cfg *Config, expr syntax.ArithmExpr) (int, error) {
 	switch expr := expr.(type) {
 	case *syntax.Word:
 		str, err := Literal(cfg, expr)
@@ -27,7 +50,7 @@ func Arithm(cfg *Config, expr syntax.ArithmExpr) (int, error) {
 		}
 		return cfg.arithmString(str)
 	case *syntax.ParenArithm:
-		return Arithm(cfg, expr.X)
+		return arithm(cfg, expr.X)
 	case *syntax.UnaryArithm:
 		switch expr.Op {
 		case syntax.Inc, syntax.Dec:
@@ -53,7 +76,7 @@ func Arithm(cfg *Config, expr syntax.ArithmExpr) (int, error) {
 			}
 			return val, nil
 		}
-		val, err := Arithm(cfg, expr.X)
+		val, err := arithm(cfg, expr.X)
 		if err != nil {
 			return 0, err
 		}
@@ -77,18 +100,18 @@ func Arithm(cfg *Config, expr syntax.ArithmExpr) (int, error) {
 			syntax.ShlAssgn, syntax.ShrAssgn:
 			return cfg.assgnArit(expr)
 		case syntax.TernQuest: // TernColon can't happen here
-			cond, err := Arithm(cfg, expr.X)
+			cond, err := arithm(cfg, expr.X)
 			if err != nil {
 				return 0, err
 			}
 			b2 := expr.Y.(*syntax.BinaryArithm) // must have Op==TernColon
 			if cond != 0 {
-				return Arithm(cfg, b2.X)
+				return arithm(cfg, b2.X)
 			}
-			return Arithm(cfg, b2.Y)
+			return arithm(cfg, b2.Y)
 		case syntax.AndArit, syntax.OrArit:
 			// Like Bash, short-circuit the right operand.
-			left, err := Arithm(cfg, expr.X)
+			left, err := arithm(cfg, expr.X)
 			if err != nil {
 				return 0, err
 			}
@@ -98,17 +121,17 @@ func Arithm(cfg *Config, expr syntax.ArithmExpr) (int, error) {
 			if expr.Op == syntax.OrArit && left != 0 {
 				return 1, nil
 			}
-			right, err := Arithm(cfg, expr.Y)
+			right, err := arithm(cfg, expr.Y)
 			if err != nil {
 				return 0, err
 			}
 			return oneIf(right != 0), nil
 		}
-		left, err := Arithm(cfg, expr.X)
+		left, err := arithm(cfg, expr.X)
 		if err != nil {
 			return 0, err
 		}
-		right, err := Arithm(cfg, expr.Y)
+		right, err := arithm(cfg, expr.Y)
 		if err != nil {
 			return 0, err
 		}
@@ -149,7 +172,7 @@ func (cfg *Config) arithmString(str string) (int, error) {
 		// Not an expression, like "@" or "a b".
 		return 0, fmt.Errorf("%s: syntax error in expression", str)
 	}
-	return Arithm(cfg, expr)
+	return arithm(cfg, expr)
 }
 
 // isArithmConst reports whether s looks like an integer constant, such as
@@ -247,7 +270,7 @@ func (cfg *Config) arithmLvalue(x syntax.ArithmExpr) (arithmLvalue, error) {
 					lv.idx = &syntax.Word{Parts: []syntax.WordPart{&syntax.SglQuoted{Value: key}}}
 					return lv, nil
 				}
-				i, err := Arithm(cfg, wp.Index)
+				i, err := arithm(cfg, wp.Index)
 				if err != nil {
 					return lv, err
 				}
@@ -363,7 +386,7 @@ func (cfg *Config) assgnArit(b *syntax.BinaryArithm) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	arg_, err := Arithm(cfg, b.Y)
+	arg_, err := arithm(cfg, b.Y)
 	if err != nil {
 		return 0, err
 	}

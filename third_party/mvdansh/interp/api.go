@@ -104,6 +104,9 @@ type Runner struct {
 	stdout io.Writer
 	stderr io.Writer
 
+	// commandString is set by [CommandString].
+	commandString bool
+
 	ecfg *expand.Config
 	ectx context.Context // just so that Runner.Subshell can use it again
 
@@ -195,6 +198,16 @@ type exitStatus struct {
 	exiting   bool // whether the current shell is exiting
 	fatalExit bool // whether the current shell is exiting due to a fatal error; err below must not be nil
 
+	// aborting is set by an expansion error such as a division by zero in $((...)):
+	// like Bash, the shell abandons the rest of the current top-level command line
+	// and goes on with the next one.
+	aborting bool
+
+	// unbound is set when the shell is exiting because of an unset parameter
+	// under "set -u" or ${x:?}; Bash reports those as status 127,
+	// but as status 1 when they end a ( ) or $( ) subshell.
+	unbound bool
+
 	// err holds the error information for a non-zero exit status code or fatal error.
 	// Used so that running a single statement with a custom handler
 	// which returns a non-fatal Go error, such as a Go error wrapping [NewExitStatus],
@@ -205,7 +218,7 @@ type exitStatus struct {
 // clear sets the exit status code and error to zero, as long as the exit status
 // was not set by `return`, `exit`, or a fatal error.
 func (e *exitStatus) clear() {
-	if e.returning || e.exiting || e.fatalExit {
+	if e.returning || e.exiting || e.fatalExit || e.aborting {
 		return
 	}
 	e.code = 0
@@ -213,6 +226,16 @@ func (e *exitStatus) clear() {
 }
 
 func (e *exitStatus) ok() bool { return e.code == 0 }
+
+// endSubshell turns the status of a subshell which ended into the status its
+// parent shell sees: exiting or abandoning a command line only ends the subshell.
+// parens is true for ( ) and $( ) subshells.
+func (e *exitStatus) endSubshell(parens bool) {
+	if parens && e.unbound {
+		e.code = 1
+	}
+	e.exiting, e.aborting, e.unbound = false, false, false
+}
 
 // oneIf sets the exit status code to 1 if b is true.
 // Note that it assumes the exit status hasn't been set yet,
@@ -358,6 +381,18 @@ func Dir(path string) RunnerOption {
 			return fmt.Errorf("%s is not a directory", path)
 		}
 		r.Dir = path
+		return nil
+	}
+}
+
+// CommandString configures the interpreter to behave like a shell running a
+// command string, as in "bash -c 'script'", rather than a script file or
+// standard input. The one difference so far is Bash's exit status when an
+// unset parameter under "set -u" or ${x:?} ends the shell: 127 rather than 1.
+//
+func CommandString(enabled bool) RunnerOption {
+	return func(r *Runner) error {
+		r.commandString = enabled
 		return nil
 	}
 }
@@ -887,6 +922,7 @@ func (r *Runner) Reset() {
 		readDirHandler: r.readDirHandler,
 		statHandler:    r.statHandler,
 		accessHandler:  r.accessHandler,
+		commandString:  r.commandString,
 
 		// These can be set by functions like [Dir] or [Params], but
 		// builtins can overwrite them; reset the fields to whatever the
@@ -1005,7 +1041,7 @@ func (r *Runner) Run(ctx context.Context, node syntax.Node) error {
 	switch node := node.(type) {
 	case *syntax.File:
 		r.filename = node.Name
-		r.stmts(ctx, node.Stmts)
+		r.topStmts(ctx, node.Stmts)
 	case *syntax.Stmt:
 		r.stmt(ctx, node)
 	case syntax.Command:
@@ -1084,6 +1120,7 @@ func (r *Runner) subshell(background bool) *Runner {
 		stderr:         r.stderr,
 		filename:       r.filename,
 		opts:           r.opts,
+		commandString:  r.commandString,
 		usedNew:        r.usedNew,
 		exit:           r.exit,
 		lastExit:       r.lastExit,

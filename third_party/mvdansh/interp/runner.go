@@ -67,7 +67,7 @@ func (r *Runner) fillExpandConfig(ctx context.Context) {
 			r2 := r.subshell(false)
 			r2.stdout = w
 			r2.stmts(ctx, cs.Stmts)
-			r2.exit.exiting = false // subshells don't exit the parent shell
+			r2.exit.endSubshell(true) // subshells don't exit the parent shell
 			r.lastExpandExit = r2.exit
 			if r2.exit.fatalExit {
 				return r2.exit.err // surface fatal errors immediately
@@ -151,7 +151,7 @@ func (r *Runner) fillExpandConfig(ctx context.Context) {
 					panic(fmt.Sprintf("unexpected process substitution operator: %q", ps.Op))
 				}
 				r2.stmts(ctx, ps.Stmts)
-				r2.exit.exiting = false // subshells don't exit the parent shell
+				r2.exit.endSubshell(false) // subshells don't exit the parent shell
 			}()
 			return path, nil
 		},
@@ -198,12 +198,24 @@ func (r *Runner) expandErr(err error) {
 	errMsg := err.Error()
 	fmt.Fprintln(r.stderr, errMsg)
 	_, unsetParam := errors.AsType[expand.UnsetParameterError](err)
+	_, arithm := errors.AsType[expand.ArithmError](err)
 	switch {
-	case unsetParam, errMsg == "invalid indirect expansion":
-		// TODO: These errors are treated as fatal by bash.
-		// Make the error type reflect that.
+	case unsetParam:
+		// Like Bash, a non-interactive shell exits on an unset parameter,
+		// with status 127 when it runs a command string.
+		r.exit.code = 1
+		if r.commandString {
+			r.exit.code = 127
+			r.exit.unbound = true
+		}
+		r.exit.exiting = true
+	case errMsg == "invalid indirect expansion":
 		r.exit.code = 1
 		r.exit.exiting = true
+	case arithm:
+		// Like Bash, abandon the rest of the command line.
+		r.exit.code = 1
+		r.exit.aborting = true
 	case errors.Is(err, errReadOnly):
 		// Like in bash, assigning to a read-only variable fails
 		// the command at hand without exiting the shell.
@@ -211,8 +223,21 @@ func (r *Runner) expandErr(err error) {
 	}
 }
 
+// expandFailed reports whether the last expansion failed in a way which stops
+// the command at hand, such as a division by zero in $((...)).
+func (r *Runner) expandFailed() bool {
+	return r.exit.exiting || r.exit.aborting
+}
+
+// arithm evaluates an arithmetic command or a let expression; unlike errors
+// in $((...)), an error only fails the command at hand.
 func (r *Runner) arithm(expr syntax.ArithmExpr) int {
 	n, err := expand.Arithm(r.ecfg, expr)
+	if _, ok := errors.AsType[expand.ArithmError](err); ok {
+		r.errf("%v\n", err)
+		r.exit.code = 1
+		return 0
+	}
 	r.expandErr(err)
 	return n
 }
@@ -293,7 +318,7 @@ func (r *Runner) errf(format string, a ...any) {
 
 func (r *Runner) stop(ctx context.Context) bool {
 	// Some traps trigger on exit, so we do want those to run.
-	if !r.handlingTrap && (r.exit.returning || r.exit.exiting) {
+	if !r.handlingTrap && (r.exit.returning || r.exit.exiting || r.exit.aborting) {
 		return true
 	}
 	if err := ctx.Err(); err != nil {
@@ -323,7 +348,7 @@ func (r *Runner) stmt(ctx context.Context, st *syntax.Stmt) {
 		r.bgProcs = append(r.bgProcs, bg)
 		go func() {
 			r2.Run(ctx, &st2)
-			r2.exit.exiting = false // subshells don't exit the parent shell
+			r2.exit.endSubshell(false) // subshells don't exit the parent shell
 			*bg.exit = r2.exit
 			close(bg.done)
 		}()
@@ -397,7 +422,7 @@ func (r *Runner) cmd(ctx context.Context, cm syntax.Command) {
 	case *syntax.Subshell:
 		r2 := r.subshell(false)
 		r2.stmts(ctx, cm.Stmts)
-		r2.exit.exiting = false // subshells don't exit the parent shell
+		r2.exit.endSubshell(true) // subshells don't exit the parent shell
 		r.exit = r2.exit
 	case *syntax.CallExpr:
 		// Build new slices, to not modify the caller's AST
@@ -419,6 +444,9 @@ func (r *Runner) cmd(ctx context.Context, cm syntax.Command) {
 		}
 		r.lastExpandExit = exitStatus{}
 		fields := r.fields(args...)
+		if r.expandFailed() {
+			break
+		}
 		if len(fields) == 0 {
 			for _, as := range cm.Assigns {
 				name := as.Name.Value
@@ -515,7 +543,7 @@ func (r *Runner) cmd(ctx context.Context, cm syntax.Command) {
 			var wg sync.WaitGroup
 			wg.Go(func() {
 				r2.stmt(ctx, cm.X)
-				r2.exit.exiting = false // subshells don't exit the parent shell
+				r2.exit.endSubshell(false) // subshells don't exit the parent shell
 				pw.Close()
 			})
 			r.stmt(ctx, cm.Y)
@@ -937,6 +965,23 @@ func elapsedString(d time.Duration, posix bool) string {
 	mins := int(d.Minutes())
 	sec := math.Mod(d.Seconds(), 60.0)
 	return fmt.Sprintf("%dm%.3fs", mins, sec)
+}
+
+// topStmts runs the statements of a whole program. After an expansion error
+// which abandons a command line, like Bash, it skips the rest of that line.
+func (r *Runner) topStmts(ctx context.Context, stmts []*syntax.Stmt) {
+	var skipLine uint
+	for _, stmt := range stmts {
+		if skipLine > 0 && stmt.Pos().Line() == skipLine {
+			continue
+		}
+		r.stmt(ctx, stmt)
+		if r.exit.aborting {
+			r.exit.aborting = false
+			r.lastExit.aborting = false
+			skipLine = stmt.End().Line()
+		}
+	}
 }
 
 func (r *Runner) stmts(ctx context.Context, stmts []*syntax.Stmt) {
