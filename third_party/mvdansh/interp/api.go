@@ -203,6 +203,11 @@ type exitStatus struct {
 	// and goes on with the next one.
 	aborting bool
 
+	// errState records whether errexit and the ERR trap were dealt with
+	// for a failed status, so that the compound commands which pass the
+	// status on do not trigger them again, or trigger them wrongly.
+	errState errState
+
 	// unbound is set when the shell is exiting because of an unset parameter
 	// under "set -u" or ${x:?}; Bash reports those as status 127,
 	// but as status 1 when they end a ( ) or $( ) subshell.
@@ -215,6 +220,20 @@ type exitStatus struct {
 	err error
 }
 
+// errState is whether errexit and the ERR trap were dealt with for a status.
+type errState uint8
+
+const (
+	errUnchecked errState = iota
+	// errIgnored: the command failed while errexit was being ignored, as in
+	// the condition of an if, or the left side of &&. Like Bash, a compound
+	// command other than a subshell which returns this status does not
+	// trigger errexit either, as with "for ...; do false && true; done".
+	errIgnored
+	// errHandled: the ERR trap ran, and errexit applied, for this status.
+	errHandled
+)
+
 // clear sets the exit status code and error to zero, as long as the exit status
 // was not set by `return`, `exit`, or a fatal error.
 func (e *exitStatus) clear() {
@@ -223,6 +242,7 @@ func (e *exitStatus) clear() {
 	}
 	e.code = 0
 	e.err = nil
+	e.errState = errUnchecked
 }
 
 func (e *exitStatus) ok() bool { return e.code == 0 }
@@ -235,6 +255,9 @@ func (e *exitStatus) endSubshell(parens bool) {
 		e.code = 1
 	}
 	e.exiting, e.aborting, e.unbound = false, false, false
+	// A subshell which fails triggers errexit in its parent,
+	// even if errexit was ignored when the subshell's last command failed.
+	e.errState = errUnchecked
 }
 
 // oneIf sets the exit status code to 1 if b is true.
@@ -389,7 +412,6 @@ func Dir(path string) RunnerOption {
 // command string, as in "bash -c 'script'", rather than a script file or
 // standard input. The one difference so far is Bash's exit status when an
 // unset parameter under "set -u" or ${x:?} ends the shell: 127 rather than 1.
-//
 func CommandString(enabled bool) RunnerOption {
 	return func(r *Runner) error {
 		r.commandString = enabled
@@ -758,6 +780,11 @@ var bashOptsTable = [...]bashOpt{
 		supported:    true,
 	},
 	{
+		name:         "inherit_errexit",
+		defaultState: false,
+		supported:    true,
+	},
+	{
 		name:         "nocaseglob",
 		defaultState: false,
 		supported:    true,
@@ -817,10 +844,6 @@ var bashOptsTable = [...]bashOpt{
 	},
 	{name: "huponexit"},
 	{
-		name:         "inherit_errexit",
-		defaultState: true,
-	},
-	{
 		name:         "interactive_comments",
 		defaultState: true,
 	},
@@ -869,6 +892,7 @@ const (
 	optExpandAliases
 	optExtGlob
 	optGlobStar
+	optInheritErrExit
 	optNoCaseGlob
 	optNullGlob
 )
@@ -1121,6 +1145,7 @@ func (r *Runner) subshell(background bool) *Runner {
 		filename:       r.filename,
 		opts:           r.opts,
 		commandString:  r.commandString,
+		noErrExit:      r.noErrExit,
 		usedNew:        r.usedNew,
 		exit:           r.exit,
 		lastExit:       r.lastExit,

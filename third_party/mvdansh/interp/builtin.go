@@ -465,6 +465,9 @@ func (r *Runner) builtin(ctx context.Context, pos syntax.Pos, name string, args 
 		}
 		r.stmts(ctx, file.Stmts)
 		exit = r.exit
+		if exit.errState == errIgnored {
+			exit.errState = errUnchecked // eval is a simple command to errexit
+		}
 	case "source", ".":
 		if len(args) < 1 {
 			return failf(2, "%v: source: need filename\n", pos)
@@ -516,6 +519,9 @@ func (r *Runner) builtin(ctx context.Context, pos syntax.Pos, name string, args 
 
 		exit = r.exit
 		exit.returning = false
+		if exit.errState == errIgnored {
+			exit.errState = errUnchecked // source is a simple command to errexit
+		}
 	case "[":
 		if len(args) == 0 || args[len(args)-1] != "]" {
 			return failf(2, "%v: [: missing matching ]\n", pos)

@@ -66,6 +66,10 @@ func (r *Runner) fillExpandConfig(ctx context.Context) {
 			}
 			r2 := r.subshell(false)
 			r2.stdout = w
+			if !r.opts[optInheritErrExit] {
+				// Like Bash, command substitutions don't inherit errexit.
+				r2.opts[optErrExit] = false
+			}
 			r2.stmts(ctx, cs.Stmts)
 			r2.exit.endSubshell(true) // subshells don't exit the parent shell
 			r.lastExpandExit = r2.exit
@@ -381,19 +385,23 @@ func (r *Runner) stmtSync(ctx context.Context, st *syntax.Stmt) {
 	if st.Negated {
 		if r.exit.ok() {
 			r.exit.code = 1
+			r.exit.errState = errIgnored
 		} else {
 			r.exit.clear()
 		}
 	} else if b, ok := st.Cmd.(*syntax.BinaryCmd); ok && (b.Op == syntax.AndStmt || b.Op == syntax.OrStmt) {
-	} else if !r.exit.ok() && !r.noErrExit {
-		r.trapCallback(ctx, r.callbackErr, "error")
-		// If the "errexit" option is set and a command failed, exit the shell. Exceptions:
-		//
-		//   conditions (if <cond>, while <cond>, etc)
-		//   part of && or || lists; excluded via "else" above
-		//   preceded by !; excluded via "else" above
-		if r.opts[optErrExit] {
-			r.exit.exiting = true
+		// The status is that of the last command which ran, which was checked.
+	} else if !r.exit.ok() && r.exit.errState == errUnchecked {
+		if r.noErrExit {
+			// Conditions, such as if <cond> or while <cond>.
+			r.exit.errState = errIgnored
+		} else {
+			r.exit.errState = errHandled
+			r.trapCallback(ctx, r.callbackErr, "error")
+			// If the "errexit" option is set and a command failed, exit the shell.
+			if r.opts[optErrExit] {
+				r.exit.exiting = true
+			}
 		}
 	}
 	if r.keepRedirs {
@@ -1217,6 +1225,11 @@ func (r *Runner) call(ctx context.Context, pos syntax.Pos, args []string) {
 		r.writeEnv = &overlayEnviron{parent: r.writeEnv, funcScope: true}
 
 		r.stmt(ctx, body)
+		if r.exit.errState == errIgnored {
+			// Like Bash, a function call is a simple command which can trigger
+			// errexit, even if its last command failed while errexit was ignored.
+			r.exit.errState = errUnchecked
+		}
 
 		r.writeEnv = origEnv
 
