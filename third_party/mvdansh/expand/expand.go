@@ -657,68 +657,130 @@ func (cfg *Config) wordFields(wps []syntax.WordPart) ([][]fieldPart, error) {
 		fields = append(fields, curField)
 		curField = nil
 	}
+	// splitAdd adds an unquoted expansion, splitting it into fields at the
+	// characters of IFS. Like in POSIX shells, a run of IFS whitespace is one
+	// delimiter, and so is a non-whitespace IFS character with the IFS
+	// whitespace around it, which ends a field even when it is empty,
+	// as in "a::b" with IFS=":". A trailing delimiter adds no empty field.
 	splitAdd := func(val string) {
 		fieldStart := -1
-		for i, r := range val {
-			if cfg.ifsRune(r) {
-				if fieldStart >= 0 { // ending a field
-					curField = append(curField, fieldPart{val: val[fieldStart:i]})
-					fieldStart = -1
-				}
-				flush()
-			} else {
+		for i := 0; i < len(val); {
+			r, size := utf8.DecodeRuneInString(val[i:])
+			if !cfg.ifsRune(r) {
 				if fieldStart < 0 { // starting a new field
 					fieldStart = i
 				}
+				i += size
+				continue
 			}
+			if fieldStart >= 0 { // ending a field
+				curField = append(curField, fieldPart{val: val[fieldStart:i]})
+				fieldStart = -1
+			}
+			nonSpace := false
+			for i < len(val) {
+				r, size := utf8.DecodeRuneInString(val[i:])
+				if !cfg.ifsRune(r) || (!cfg.ifsWhitespace(r) && nonSpace) {
+					break
+				}
+				if !cfg.ifsWhitespace(r) {
+					nonSpace = true
+				}
+				i += size
+			}
+			if nonSpace && len(curField) == 0 {
+				curField = []fieldPart{{}} // an empty field
+			}
+			flush()
 		}
 		if fieldStart >= 0 { // ending a field without IFS
 			curField = append(curField, fieldPart{val: val[fieldStart:]})
 		}
 	}
-	for i, wp := range wps {
-		switch wp := wp.(type) {
-		case *syntax.Lit:
-			s := wp.Value
-			if i == 0 {
-				prefix, rest := cfg.expandUser(s, len(wps) > 1)
-				curField = append(curField, fieldPart{
-					quote: quoteSingle,
-					val:   prefix,
-				})
-				s = rest
-			}
-			// Escaped characters are quoted, so that they aren't
-			// treated as metacharacters when globbing.
-			for {
-				i := strings.IndexByte(s, '\\')
-				if i < 0 || i == len(s)-1 {
-					break // a trailing backslash is kept as-is
+	// addParts adds the parts of a word; inParam is set for the word of an
+	// expansion like ${x:-word}, whose unquoted text is split like the
+	// result of an expansion.
+	var addParts func(wps []syntax.WordPart, inParam bool) error
+	addParts = func(wps []syntax.WordPart, inParam bool) error {
+		for i, wp := range wps {
+			switch wp := wp.(type) {
+			case *syntax.Lit:
+				s := wp.Value
+				if inParam {
+					if i == 0 {
+						if prefix, rest := cfg.expandUser(s, len(wps) > 1); prefix != "" {
+							curField = append(curField, fieldPart{quote: quoteSingle, val: prefix})
+							s = rest
+						}
+					}
+					for {
+						i := strings.IndexByte(s, '\\')
+						if i < 0 || i == len(s)-1 {
+							break
+						}
+						_, size := utf8.DecodeRuneInString(s[i+1:])
+						splitAdd(s[:i])
+						curField = append(curField, fieldPart{quote: quoteSingle, val: s[i+1 : i+1+size]})
+						s = s[i+1+size:]
+					}
+					splitAdd(s)
+					continue
 				}
-				_, size := utf8.DecodeRuneInString(s[i+1:])
-				curField = append(curField,
-					fieldPart{val: s[:i]},
-					fieldPart{quote: quoteSingle, val: s[i+1 : i+1+size]},
-				)
-				s = s[i+1+size:]
-			}
-			curField = append(curField, fieldPart{val: s})
-		case *syntax.SglQuoted:
-			allowEmpty = true
-			fp := fieldPart{quote: quoteSingle, val: wp.Value}
-			if wp.Dollar {
-				fp.val, _, _ = Format(cfg, fp.val, nil)
-				fp.val, _, _ = strings.Cut(fp.val, "\x00") // cut the string if format included \x00
-			}
-			curField = append(curField, fp)
-		case *syntax.DblQuoted:
-			if len(wp.Parts) == 1 {
-				pe, _ := wp.Parts[0].(*syntax.ParamExp)
-				elems, err := cfg.quotedElemFields(pe)
-				if err != nil {
-					return nil, err
+				if i == 0 {
+					prefix, rest := cfg.expandUser(s, len(wps) > 1)
+					curField = append(curField, fieldPart{
+						quote: quoteSingle,
+						val:   prefix,
+					})
+					s = rest
 				}
-				if elems != nil {
+				// Escaped characters are quoted, so that they aren't
+				// treated as metacharacters when globbing.
+				for {
+					i := strings.IndexByte(s, '\\')
+					if i < 0 || i == len(s)-1 {
+						break // a trailing backslash is kept as-is
+					}
+					_, size := utf8.DecodeRuneInString(s[i+1:])
+					curField = append(curField,
+						fieldPart{val: s[:i]},
+						fieldPart{quote: quoteSingle, val: s[i+1 : i+1+size]},
+					)
+					s = s[i+1+size:]
+				}
+				curField = append(curField, fieldPart{val: s})
+			case *syntax.SglQuoted:
+				allowEmpty = true
+				fp := fieldPart{quote: quoteSingle, val: wp.Value}
+				if wp.Dollar {
+					fp.val, _, _ = Format(cfg, fp.val, nil)
+					fp.val, _, _ = strings.Cut(fp.val, "\x00") // cut the string if format included \x00
+				}
+				curField = append(curField, fp)
+			case *syntax.DblQuoted:
+				// Quoted list expansions like "$@" or "${a[@]}" give one field
+				// per element; the first and last elements join the text
+				// around them, as in "-$@-".
+				lists := 0
+				for _, part := range wp.Parts {
+					pe, _ := part.(*syntax.ParamExp)
+					elems, err := cfg.quotedElemFields(pe)
+					if err != nil {
+						return err
+					}
+					if elems == nil {
+						allowEmpty = true
+						wfield, err := cfg.wordField([]syntax.WordPart{part}, quoteDouble)
+						if err != nil {
+							return err
+						}
+						for _, part := range wfield {
+							part.quote = quoteDouble
+							curField = append(curField, part)
+						}
+						continue
+					}
+					lists++
 					for i, elem := range elems {
 						if i > 0 {
 							flush()
@@ -728,75 +790,135 @@ func (cfg *Config) wordFields(wps []syntax.WordPart) ([][]fieldPart, error) {
 							val:   elem,
 						})
 					}
+				}
+				if lists == 0 {
+					allowEmpty = true
+				}
+			case *syntax.ParamExp:
+				if elems, ok := cfg.unquotedElemFields(wp); ok {
+					// Unquoted "*" or "@" expansions produce one field per
+					// element; joining and re-splitting them would lose
+					// fields when IFS is empty.
+					for j, elem := range elems {
+						if j > 0 {
+							flush()
+						}
+						splitAdd(elem)
+					}
 					continue
 				}
-			}
-			allowEmpty = true
-			wfield, err := cfg.wordField(wp.Parts, quoteDouble)
-			if err != nil {
-				return nil, err
-			}
-			for _, part := range wfield {
-				part.quote = quoteDouble
-				curField = append(curField, part)
-			}
-		case *syntax.ParamExp:
-			if elems, ok := cfg.unquotedElemFields(wp); ok {
-				// Unquoted "*" or "@" expansions produce one field per
-				// element; joining and re-splitting them would lose
-				// fields when IFS is empty.
-				for j, elem := range elems {
-					if j > 0 {
-						flush()
+				if word, ok, err := cfg.paramExpWord(wp); err != nil {
+					return err
+				} else if ok {
+					// The word of ${x:-word} and the like is expanded in place,
+					// so that its quoted parts are not split, as in ${x:-"a b"}.
+					if err := addParts(word.Parts, true); err != nil {
+						return err
 					}
-					splitAdd(elem)
+					continue
 				}
-				continue
+				val, err := cfg.paramExp(wp)
+				if err != nil {
+					return err
+				}
+				splitAdd(val)
+			case *syntax.CmdSubst:
+				val, err := cfg.cmdSubst(wp)
+				if err != nil {
+					return err
+				}
+				splitAdd(val)
+			case *syntax.ArithmExp:
+				n, err := Arithm(cfg, wp.X)
+				if err != nil {
+					return err
+				}
+				curField = append(curField, fieldPart{val: strconv.Itoa(n)})
+			case *syntax.ProcSubst:
+				path, err := cfg.ProcSubst(wp)
+				if err != nil {
+					return err
+				}
+				splitAdd(path)
+			case *syntax.ExtGlob:
+				if !cfg.ExtGlob {
+					return fmt.Errorf("extended globbing operator used without the \"extglob\" option set")
+				}
+				// We don't translate or interpret the pattern here in any way;
+				// that's done later when globbing takes place via [pattern.Regexp].
+				// Here, all we do is keep the extended globbing expression in string form.
+				//
+				// TODO(v4): perhaps the syntax parser should keep extended globbing expressions
+				// as plain literal strings, because a custom node is not particularly helpful.
+				// It's not like other globbing operators like `*` or `**` get their own nodes.
+				curField = append(curField, fieldPart{val: wp.Op.String() + wp.Pattern.Value + ")"})
+			default:
+				return fmt.Errorf("unhandled word part: %T", wp)
 			}
-			val, err := cfg.paramExp(wp)
-			if err != nil {
-				return nil, err
-			}
-			splitAdd(val)
-		case *syntax.CmdSubst:
-			val, err := cfg.cmdSubst(wp)
-			if err != nil {
-				return nil, err
-			}
-			splitAdd(val)
-		case *syntax.ArithmExp:
-			n, err := Arithm(cfg, wp.X)
-			if err != nil {
-				return nil, err
-			}
-			curField = append(curField, fieldPart{val: strconv.Itoa(n)})
-		case *syntax.ProcSubst:
-			path, err := cfg.ProcSubst(wp)
-			if err != nil {
-				return nil, err
-			}
-			splitAdd(path)
-		case *syntax.ExtGlob:
-			if !cfg.ExtGlob {
-				return nil, fmt.Errorf("extended globbing operator used without the \"extglob\" option set")
-			}
-			// We don't translate or interpret the pattern here in any way;
-			// that's done later when globbing takes place via [pattern.Regexp].
-			// Here, all we do is keep the extended globbing expression in string form.
-			//
-			// TODO(v4): perhaps the syntax parser should keep extended globbing expressions
-			// as plain literal strings, because a custom node is not particularly helpful.
-			// It's not like other globbing operators like `*` or `**` get their own nodes.
-			curField = append(curField, fieldPart{val: wp.Op.String() + wp.Pattern.Value + ")"})
-		default:
-			panic(fmt.Sprintf("unhandled word part: %T", wp))
 		}
+		return nil
+	}
+	if err := addParts(wps, false); err != nil {
+		return nil, err
 	}
 	flush()
 	if allowEmpty && len(fields) == 0 {
 		fields = append(fields, curField)
 	}
 	return fields, nil
+}
+
+// paramExpWord reports whether an unquoted parameter expansion like
+// ${x:-word} or ${x:+word} expands to its word, which is then returned.
+func (cfg *Config) paramExpWord(pe *syntax.ParamExp) (*syntax.Word, bool, error) {
+	if pe.Exp == nil || pe.Exp.Word == nil || pe.Param == nil || pe.Length || pe.Excl ||
+		pe.Width || pe.IsSet || pe.Slice != nil || pe.Repl != nil {
+		return nil, false, nil
+	}
+	op := pe.Exp.Op
+	switch op {
+	case syntax.DefaultUnset, syntax.DefaultUnsetOrNull,
+		syntax.AlternateUnset, syntax.AlternateUnsetOrNull:
+	default:
+		return nil, false, nil
+	}
+	set, null, err := cfg.paramState(pe)
+	if err != nil {
+		return nil, false, err
+	}
+	switch op {
+	case syntax.DefaultUnset:
+		return pe.Exp.Word, !set, nil
+	case syntax.DefaultUnsetOrNull:
+		return pe.Exp.Word, !set || null, nil
+	case syntax.AlternateUnset:
+		return pe.Exp.Word, set, nil
+	default: // AlternateUnsetOrNull
+		return pe.Exp.Word, set && !null, nil
+	}
+}
+
+// paramState reports whether the parameter of an expansion like ${x-word}
+// is set, and whether it is null, as the default and alternate operators
+// see it. $@ and $* count as set when there are positional parameters.
+func (cfg *Config) paramState(pe *syntax.ParamExp) (set, null bool, err error) {
+	name := pe.Param.Value
+	vr := cfg.Env.Get(name)
+	if n, v := vr.Resolve(cfg.Env); n != "" {
+		vr = v
+	}
+	switch name {
+	case "@", "*":
+		return len(vr.List) > 0, len(vr.List) == 0 || len(vr.List) == 1 && vr.List[0] == "", nil
+	}
+	if name == "LINENO" {
+		return true, false, nil
+	}
+	str, set, err := cfg.varInd(vr, pe.Index)
+	if err != nil {
+		return false, false, err
+	}
+	return set, str == "", nil
 }
 
 // listElems returns the elements of a "*" or "@" expansion of a list, like
@@ -857,6 +979,21 @@ func (cfg *Config) quotedElemFields(pe *syntax.ParamExp) ([]string, error) {
 			}
 		}
 		return nil, nil
+	}
+	if pe.Exp != nil {
+		switch pe.Exp.Op {
+		case syntax.DefaultUnset, syntax.DefaultUnsetOrNull,
+			syntax.AlternateUnset, syntax.AlternateUnsetOrNull:
+			// "${@-word}" is the word when there are no parameters, and
+			// "${@:+word}" when there are some: leave those to paramExp.
+			set, null, err := cfg.paramState(pe)
+			if err != nil {
+				return nil, err
+			}
+			if word, ok, _ := cfg.paramExpWord(pe); ok && word != nil || !set || null {
+				return nil, nil
+			}
+		}
 	}
 	if elems, star, ok := cfg.listElems(pe); ok {
 		// Operators like "${foo[@]#prefix}" apply to each element.

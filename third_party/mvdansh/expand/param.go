@@ -120,6 +120,9 @@ func (cfg *Config) paramExp(pe *syntax.ParamExp) (string, error) {
 		callVarInd       = true
 		set              = vr.IsSet()
 	)
+	if name == "@" || name == "*" {
+		set = len(vr.List) > 0 // for operators like ${@-word}
+	}
 
 	switch nodeLit(index) {
 	case "@", "*":
