@@ -580,6 +580,21 @@ func (cfg *Config) wordField(wps []syntax.WordPart, ql quoteLevel) ([]fieldPart,
 				s = sb.String()
 			}
 			s, _, _ = strings.Cut(s, "\x00") // TODO: why is this needed?
+			if ql == quoteNone {
+				// Escaped characters are quoted, as in a=x\ y.
+				for {
+					i := strings.IndexByte(s, '\\')
+					if i < 0 || i == len(s)-1 {
+						break // a trailing backslash is kept as-is
+					}
+					_, size := utf8.DecodeRuneInString(s[i+1:])
+					field = append(field,
+						fieldPart{val: s[:i]},
+						fieldPart{quote: quoteSingle, val: s[i+1 : i+1+size]},
+					)
+					s = s[i+1+size:]
+				}
+			}
 			field = append(field, fieldPart{val: s})
 		case *syntax.SglQuoted:
 			fp := fieldPart{quote: quoteSingle, val: wp.Value}

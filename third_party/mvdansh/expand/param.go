@@ -173,8 +173,11 @@ func (cfg *Config) paramExp(pe *syntax.ParamExp) (string, error) {
 		case str == "":
 			return "", nil
 		default:
-			vr = cfg.Env.Get(str)
-			strs = append(strs, vr.String())
+			val, err := cfg.indirect(str)
+			if err != nil {
+				return "", err
+			}
+			strs = append(strs, val)
 		}
 		str = join(strs)
 	case pe.Width:
@@ -211,7 +214,18 @@ func (cfg *Config) paramExp(pe *syntax.ParamExp) (string, error) {
 		}
 		str = join(elems)
 	case pe.Exp != nil:
-		arg, err := Literal(cfg, pe.Exp.Word)
+		var arg string
+		var err error
+		switch pe.Exp.Op {
+		case syntax.RemSmallPrefix, syntax.RemLargePrefix,
+			syntax.RemSmallSuffix, syntax.RemLargeSuffix,
+			syntax.UpperFirst, syntax.UpperAll,
+			syntax.LowerFirst, syntax.LowerAll:
+			// A pattern, in which quoted characters are literal, as in ${v#"?"}.
+			arg, err = Pattern(cfg, pe.Exp.Word)
+		default:
+			arg, err = Literal(cfg, pe.Exp.Word)
+		}
 		if err != nil {
 			return "", err
 		}
@@ -253,6 +267,9 @@ func (cfg *Config) paramExp(pe *syntax.ParamExp) (string, error) {
 			fallthrough
 		case syntax.AssignUnsetOrNull:
 			if str == "" {
+				if !syntax.ValidName(name) {
+					return "", fmt.Errorf("$%s: cannot assign in this way", name)
+				}
 				if err := cfg.assignElem(name, vr, index, arg); err != nil {
 					return "", err
 				}
@@ -267,12 +284,7 @@ func (cfg *Config) paramExp(pe *syntax.ParamExp) (string, error) {
 		case syntax.OtherParamOps:
 			switch arg {
 			case "Q":
-				str, err = syntax.Quote(str, syntax.LangBash)
-				if err != nil {
-					// Is this even possible? If a user runs into this panic,
-					// it's most likely a bug we need to fix.
-					panic(err)
-				}
+				str = QuoteBash(str)
 			case "E":
 				tail := str
 				var rns []rune
@@ -313,7 +325,7 @@ func (cfg *Config) paramExp(pe *syntax.ParamExp) (string, error) {
 			case "K", "k":
 				// TODO: implement, like @A but listing keys for assoc arrays.
 			default:
-				panic(fmt.Sprintf("unexpected @%s param expansion", arg))
+				return "", fmt.Errorf("${%s@%s}: bad substitution", name, arg)
 			}
 		}
 	}
@@ -359,7 +371,7 @@ func (cfg *Config) perElemOps(pe *syntax.ParamExp, elems []string) ([]string, er
 	case pe.Repl != nil:
 		return cfg.replaceElems(pe.Repl, elems)
 	case pe.Exp != nil:
-		arg, err := Literal(cfg, pe.Exp.Word)
+		arg, err := Pattern(cfg, pe.Exp.Word)
 		if err != nil {
 			return nil, err
 		}
@@ -376,17 +388,47 @@ func (cfg *Config) perElemOps(pe *syntax.ParamExp, elems []string) ([]string, er
 }
 
 // replaceElems applies a ${var/pattern/repl} replacement to each element.
+// Like Bash, a pattern starting with # or % must match at the start or the
+// end of the element, and an unquoted & in the replacement stands for the
+// matched text, as with Bash 5.2's patsub_replacement option.
 func (cfg *Config) replaceElems(repl *syntax.Replace, elems []string) ([]string, error) {
-	orig, err := Pattern(cfg, repl.Orig)
+	origWord := repl.Orig
+	anchor := byte(0)
+	if origWord != nil && len(origWord.Parts) > 0 && !repl.All {
+		if lit, ok := origWord.Parts[0].(*syntax.Lit); ok && lit.Value != "" && (lit.Value[0] == '#' || lit.Value[0] == '%') {
+			anchor = lit.Value[0]
+			parts := slices.Clone(origWord.Parts)
+			parts[0] = &syntax.Lit{Value: lit.Value[1:]}
+			origWord = &syntax.Word{Parts: parts}
+		}
+	}
+	orig, err := Pattern(cfg, origWord)
 	if err != nil {
 		return nil, err
 	}
-	if orig == "" {
+	if orig == "" && anchor == 0 {
 		return elems, nil // nothing to replace
 	}
-	with, err := Literal(cfg, repl.With)
+	var with []fieldPart
+	if repl.With != nil {
+		with, err = cfg.wordField(repl.With.Parts, quoteNone)
+		if err != nil {
+			return nil, err
+		}
+	}
+	expr, err := pattern.Regexp(orig, 0)
 	if err != nil {
-		return nil, err
+		return elems, nil
+	}
+	switch anchor {
+	case '#':
+		expr = "^(?:" + expr + ")"
+	case '%':
+		expr = "(?:" + expr + ")$"
+	}
+	rx, err := regexp.Compile(expr)
+	if err != nil {
+		return elems, nil
 	}
 	n := 1
 	if repl.All {
@@ -394,18 +436,110 @@ func (cfg *Config) replaceElems(repl *syntax.Replace, elems []string) ([]string,
 	}
 	out := make([]string, len(elems))
 	for i, elem := range elems {
-		locs := findAllIndex(orig, elem, n)
-		sb := cfg.strBuilder()
+		locs := rx.FindAllStringIndex(elem, n)
+		var sb strings.Builder
 		last := 0
 		for _, loc := range locs {
 			sb.WriteString(elem[last:loc[0]])
-			sb.WriteString(with)
+			for _, part := range with {
+				if part.quote == quoteNone {
+					sb.WriteString(strings.ReplaceAll(part.val, "&", elem[loc[0]:loc[1]]))
+				} else {
+					sb.WriteString(part.val)
+				}
+			}
 			last = loc[1]
 		}
 		sb.WriteString(elem[last:])
 		out[i] = sb.String()
 	}
 	return out, nil
+}
+
+// indirect is the value of ${!ref}: ref names a variable, or an array
+// element like arr[1].
+func (cfg *Config) indirect(ref string) (string, error) {
+	name, sub, ok := strings.Cut(ref, "[")
+	if !ok || !strings.HasSuffix(sub, "]") || !syntax.ValidName(name) {
+		if !syntax.ValidName(ref) && !isSpecialParam(ref) {
+			return "", fmt.Errorf("%s: invalid variable name", ref)
+		}
+		return cfg.Env.Get(ref).String(), nil
+	}
+	sub = sub[:len(sub)-1]
+	vr := cfg.Env.Get(name)
+	var idx syntax.ArithmExpr
+	switch {
+	case sub == "@" || sub == "*":
+		idx = &syntax.Word{Parts: []syntax.WordPart{&syntax.Lit{Value: sub}}}
+	case vr.Kind == Associative:
+		idx = &syntax.Word{Parts: []syntax.WordPart{&syntax.SglQuoted{Value: sub}}}
+	default:
+		i, err := cfg.arithmString(sub)
+		if err != nil {
+			return "", err
+		}
+		idx = &syntax.Word{Parts: []syntax.WordPart{&syntax.Lit{Value: strconv.Itoa(i)}}}
+	}
+	str, _, err := cfg.varInd(vr, idx)
+	return str, err
+}
+
+func isSpecialParam(s string) bool {
+	switch s {
+	case "@", "*", "#", "?", "-", "$", "!", "0", "_":
+		return true
+	}
+	_, err := strconv.Atoi(s)
+	return err == nil
+}
+
+// QuoteBash quotes a string like Bash's ${var@Q}: in single quotes, or in
+// $'...' when it holds control characters.
+func QuoteBash(s string) string {
+	special := false
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == 0x7f {
+			special = true
+			break
+		}
+	}
+	if !special {
+		return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+	}
+	var sb strings.Builder
+	sb.WriteString("$'")
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; c {
+		case '\\', '\'':
+			sb.WriteByte('\\')
+			sb.WriteByte(c)
+		case '\a':
+			sb.WriteString(`\a`)
+		case '\b':
+			sb.WriteString(`\b`)
+		case '\t':
+			sb.WriteString(`\t`)
+		case '\n':
+			sb.WriteString(`\n`)
+		case '\v':
+			sb.WriteString(`\v`)
+		case '\f':
+			sb.WriteString(`\f`)
+		case '\r':
+			sb.WriteString(`\r`)
+		case 0x1b:
+			sb.WriteString(`\E`)
+		default:
+			if c < 0x20 || c == 0x7f {
+				fmt.Fprintf(&sb, `\%03o`, c)
+			} else {
+				sb.WriteByte(c)
+			}
+		}
+	}
+	sb.WriteByte('\'')
+	return sb.String()
 }
 
 // removePatternElems applies a pattern removal operator to each element.

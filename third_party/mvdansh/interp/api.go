@@ -107,6 +107,9 @@ type Runner struct {
 	// commandString is set by [CommandString].
 	commandString bool
 
+	// lastArg is $_, the last argument of the last simple command.
+	lastArg string
+
 	ecfg *expand.Config
 	ectx context.Context // just so that Runner.Subshell can use it again
 

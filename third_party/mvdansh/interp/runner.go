@@ -213,7 +213,7 @@ func (r *Runner) expandErr(err error) {
 			r.exit.unbound = true
 		}
 		r.exit.exiting = true
-	case errMsg == "invalid indirect expansion":
+	case errMsg == "invalid indirect expansion", strings.HasSuffix(errMsg, ": cannot assign in this way"):
 		r.exit.code = 1
 		r.exit.exiting = true
 	case arithm:
@@ -1212,6 +1212,7 @@ func (r *Runner) call(ctx context.Context, pos syntax.Pos, args []string) {
 		}
 	}
 	name := args[0]
+	r.lastArg = args[len(args)-1]
 	if body := r.Funcs[name]; body != nil {
 		// stack them to support nested func calls
 		oldParams := r.Params
@@ -1236,6 +1237,7 @@ func (r *Runner) call(ctx context.Context, pos syntax.Pos, args []string) {
 		r.Params = oldParams
 		r.inFunc = oldInFunc
 		r.exit.returning = false
+		r.lastArg = args[len(args)-1]
 		return
 	}
 	if IsBuiltin(name) {

@@ -205,10 +205,15 @@ func (r *Runner) lookupVar(name string) expand.Variable {
 		} else {
 			vr.Str = "gosh"
 		}
-	case "1", "2", "3", "4", "5", "6", "7", "8", "9":
-		if i := int(name[0] - '1'); i < len(r.Params) {
-			vr.Kind = expand.String
-			vr.Str = r.Params[i]
+	case "_":
+		vr.Kind, vr.Str = expand.String, r.lastArg
+	default:
+		if name[0] >= '1' && name[0] <= '9' {
+			// Positional parameters, including ${10} and beyond.
+			if i, err := strconv.Atoi(name); err == nil && i-1 < len(r.Params) {
+				vr.Kind = expand.String
+				vr.Str = r.Params[i-1]
+			}
 		}
 	}
 	if vr.Kind != expand.Unknown {
