@@ -241,6 +241,32 @@ func Pattern(cfg *Config, word *syntax.Word) (string, error) {
 	return sb.String(), nil
 }
 
+// Regexp expands a single shell word as the regular expression on the right
+// of =~ in a Bash test expression: quoted characters match literally, using
+// [regexp.QuoteMeta] on the quoted parts of the input word.
+//
+// The config specifies shell expansion options; nil behaves the same as an
+// empty config.
+func Regexp(cfg *Config, word *syntax.Word) (string, error) {
+	if word == nil {
+		return "", nil
+	}
+	cfg = prepareConfig(cfg)
+	field, err := cfg.wordField(word.Parts, quoteNone)
+	if err != nil {
+		return "", err
+	}
+	sb := cfg.strBuilder()
+	for _, part := range field {
+		if part.quote > quoteNone {
+			sb.WriteString(regexp.QuoteMeta(part.val))
+		} else {
+			sb.WriteString(part.val)
+		}
+	}
+	return sb.String(), nil
+}
+
 // Format expands a format string with a number of arguments, following the
 // shell's format specifications. These include printf(1), among others.
 //

@@ -110,6 +110,10 @@ type Runner struct {
 	// lastArg is $_, the last argument of the last simple command.
 	lastArg string
 
+	// testErr is set when the test builtin meets an error at run time,
+	// such as an integer expected by -eq.
+	testErr bool
+
 	ecfg *expand.Config
 	ectx context.Context // just so that Runner.Subshell can use it again
 

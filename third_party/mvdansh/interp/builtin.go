@@ -530,20 +530,21 @@ func (r *Runner) builtin(ctx context.Context, pos syntax.Pos, name string, args 
 		fallthrough
 	case "test":
 		parseErr := false
-		p := testParser{
-			rem: args,
-			err: func(err error) {
-				r.errf("%v: %v\n", pos, err)
-				parseErr = true
-			},
-		}
-		p.next()
-		expr := p.classicTest("[", false)
+		expr := classicTestArgs(args, func(err error) {
+			r.errf("%v: %v\n", pos, err)
+			parseErr = true
+		})
 		if parseErr {
 			exit.code = 2
 			return exit
 		}
-		exit.oneIf(r.bashTest(ctx, expr, true) == "")
+		r.testErr = false
+		res := r.bashTest(ctx, expr, true)
+		if r.testErr {
+			exit.code = 2
+			return exit
+		}
+		exit.oneIf(res == "")
 	case "exec":
 		// TODO: Consider unix.Exec, i.e. actually replacing
 		// the process. It's in theory what a shell should do,

@@ -6,8 +6,13 @@ package interp
 import (
 	"context"
 	"fmt"
+	"io/fs"
 	"os"
+	"reflect"
 	"regexp"
+	"slices"
+	"strconv"
+	"strings"
 
 	"golang.org/x/term"
 
@@ -29,6 +34,45 @@ func (r *Runner) bashTest(ctx context.Context, expr syntax.TestExpr, classic boo
 		return r.bashTest(ctx, x.X, classic)
 	case *syntax.BinaryTest:
 		switch x.Op {
+		case syntax.TsEql, syntax.TsNeq, syntax.TsLeq, syntax.TsGeq, syntax.TsLss, syntax.TsGtr:
+			var a, b int64
+			if classic {
+				// The test builtin wants integers, in decimal.
+				var ok bool
+				if a, ok = r.testInt(r.bashTest(ctx, x.X, classic)); !ok {
+					return ""
+				}
+				if b, ok = r.testInt(r.bashTest(ctx, x.Y, classic)); !ok {
+					return ""
+				}
+			} else {
+				// [[ ]] evaluates both sides as arithmetic expressions,
+				// as in [[ 0x10 -eq 16 ]] or [[ x -gt 3 ]].
+				xw, _ := x.X.(*syntax.Word)
+				yw, _ := x.Y.(*syntax.Word)
+				if xw == nil || yw == nil {
+					return ""
+				}
+				a, b = int64(r.arithm(xw)), int64(r.arithm(yw))
+			}
+			if intTest(x.Op, a, b) {
+				return "1"
+			}
+			return ""
+		case syntax.TsReMatch:
+			if classic {
+				break
+			}
+			str := r.literal(x.X.(*syntax.Word))
+			re, err := expand.Regexp(r.ecfg, x.Y.(*syntax.Word))
+			if err != nil {
+				r.expandErr(err)
+				return ""
+			}
+			if r.binTest(ctx, x.Op, str, re) {
+				return "1"
+			}
+			return ""
 		case syntax.TsMatchShort, syntax.TsMatch, syntax.TsNoMatch:
 			str := r.literal(x.X.(*syntax.Word))
 			yw := x.Y.(*syntax.Word)
@@ -68,6 +112,7 @@ func (r *Runner) binTest(ctx context.Context, op syntax.BinTestOperator, x, y st
 		}
 		m := re.FindStringSubmatch(x)
 		if m == nil {
+			r.setVar("BASH_REMATCH", expand.Variable{Set: true, Kind: expand.Indexed})
 			return false
 		}
 		vr := expand.Variable{
@@ -99,19 +144,9 @@ func (r *Runner) binTest(ctx context.Context, op syntax.BinTestOperator, x, y st
 		if err1 != nil || err2 != nil {
 			return false
 		}
-		return os.SameFile(info1, info2)
-	case syntax.TsEql:
-		return atoi(x) == atoi(y)
-	case syntax.TsNeq:
-		return atoi(x) != atoi(y)
-	case syntax.TsLeq:
-		return atoi(x) <= atoi(y)
-	case syntax.TsGeq:
-		return atoi(x) >= atoi(y)
-	case syntax.TsLss:
-		return atoi(x) < atoi(y)
-	case syntax.TsGtr:
-		return atoi(x) > atoi(y)
+		return sameFile(info1, info2)
+	case syntax.TsEql, syntax.TsNeq, syntax.TsLeq, syntax.TsGeq, syntax.TsLss, syntax.TsGtr:
+		return intTest(op, atoi(x), atoi(y))
 	case syntax.AndTest:
 		return x != "" && y != ""
 	case syntax.OrTest:
@@ -124,6 +159,91 @@ func (r *Runner) binTest(ctx context.Context, op syntax.BinTestOperator, x, y st
 		// Should only happen if we forgot a case above.
 		panic(fmt.Sprintf("unexpected binary test operator: %q", op))
 	}
+}
+
+func intTest(op syntax.BinTestOperator, x, y int64) bool {
+	switch op {
+	case syntax.TsEql:
+		return x == y
+	case syntax.TsNeq:
+		return x != y
+	case syntax.TsLeq:
+		return x <= y
+	case syntax.TsGeq:
+		return x >= y
+	case syntax.TsLss:
+		return x < y
+	default: // TsGtr
+		return x > y
+	}
+}
+
+// testInt parses an integer operand of the test builtin like Bash:
+// decimal, with an optional sign and blanks around it.
+func (r *Runner) testInt(s string) (int64, bool) {
+	t := strings.Trim(s, " \t\n")
+	digits := strings.TrimLeft(t, "+-")
+	if len(t)-len(digits) > 1 || digits == "" || strings.Trim(digits, "0123456789") != "" {
+		r.errf("%s: integer expression expected\n", s)
+		r.testErr = true
+		return 0, false
+	}
+	n, err := strconv.ParseInt(t, 10, 64)
+	if err != nil {
+		r.errf("%s: integer expression expected\n", s)
+		r.testErr = true
+		return 0, false
+	}
+	return n, true
+}
+
+// sameFile is like [os.SameFile], but it also compares files from a
+// [StatHandlerFunc] which identifies files by a comparable [fs.FileInfo.Sys]
+// value, such as an inode number.
+func sameFile(a, b fs.FileInfo) bool {
+	if os.SameFile(a, b) {
+		return true
+	}
+	sa, sb := a.Sys(), b.Sys()
+	if sa == nil || sb == nil {
+		return false
+	}
+	t := reflect.TypeOf(sa)
+	return t == reflect.TypeOf(sb) && t.Comparable() && t.Kind() != reflect.Pointer && sa == sb
+}
+
+// varIsSet is [[ -v name ]], where name may be an array element like a[1].
+func (r *Runner) varIsSet(name string) bool {
+	base, sub, ok := strings.Cut(name, "[")
+	if !ok || !strings.HasSuffix(sub, "]") {
+		return r.lookupVar(name).IsSet()
+	}
+	sub = sub[:len(sub)-1]
+	vr := r.lookupVar(base)
+	switch vr.Kind {
+	case expand.Associative:
+		_, ok := vr.Map[sub]
+		return ok
+	case expand.Indexed:
+		if sub == "@" || sub == "*" {
+			return len(vr.List) > 0
+		}
+		expr, err := syntax.NewParser().Arithmetic(strings.NewReader(sub))
+		if err != nil {
+			return false
+		}
+		i := r.arithm(expr)
+		if vr.Indexes == nil {
+			if i < 0 {
+				i += len(vr.List)
+			}
+			return i >= 0 && i < len(vr.List)
+		}
+		return slices.Contains(vr.Indexes, i)
+	case expand.String:
+		return sub == "0" || sub == "@" || sub == "*"
+	}
+	return false
 }
 
 func (r *Runner) statMode(ctx context.Context, name string, mode os.FileMode) bool {
@@ -203,7 +323,7 @@ func (r *Runner) unTest(ctx context.Context, op syntax.UnTestOperator, x string)
 		}
 		return false
 	case syntax.TsVarSet:
-		return r.lookupVar(x).IsSet()
+		return r.varIsSet(x)
 	case syntax.TsRefVar:
 		return r.lookupVar(x).Kind == expand.NameRef
 	case syntax.TsNot:

@@ -37,11 +37,62 @@ func (p *testParser) followWord(fval string) *syntax.Word {
 	if p.eof {
 		p.errf("%s must be followed by a word", fval)
 	}
-	w := &syntax.Word{Parts: []syntax.WordPart{
-		&syntax.Lit{Value: p.val},
-	}}
+	w := testWord(p.val)
 	p.next()
 	return w
+}
+
+// testWord is an argument of the test builtin, already expanded.
+func testWord(s string) *syntax.Word {
+	return &syntax.Word{Parts: []syntax.WordPart{&syntax.SglQuoted{Value: s}}}
+}
+
+// classicTestArgs parses the arguments of the test builtin. Like POSIX and
+// Bash, up to four arguments are read by their number, so that an argument
+// which looks like an operator is a string where it must be one, as in
+// [ "$x" = -n ] or [ ! = x ]; more arguments are parsed as an expression.
+func classicTestArgs(args []string, errf func(error)) syntax.TestExpr {
+	switch len(args) {
+	case 0:
+		return testWord("")
+	case 1:
+		return testWord(args[0])
+	case 2:
+		if args[0] == "!" {
+			return &syntax.UnaryTest{Op: syntax.TsNot, X: testWord(args[1])}
+		}
+		if op := testUnaryOp(args[0]); op != illegalTok && op != syntax.TsParen {
+			return &syntax.UnaryTest{Op: op, X: testWord(args[1])}
+		}
+		errf(fmt.Errorf("%s: unary operator expected", args[0]))
+		return nil
+	case 3:
+		if op := testBinaryOp(args[1]); op != illegalTok {
+			return &syntax.BinaryTest{Op: op, X: testWord(args[0]), Y: testWord(args[2])}
+		}
+		if args[0] == "!" {
+			return &syntax.UnaryTest{Op: syntax.TsNot, X: classicTestArgs(args[1:], errf)}
+		}
+		if args[0] == "(" && args[2] == ")" {
+			return testWord(args[1])
+		}
+		errf(fmt.Errorf("%s: binary operator expected", args[1]))
+		return nil
+	case 4:
+		if args[0] == "!" {
+			return &syntax.UnaryTest{Op: syntax.TsNot, X: classicTestArgs(args[1:], errf)}
+		}
+		if args[0] == "(" && args[3] == ")" {
+			return classicTestArgs(args[1:3], errf)
+		}
+	}
+	p := testParser{rem: args, err: errf}
+	p.next()
+	expr := p.classicTest("[", false)
+	if !p.eof {
+		p.errf("too many arguments")
+	}
+	return expr
 }
 
 func (p *testParser) classicTest(fval string, pastAndOr bool) syntax.TestExpr {
@@ -103,9 +154,7 @@ func (p *testParser) testExprBase(fval string) syntax.TestExpr {
 		if p.eof {
 			// make [ -e ] fall back to [ -n -e ], i.e. use
 			// the operator as an argument
-			return &syntax.Word{Parts: []syntax.WordPart{
-				&syntax.Lit{Value: op.String()},
-			}}
+			return testWord(op.String())
 		}
 		u.X = p.followWord(op.String())
 		return u
@@ -179,6 +228,10 @@ func testBinaryOp(val string) syntax.BinTestOperator {
 		return syntax.AndTest
 	case "-o":
 		return syntax.OrTest
+	case "<":
+		return syntax.TsBefore
+	case ">":
+		return syntax.TsAfter
 	case "==", "=":
 		return syntax.TsMatch
 	case "!=":
