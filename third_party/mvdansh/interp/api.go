@@ -104,6 +104,15 @@ type Runner struct {
 	stdout io.Writer
 	stderr io.Writer
 
+	// fds holds the file descriptors above 2 which redirections like 3>file
+	// or exec 4<&0 opened. It is copied on write by each statement with
+	// redirections, so that it can be restored afterwards.
+	fds map[int]fdEntry
+
+	// callFields holds the expanded words of the simple command about to run,
+	// when they were expanded before the statement's redirections.
+	callFields *[]string
+
 	// commandString is set by [CommandString].
 	commandString bool
 
@@ -757,6 +766,7 @@ var posixOptsTable = [...]posixOpt{
 	// sorted alphabetically by name
 	{'a', "allexport"},
 	{'e', "errexit"},
+	{'C', "noclobber"},
 	{'n', "noexec"},
 	{'f', "noglob"},
 	{'u', "nounset"},
@@ -887,6 +897,7 @@ const (
 	// These correspond to indexes in [shellOptsTable]
 	optAllExport = iota
 	optErrExit
+	optNoClobber
 	optNoExec
 	optNoGlob
 	optNoUnset
@@ -1149,6 +1160,7 @@ func (r *Runner) subshell(background bool) *Runner {
 		stdin:          r.stdin,
 		stdout:         r.stdout,
 		stderr:         r.stderr,
+		fds:            r.fds, // copied on write
 		filename:       r.filename,
 		opts:           r.opts,
 		commandString:  r.commandString,

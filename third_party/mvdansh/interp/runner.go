@@ -12,6 +12,7 @@ import (
 	"io"
 	"io/fs"
 	"iter"
+	"maps"
 	"math"
 	mathrand "math/rand/v2"
 	"os"
@@ -363,8 +364,18 @@ func (r *Runner) stmt(ctx context.Context, st *syntax.Stmt) {
 }
 
 func (r *Runner) stmtSync(ctx context.Context, st *syntax.Stmt) {
-	oldIn, oldOut, oldErr := r.stdin, r.stdout, r.stderr
+	oldIn, oldOut, oldErr, oldFds := r.stdin, r.stdout, r.stderr, r.fds
 	var closers []io.Closer
+	if call, ok := st.Cmd.(*syntax.CallExpr); ok && len(st.Redirs) > 0 && len(call.Args) > 0 {
+		// Like POSIX shells, expand the words of a simple command before
+		// performing its redirections, so that the errors and the standard
+		// error of expansions are not redirected.
+		fields := r.callExprFields(call)
+		if r.expandFailed() {
+			return
+		}
+		r.callFields = &fields
+	}
 	for _, rd := range st.Redirs {
 		cls, err := r.redir(ctx, rd)
 		if err != nil {
@@ -409,11 +420,12 @@ func (r *Runner) stmtSync(ctx context.Context, st *syntax.Stmt) {
 		// shell itself, so don't undo them and keep their files open.
 		r.keepRedirs = false
 	} else if len(st.Redirs) > 0 {
-		r.stdin, r.stdout, r.stderr = oldIn, oldOut, oldErr
+		r.stdin, r.stdout, r.stderr, r.fds = oldIn, oldOut, oldErr, oldFds
 		for _, cls := range closers {
 			cls.Close()
 		}
 	}
+	r.callFields = nil
 }
 
 func (r *Runner) cmd(ctx context.Context, cm syntax.Command) {
@@ -433,25 +445,12 @@ func (r *Runner) cmd(ctx context.Context, cm syntax.Command) {
 		r2.exit.endSubshell(true) // subshells don't exit the parent shell
 		r.exit = r2.exit
 	case *syntax.CallExpr:
-		// Build new slices, to not modify the caller's AST
-		// nor the slices in the alias map.
-		args := cm.Args
-		for i := 0; i < len(args); {
-			if !r.opts[optExpandAliases] {
-				break
-			}
-			als, ok := r.alias[args[i].Lit()]
-			if !ok {
-				break
-			}
-			args = slices.Concat(args[:i], als.args, args[i+1:])
-			if !als.blank {
-				break
-			}
-			i += len(als.args)
+		var fields []string
+		if r.callFields != nil {
+			fields, r.callFields = *r.callFields, nil
+		} else {
+			fields = r.callExprFields(cm)
 		}
-		r.lastExpandExit = exitStatus{}
-		fields := r.fields(args...)
 		if r.expandFailed() {
 			break
 		}
@@ -877,6 +876,29 @@ func (r *Runner) cmd(ctx context.Context, cm syntax.Command) {
 	}
 }
 
+// callExprFields expands the words of a simple command, after aliases.
+func (r *Runner) callExprFields(cm *syntax.CallExpr) []string {
+	// Build new slices, to not modify the caller's AST
+	// nor the slices in the alias map.
+	args := cm.Args
+	for i := 0; i < len(args); {
+		if !r.opts[optExpandAliases] {
+			break
+		}
+		als, ok := r.alias[args[i].Lit()]
+		if !ok {
+			break
+		}
+		args = slices.Concat(args[:i], als.args, args[i+1:])
+		if !als.blank {
+			break
+		}
+		i += len(als.args)
+	}
+	r.lastExpandExit = exitStatus{}
+	return r.fields(args...)
+}
+
 func (r *Runner) trapCallback(ctx context.Context, callback, name string) {
 	if callback == "" {
 		return // nothing to do
@@ -1084,30 +1106,87 @@ func (r *Runner) hdocString(rd *syntax.Redirect) string {
 	return buf.String()
 }
 
+// fdEntry is a file descriptor above 2: its reading end, its writing end,
+// or both, as with 3<>file.
+type fdEntry struct {
+	r stdinFile
+	w io.Writer
+}
+
+// closedWriter is the writer of a closed output file descriptor, as with >&-.
+type closedWriter struct{}
+
+func (closedWriter) Write([]byte) (int, error) { return 0, errBadFd }
+
+var errBadFd = errors.New("Bad file descriptor")
+
+// getFd returns the file descriptor n.
+func (r *Runner) getFd(n int) (fdEntry, bool) {
+	switch n {
+	case 0:
+		return fdEntry{r: r.stdin}, r.stdin != nil
+	case 1:
+		_, closed := r.stdout.(closedWriter)
+		return fdEntry{w: r.stdout}, !closed
+	case 2:
+		_, closed := r.stderr.(closedWriter)
+		return fdEntry{w: r.stderr}, !closed
+	}
+	e, ok := r.fds[n]
+	return e, ok
+}
+
+// setFd points the file descriptor n at e; an empty e closes it.
+func (r *Runner) setFd(n int, e fdEntry) {
+	switch n {
+	case 0:
+		r.stdin = e.r
+		return
+	case 1, 2:
+		w := e.w
+		if w == nil {
+			w = closedWriter{}
+		}
+		if n == 1 {
+			r.stdout = w
+		} else {
+			r.stderr = w
+		}
+		return
+	}
+	fds := make(map[int]fdEntry, len(r.fds)+1)
+	maps.Copy(fds, r.fds)
+	if e.r == nil && e.w == nil {
+		delete(fds, n)
+	} else {
+		fds[n] = e
+	}
+	r.fds = fds
+}
+
 func (r *Runner) redir(ctx context.Context, rd *syntax.Redirect) (io.Closer, error) {
+	fd := -1 // the default for the operator
+	if rd.N != nil {
+		n, err := strconv.Atoi(rd.N.Value)
+		if err != nil || n < 0 {
+			return nil, fmt.Errorf("unsupported redirect fd: %v", rd.N.Value)
+		}
+		fd = n
+	}
+	fdOr := func(def int) int {
+		if fd >= 0 {
+			return fd
+		}
+		return def
+	}
 	// Note that Hdoc is nil for an empty here-document.
 	if rd.Op == syntax.Hdoc || rd.Op == syntax.DashHdoc {
 		pr, err := r.hdocReader(rd)
 		if err != nil {
 			return nil, err
 		}
-		r.stdin = pr
+		r.setFd(fdOr(0), fdEntry{r: pr})
 		return pr, nil
-	}
-
-	orig := &r.stdout
-	if rd.N != nil {
-		switch rd.N.Value {
-		case "0":
-			// Note that the input redirects below always use stdin (0)
-			// because we don't support anything else right now.
-		case "1":
-			// The default for the output redirects below.
-		case "2":
-			orig = &r.stderr
-		default:
-			return nil, fmt.Errorf("unsupported redirect fd: %v", rd.N.Value)
-		}
 	}
 	arg := r.literal(rd.Word)
 	switch rd.Op {
@@ -1116,7 +1195,7 @@ func (r *Runner) redir(ctx context.Context, rd *syntax.Redirect) (io.Closer, err
 		if err != nil {
 			return nil, err
 		}
-		r.stdin = pr
+		r.setFd(fdOr(0), fdEntry{r: pr})
 		// We write to the pipe in a new goroutine,
 		// as pipe writes may block once the buffer gets full.
 		go func() {
@@ -1125,57 +1204,76 @@ func (r *Runner) redir(ctx context.Context, rd *syntax.Redirect) (io.Closer, err
 			pw.Close()
 		}()
 		return pr, nil
-	case syntax.DplOut:
-		switch arg {
-		case "1":
-			*orig = r.stdout
-		case "2":
-			*orig = r.stderr
-		case "-":
-			*orig = io.Discard // closing the output writer
-		default:
-			return nil, fmt.Errorf("unhandled %v arg: %q", rd.Op, arg)
+	case syntax.DplIn, syntax.DplOut:
+		n := fdOr(0)
+		if rd.Op == syntax.DplOut {
+			n = fdOr(1)
 		}
+		if arg == "-" {
+			r.setFd(n, fdEntry{})
+			return nil, nil
+		}
+		src, err := strconv.Atoi(arg)
+		if err != nil {
+			if rd.Op == syntax.DplOut && fd < 0 {
+				// ">&file" is the same as "&>file".
+				break
+			}
+			return nil, fmt.Errorf("%s: ambiguous redirect", arg)
+		}
+		e, ok := r.getFd(src)
+		if !ok || (rd.Op == syntax.DplIn && e.r == nil && n == 0) {
+			return nil, fmt.Errorf("%d: %w", src, errBadFd)
+		}
+		r.setFd(n, e)
 		return nil, nil
-	case syntax.RdrIn, syntax.RdrOut, syntax.AppOut,
+	case syntax.RdrIn, syntax.RdrOut, syntax.AppOut, syntax.RdrClob, syntax.RdrInOut,
 		syntax.RdrAll, syntax.AppAll:
 		// done further below
-	case syntax.DplIn:
-		switch arg {
-		case "-":
-			r.stdin = nil // closing the input file
-		default:
-			return nil, fmt.Errorf("unhandled %v arg: %q", rd.Op, arg)
-		}
-		return nil, nil
 	default:
 		return nil, fmt.Errorf("unhandled redirect op: %v", rd.Op)
 	}
+	op := rd.Op
+	if op == syntax.DplOut {
+		op = syntax.RdrAll
+	}
 	mode := os.O_RDONLY
-	switch rd.Op {
+	switch op {
 	case syntax.AppOut, syntax.AppAll:
 		mode = os.O_WRONLY | os.O_CREATE | os.O_APPEND
-	case syntax.RdrOut, syntax.RdrAll:
+	case syntax.RdrOut, syntax.RdrAll, syntax.RdrClob:
 		mode = os.O_WRONLY | os.O_CREATE | os.O_TRUNC
+	case syntax.RdrInOut:
+		mode = os.O_RDWR | os.O_CREATE
+	}
+	if r.opts[optNoClobber] && (op == syntax.RdrOut || op == syntax.RdrAll) {
+		// Like POSIX shells, refuse to truncate an existing regular file.
+		if info, err := r.stat(ctx, arg); err == nil && info.Mode().IsRegular() {
+			return nil, fmt.Errorf("%s: cannot overwrite existing file", arg)
+		}
 	}
 	f, err := r.open(ctx, arg, mode, 0o644, false)
 	if err != nil {
 		return nil, err
 	}
-	switch rd.Op {
+	switch op {
 	case syntax.RdrIn:
 		stdin, err := newStdinFile(f)
 		if err != nil {
 			return nil, err
 		}
-		r.stdin = stdin
-	case syntax.RdrOut, syntax.AppOut:
-		*orig = f
+		r.setFd(fdOr(0), fdEntry{r: stdin})
+	case syntax.RdrInOut:
+		stdin, err := newStdinFile(f)
+		if err != nil {
+			return nil, err
+		}
+		r.setFd(fdOr(0), fdEntry{r: stdin, w: f})
+	case syntax.RdrOut, syntax.AppOut, syntax.RdrClob:
+		r.setFd(fdOr(1), fdEntry{w: f})
 	case syntax.RdrAll, syntax.AppAll:
 		r.stdout = f
 		r.stderr = f
-	default:
-		return nil, fmt.Errorf("unhandled redirect op: %v", rd.Op)
 	}
 	return f, nil
 }
