@@ -9,11 +9,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"golang.org/x/term"
@@ -236,44 +238,91 @@ func (r *Runner) builtin(ctx context.Context, pos syntax.Pos, name string, args 
 		newline, doExpand := true, false
 	echoOpts:
 		for len(args) > 0 {
-			switch args[0] {
-			case "-n":
-				newline = false
-			case "-e":
-				doExpand = true
-			case "-E": // default
-			default:
+			// Like Bash, only words made of the flags n, e and E are options.
+			opt := args[0]
+			if len(opt) < 2 || opt[0] != '-' || strings.Trim(opt[1:], "neE") != "" {
 				break echoOpts
+			}
+			for _, c := range opt[1:] {
+				switch c {
+				case 'n':
+					newline = false
+				case 'e':
+					doExpand = true
+				case 'E':
+					doExpand = false
+				}
 			}
 			args = args[1:]
 		}
+		var sb strings.Builder
 		for i, arg := range args {
 			if i > 0 {
-				r.out(" ")
+				sb.WriteByte(' ')
 			}
-			if doExpand {
-				arg, _, _ = expand.Format(r.ecfg, arg, nil)
+			if !doExpand {
+				sb.WriteString(arg)
+				continue
 			}
-			r.out(arg)
+			s, stop := expand.EchoEscapes(arg)
+			sb.WriteString(s)
+			if stop { // \c ends the output, without a newline
+				newline = false
+				break
+			}
 		}
 		if newline {
-			r.out("\n")
+			sb.WriteByte('\n')
+		}
+		if err := r.writeOut(sb.String()); err != nil {
+			return failf(1, "echo: write error: %v\n", err)
 		}
 	case "printf":
+		varName := ""
+	printfOpts:
+		for len(args) > 0 && len(args[0]) > 1 && args[0][0] == '-' {
+			switch opt := args[0]; {
+			case opt == "--":
+				args = args[1:]
+				break printfOpts
+			case opt == "-v" && len(args) > 1:
+				varName, args = args[1], args[2:]
+			case strings.HasPrefix(opt, "-v") && len(opt) > 2:
+				varName, args = opt[2:], args[1:]
+			default:
+				return failf(2, "printf: %s: invalid option\nprintf: usage: printf [-v var] format [arguments]\n", opt)
+			}
+		}
 		if len(args) == 0 {
 			return failf(2, "usage: printf format [arguments]\n")
 		}
 		format, args := args[0], args[1:]
+		var sb strings.Builder
 		for {
-			s, n, err := expand.Format(r.ecfg, format, args)
-			if err != nil {
-				return failf(1, "%v\n", err)
+			s, n, stop, numErr, err := expand.Printf(format, args)
+			sb.WriteString(s)
+			if numErr != nil {
+				r.errf("printf: %v\n", numErr)
+				exit.code = 1
 			}
-			r.out(s)
-			args = args[n:]
-			if n == 0 || len(args) == 0 {
+			if err != nil {
+				r.errf("printf: %v\n", err)
+				exit.code = 1
 				break
 			}
+			args = args[n:]
+			if stop || n == 0 || len(args) == 0 {
+				break
+			}
+		}
+		if varName != "" {
+			if !r.setVarRef(varName, sb.String()) {
+				return failf(2, "printf: `%s': not a valid identifier\n", varName)
+			}
+			break
+		}
+		if err := r.writeOut(sb.String()); err != nil {
+			return failf(1, "printf: write error: %v\n", err)
 		}
 	case "break", "continue":
 		if !r.inLoop {
@@ -1034,6 +1083,17 @@ func (r *Runner) builtin(ctx context.Context, pos syntax.Pos, name string, args 
 		return failf(2, "%s: unsupported builtin\n", name)
 	}
 	return exit
+}
+
+// writeOut writes the output of a builtin like echo. A write to a pipe whose
+// reader went away is not reported, as a shell's builtin would be ended by
+// SIGPIPE; other write errors are returned.
+func (r *Runner) writeOut(s string) error {
+	_, err := io.WriteString(r.stdout, s)
+	if errors.Is(err, syscall.EPIPE) || errors.Is(err, os.ErrClosed) {
+		return nil
+	}
+	return err
 }
 
 // mapfileSplit returns a suitable Split function for a [bufio.Scanner];

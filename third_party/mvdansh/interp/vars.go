@@ -346,6 +346,40 @@ func (r *Runner) setVarWithIndex(prev expand.Variable, name string, index syntax
 
 // cutElemSubscript splits an array element argument like `a[3]`, as used by
 // the unset builtin, into the array name and the subscript between brackets.
+// setVarRef assigns a string to a variable named like "x" or "a[1]", as the
+// read and printf -v builtins do, keeping the variable's attributes.
+// It returns false for an invalid name.
+func (r *Runner) setVarRef(ref, val string) bool {
+	vr := expand.Variable{Set: true, Kind: expand.String, Str: val}
+	name, sub, ok := cutElemSubscript(ref)
+	if !ok {
+		if !syntax.ValidName(ref) {
+			return false
+		}
+		prev := r.lookupVar(ref)
+		if prev.Kind == expand.String || prev.Kind == expand.Unknown {
+			prev.Set, prev.Kind, prev.Str = true, expand.String, val
+			r.setVar(ref, prev)
+			return true
+		}
+		r.setVarWithIndex(prev, ref, nil, vr)
+		return true
+	}
+	prev := r.lookupVar(name)
+	var idx syntax.ArithmExpr
+	if prev.Kind == expand.Associative {
+		idx = &syntax.Word{Parts: []syntax.WordPart{&syntax.SglQuoted{Value: sub}}}
+	} else {
+		expr, err := syntax.NewParser().Arithmetic(strings.NewReader(sub))
+		if err != nil || expr == nil {
+			return false
+		}
+		idx = expr
+	}
+	r.setVarWithIndex(prev, name, idx, vr)
+	return true
+}
+
 func cutElemSubscript(arg string) (name, sub string, ok bool) {
 	i := strings.IndexByte(arg, '[')
 	if i > 0 && strings.HasSuffix(arg, "]") && syntax.ValidName(arg[:i]) {
