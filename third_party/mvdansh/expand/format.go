@@ -402,8 +402,8 @@ func parseFloat(s string) (float64, error) {
 }
 
 // QuoteBackslash quotes a string for the shell like Bash's printf %q: with
-// backslashes before special characters, ” when empty, and $'...' when it
-// holds control characters.
+// backslashes before special characters, a pair of single quotes when empty,
+// and $'...' when it holds control characters.
 func QuoteBackslash(s string) string {
 	if s == "" {
 		return "''"
