@@ -1206,65 +1206,70 @@ func (cfg *Config) globDir(base, dir string, matcher func(string) bool, wantDir 
 // empty config.
 func ReadFields(cfg *Config, s string, n int, raw bool) []string {
 	cfg = prepareConfig(cfg)
-	type pos struct {
-		start, end int
+	// Without raw, a backslash escapes the next character,
+	// which then is neither removed as IFS whitespace nor a delimiter.
+	type char struct {
+		r   rune
+		esc bool
 	}
-	var fpos []pos
-
-	runes := make([]rune, 0, len(s))
-	infield := false
+	chars := make([]char, 0, len(s))
 	esc := false
 	for _, r := range s {
-		if infield {
-			if cfg.ifsRune(r) && (raw || !esc) {
-				fpos[len(fpos)-1].end = len(runes)
-				infield = false
-			}
-		} else {
-			if !cfg.ifsRune(r) && (raw || !esc) {
-				fpos = append(fpos, pos{start: len(runes), end: -1})
-				infield = true
-			}
-		}
-		if r == '\\' {
-			if raw || esc {
-				runes = append(runes, r)
-			}
-			esc = !esc
+		if r == '\\' && !raw && !esc {
+			esc = true
 			continue
 		}
-		runes = append(runes, r)
+		chars = append(chars, char{r, esc})
 		esc = false
 	}
-	if len(fpos) == 0 {
-		return nil
-	}
-	if infield {
-		fpos[len(fpos)-1].end = len(runes)
-	}
-
-	switch {
-	case n == 1:
-		// The single field spans the whole line minus leading and trailing
-		// IFS whitespace; anything outside the fields is already IFS.
-		lo, hi := 0, len(runes)
-		for lo < fpos[0].start && cfg.ifsWhitespace(runes[lo]) {
-			lo++
+	isDelim := func(c char) bool { return !c.esc && cfg.ifsRune(c.r) }
+	isSpace := func(c char) bool { return !c.esc && cfg.ifsWhitespace(c.r) }
+	str := func(cs []char) string {
+		var sb strings.Builder
+		for _, c := range cs {
+			sb.WriteRune(c.r)
 		}
-		for hi > fpos[len(fpos)-1].end && cfg.ifsWhitespace(runes[hi-1]) {
-			hi--
-		}
-		fpos[0].start, fpos[0].end = lo, hi
-		fpos = fpos[:1]
-	case n != -1 && n < len(fpos):
-		// combine to max n fields
-		fpos[n-1].end = fpos[len(fpos)-1].end
-		fpos = fpos[:n]
+		return sb.String()
 	}
-
-	fields := make([]string, len(fpos))
-	for i, p := range fpos {
-		fields[i] = string(runes[p.start:p.end])
+	i := 0
+	skipSpace := func() {
+		for i < len(chars) && isSpace(chars[i]) {
+			i++
+		}
+	}
+	// word returns the next field and skips the delimiter after it: IFS
+	// whitespace, at most one other IFS character, and IFS whitespace.
+	word := func() string {
+		start := i
+		for i < len(chars) && !isDelim(chars[i]) {
+			i++
+		}
+		w := str(chars[start:i])
+		skipSpace()
+		if i < len(chars) && isDelim(chars[i]) {
+			i++
+			skipSpace()
+		}
+		return w
+	}
+	var fields []string
+	skipSpace()
+	for i < len(chars) {
+		if n > 0 && len(fields) == n-1 {
+			// Like Bash, the last variable gets the rest of the input,
+			// but a single field is taken without its trailing delimiter,
+			// as in "a:b:" with IFS=:.
+			start := i
+			if w := word(); i >= len(chars) {
+				return append(fields, w)
+			}
+			end := len(chars)
+			for end > start && isSpace(chars[end-1]) {
+				end--
+			}
+			return append(fields, str(chars[start:end]))
+		}
+		fields = append(fields, word())
 	}
 	return fields
 }

@@ -17,6 +17,7 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"golang.org/x/term"
 
@@ -734,101 +735,7 @@ func (r *Runner) builtin(ctx context.Context, pos syntax.Pos, name string, args 
 		}
 		exit.returning = true
 	case "read":
-		var prompt string
-		raw := false
-		silent := false
-		readArray := false
-		fp := flagParser{remaining: args}
-		for fp.more() {
-			switch flag := fp.flag(); flag {
-			case "-s":
-				silent = true
-			case "-r":
-				raw = true
-			case "-a":
-				readArray = true
-			case "-p":
-				prompt = fp.value()
-				if prompt == "" {
-					return failf(2, "read: -p: option requires an argument\n")
-				}
-			default:
-				return failf(2, "read: invalid option %q\n", flag)
-			}
-		}
-
-		args := fp.args()
-		for _, name := range args {
-			if !syntax.ValidName(name) {
-				return failf(2, "read: invalid identifier %q\n", name)
-			}
-		}
-
-		if prompt != "" {
-			r.out(prompt)
-		}
-
-		var line []byte
-		var err error
-		fd, terminal := -1, false
-		if silent {
-			fd, terminal = stdinTerminal(r.stdin)
-		}
-		if terminal {
-			// Only a terminal echoes what we read, so it is the only case
-			// where we need to read without echoing.
-			line, err = term.ReadPassword(fd)
-		} else {
-			line, err = r.readLine(ctx, raw)
-		}
-		if readArray {
-			// read -a arrayname: split line into fields and assign to indexed array.
-			arrayName := shellReplyVar
-			if len(args) > 0 {
-				arrayName = args[0]
-			}
-			// Use -1 as max to get all fields without joining the last ones.
-			values := expand.ReadFields(r.ecfg, string(line), -1, raw)
-			r.setVar(arrayName, expand.Variable{
-				Set:  true,
-				Kind: expand.Indexed,
-				List: values,
-			})
-		} else if len(args) == 0 {
-			// Bare "read" assigns the whole line to REPLY without any
-			// trimming, only discarding backslash escapes unless raw.
-			val := string(line)
-			if !raw {
-				var sb strings.Builder
-				esc := false
-				for i := range len(val) {
-					if val[i] == '\\' && !esc {
-						esc = true
-						continue
-					}
-					sb.WriteByte(val[i])
-					esc = false
-				}
-				val = sb.String()
-			}
-			r.setVarString(shellReplyVar, val)
-		} else {
-			values := expand.ReadFields(r.ecfg, string(line), len(args), raw)
-			for i, name := range args {
-				val := ""
-				if i < len(values) {
-					val = values[i]
-				}
-				r.setVarString(name, val)
-			}
-		}
-
-		// We can get data back from readLine and an error at the same time, so
-		// check err after we process the data.
-		if err != nil {
-			exit.code = 1
-			return exit
-		}
+		return r.readBuiltin(ctx, args)
 
 	case "getopts":
 		if len(args) < 2 {
@@ -1130,16 +1037,43 @@ func (r *Runner) printOptLine(name string, enabled, supported bool) {
 }
 
 func (r *Runner) readLine(ctx context.Context, raw bool) ([]byte, error) {
-	if r.stdin == nil {
+	line, err := r.readInput(ctx, r.stdin, readOpts{raw: raw, delim: '\n', nchars: -1})
+	if err == nil {
+		return line, nil
+	}
+	return line, err
+}
+
+// readOpts are the options of the read builtin which decide what it reads.
+type readOpts struct {
+	raw     bool      // -r: a backslash does not escape the next character
+	delim   byte      // -d: the character that ends the input, a newline by default
+	nchars  int       // -n or -N: how many characters to read at most, or -1
+	exact   bool      // -N: the delimiter is not special
+	timeout time.Time // -t: when to give up, or zero
+}
+
+// errReadTimeout is read's -t running out.
+var errReadTimeout = errors.New("timed out")
+
+// readInput reads one input unit for read: up to the delimiter, which is
+// dropped, or up to a number of characters. Without raw, a backslash
+// escapes the next character and is kept for field splitting, and a
+// backslash before the delimiter continues the input. The error is io.EOF
+// when the input ended first, or errReadTimeout.
+func (r *Runner) readInput(ctx context.Context, f stdinFile, o readOpts) ([]byte, error) {
+	if f == nil {
 		return nil, errors.New("interp: can't read, there's no stdin")
 	}
-
 	var line []byte
 	esc := false
-
+	if !o.timeout.IsZero() {
+		f.SetReadDeadline(o.timeout)
+		defer f.SetReadDeadline(time.Time{})
+	}
 	stopc := make(chan struct{})
 	stop := context.AfterFunc(ctx, func() {
-		r.stdin.SetReadDeadline(time.Now())
+		f.SetReadDeadline(time.Now())
 		close(stopc)
 	})
 	defer func() {
@@ -1147,33 +1081,214 @@ func (r *Runner) readLine(ctx context.Context, raw bool) ([]byte, error) {
 			// The AfterFunc was started.
 			// Wait for it to complete, and reset the file's deadline.
 			<-stopc
-			r.stdin.SetReadDeadline(time.Time{})
+			f.SetReadDeadline(time.Time{})
 		}
 	}()
-	for {
-		var buf [1]byte
-		n, err := r.stdin.Read(buf[:])
+	var buf [utf8.UTFMax]byte
+	for chars := 0; o.nchars < 0 || chars < o.nchars; {
+		n, err := f.Read(buf[:1])
 		if n > 0 {
+			if b := buf[0]; b >= 0xc0 {
+				// Read the rest of a multibyte character, so that -n counts characters.
+				size := 2
+				if b >= 0xf0 {
+					size = 4
+				} else if b >= 0xe0 {
+					size = 3
+				}
+				m, _ := io.ReadFull(f, buf[1:size])
+				n += m
+			}
 			b := buf[0]
 			switch {
-			case !raw && b == '\\':
+			case !o.raw && b == '\\' && !esc:
 				line = append(line, b)
-				esc = !esc
-			case !raw && b == '\n' && esc:
+				esc = true
+				continue // the escaped character counts, not the backslash
+			case !o.raw && esc && b == o.delim && !o.exact:
 				// line continuation; drop the trailing backslash
 				line = line[:len(line)-1]
 				esc = false
-			case b == '\n':
+				continue
+			case b == o.delim && !o.exact && n == 1:
 				return line, nil
-			default:
-				line = append(line, b)
-				esc = false
 			}
+			line = append(line, buf[:n]...)
+			esc = false
+			chars++
 		}
 		if err != nil {
+			if errors.Is(err, os.ErrDeadlineExceeded) && ctx.Err() == nil {
+				return line, errReadTimeout
+			}
 			return line, err
 		}
 	}
+	return line, nil
+}
+
+// readBuiltin is the read builtin.
+func (r *Runner) readBuiltin(ctx context.Context, args []string) (exit exitStatus) {
+	failf := func(code uint8, format string, args ...any) exitStatus {
+		r.errf(format, args...)
+		exit.code = code
+		return exit
+	}
+	o := readOpts{delim: '\n', nchars: -1}
+	var prompt, arrayName string
+	silent, readArray := false, false
+	fd := 0
+	fp := flagParser{remaining: args}
+	for fp.more() {
+		flag := fp.flag()
+		value := func() (string, bool) {
+			if fp.current != "" {
+				// The rest of a group like -n1 or -d,.
+				v := fp.current[1:]
+				fp.current = ""
+				return v, true
+			}
+			if len(fp.remaining) == 0 {
+				r.errf("read: %s: option requires an argument\n", flag)
+				return "", false
+			}
+			return fp.value(), true
+		}
+		switch flag {
+		case "-s":
+			silent = true
+		case "-r":
+			o.raw = true
+		case "-e", "-E": // readline editing, only for terminals
+		case "-a", "-p", "-d", "-n", "-N", "-t", "-u", "-i":
+			v, ok := value()
+			if !ok {
+				exit.code = 2
+				return exit
+			}
+			switch flag {
+			case "-a":
+				readArray, arrayName = true, v
+			case "-p":
+				prompt = v
+			case "-d":
+				o.delim = 0 // -d '' reads up to a NUL byte
+				if v != "" {
+					o.delim = v[0]
+				}
+			case "-n", "-N":
+				n, err := strconv.Atoi(v)
+				if err != nil || n < 0 {
+					return failf(2, "read: %s: invalid number\n", v)
+				}
+				o.nchars, o.exact = n, flag == "-N"
+			case "-t":
+				secs, err := strconv.ParseFloat(v, 64)
+				if err != nil || secs < 0 {
+					return failf(2, "read: %s: invalid timeout specification\n", v)
+				}
+				if secs == 0 {
+					// Only report whether input is available; assume it is.
+					exit.oneIf(r.stdin == nil)
+					return exit
+				}
+				o.timeout = time.Now().Add(time.Duration(secs * float64(time.Second)))
+			case "-u":
+				n, err := strconv.Atoi(v)
+				if err != nil || n < 0 {
+					return failf(1, "read: %s: invalid file descriptor specification\n", v)
+				}
+				fd = n
+			}
+		default:
+			return failf(2, "read: %s: invalid option\n", flag)
+		}
+	}
+	args = fp.args()
+	if readArray {
+		args = []string{arrayName}
+	}
+	for _, name := range args {
+		if !syntax.ValidName(name) {
+			if _, _, ok := cutElemSubscript(name); !ok || readArray {
+				return failf(1, "read: `%s': not a valid identifier\n", name)
+			}
+		}
+	}
+	in := r.stdin
+	if fd != 0 {
+		e, ok := r.getFd(fd)
+		if !ok || e.r == nil {
+			return failf(1, "read: %d: invalid file descriptor: Bad file descriptor\n", fd)
+		}
+		in = e.r
+	}
+	if prompt != "" {
+		if _, terminal := stdinTerminal(in); terminal {
+			r.errf("%s", prompt)
+		}
+	}
+
+	var line []byte
+	var err error
+	termFd, terminal := -1, false
+	if silent {
+		termFd, terminal = stdinTerminal(in)
+	}
+	if terminal {
+		// Only a terminal echoes what we read, so it is the only case
+		// where we need to read without echoing.
+		line, err = term.ReadPassword(termFd)
+	} else {
+		line, err = r.readInput(ctx, in, o)
+	}
+	switch {
+	case readArray:
+		// read -a name: split the input into the elements of an indexed array.
+		values := expand.ReadFields(r.ecfg, string(line), -1, o.raw)
+		r.setVar(arrayName, expand.Variable{
+			Set:  true,
+			Kind: expand.Indexed,
+			List: values,
+		})
+	case len(args) == 0:
+		// Bare "read" assigns the whole input to REPLY without any
+		// trimming, only discarding backslash escapes unless raw.
+		val := string(line)
+		if !o.raw {
+			var sb strings.Builder
+			esc := false
+			for i := range len(val) {
+				if val[i] == '\\' && !esc {
+					esc = true
+					continue
+				}
+				sb.WriteByte(val[i])
+				esc = false
+			}
+			val = sb.String()
+		}
+		r.setVarString(shellReplyVar, val)
+	default:
+		values := expand.ReadFields(r.ecfg, string(line), len(args), o.raw)
+		for i, name := range args {
+			val := ""
+			if i < len(values) {
+				val = values[i]
+			}
+			r.setVarRef(name, val)
+		}
+	}
+
+	// We can get data back from readInput and an error at the same time, so
+	// check err after we process the data.
+	switch {
+	case errors.Is(err, errReadTimeout):
+		exit.code = 128 + 14 // like Bash, as if killed by SIGALRM
+	case err != nil:
+		exit.code = 1
+	}
+	return exit
 }
 
 func (r *Runner) changeDir(ctx context.Context, cmd, path string) uint8 {
