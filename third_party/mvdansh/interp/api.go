@@ -119,6 +119,11 @@ type Runner struct {
 	// lastArg is $_, the last argument of the last simple command.
 	lastArg string
 
+	// pipeStatus is PIPESTATUS, the status of each command of the last
+	// pipeline; pipeSet records that a pipeline set it.
+	pipeStatus []uint8
+	pipeSet    bool
+
 	// testErr is set when the test builtin meets an error at run time,
 	// such as an integer expected by -eq.
 	testErr bool
@@ -802,6 +807,11 @@ var bashOptsTable = [...]bashOpt{
 		supported:    true,
 	},
 	{
+		name:         "lastpipe",
+		defaultState: false,
+		supported:    true,
+	},
+	{
 		name:         "nocaseglob",
 		defaultState: false,
 		supported:    true,
@@ -864,7 +874,6 @@ var bashOptsTable = [...]bashOpt{
 		name:         "interactive_comments",
 		defaultState: true,
 	},
-	{name: "lastpipe"},
 	{name: "lithist"},
 	{name: "localvar_inherit"},
 	{name: "localvar_unset"},
@@ -911,6 +920,7 @@ const (
 	optExtGlob
 	optGlobStar
 	optInheritErrExit
+	optLastPipe
 	optNoCaseGlob
 	optNullGlob
 )
@@ -1165,6 +1175,7 @@ func (r *Runner) subshell(background bool) *Runner {
 		opts:           r.opts,
 		commandString:  r.commandString,
 		noErrExit:      r.noErrExit,
+		pipeStatus:     slices.Clone(r.pipeStatus),
 		usedNew:        r.usedNew,
 		exit:           r.exit,
 		lastExit:       r.lastExit,

@@ -415,6 +415,21 @@ func (r *Runner) stmtSync(ctx context.Context, st *syntax.Stmt) {
 			}
 		}
 	}
+	// PIPESTATUS is the status of each command of the last pipeline,
+	// which may be a single command, but not a compound command.
+	switch cm := st.Cmd.(type) {
+	case *syntax.Block, *syntax.IfClause, *syntax.WhileClause, *syntax.ForClause, *syntax.CaseClause:
+	case *syntax.BinaryCmd:
+		if cm.Op == syntax.AndStmt || cm.Op == syntax.OrStmt {
+			break
+		}
+		if !r.pipeSet { // a pipeline which could not start
+			r.pipeStatus = append(r.pipeStatus[:0], r.exit.code)
+		}
+	default:
+		r.pipeStatus = append(r.pipeStatus[:0], r.exit.code)
+	}
+	r.pipeSet = false
 	if r.keepRedirs {
 		// The exec builtin made this statement's redirections apply to the
 		// shell itself, so don't undo them and keep their files open.
@@ -533,36 +548,7 @@ func (r *Runner) cmd(ctx context.Context, cm syntax.Command) {
 				r.stmt(ctx, cm.Y)
 			}
 		case syntax.Pipe, syntax.PipeAll:
-			pr, pw, err := newPipe()
-			if err != nil {
-				r.exit.fatal(err) // not being able to create a pipe is rare but critical
-				return
-			}
-			r2 := r.subshell(true)
-			r2.stdout = pw
-			if cm.Op == syntax.PipeAll {
-				r2.stderr = pw
-			} else {
-				r2.stderr = r.stderr
-			}
-			oldIn := r.stdin
-			r.stdin = pr
-			var wg sync.WaitGroup
-			wg.Go(func() {
-				r2.stmt(ctx, cm.X)
-				r2.exit.endSubshell(false) // subshells don't exit the parent shell
-				pw.Close()
-			})
-			r.stmt(ctx, cm.Y)
-			pr.Close()
-			wg.Wait()
-			r.stdin = oldIn
-			if r.opts[optPipeFail] && !r2.exit.ok() && r.exit.ok() {
-				r.exit = r2.exit
-			}
-			if r2.exit.fatalExit {
-				r.exit.fatal(r2.exit.err) // surface fatal errors immediately
-			}
+			r.pipeline(ctx, cm)
 		}
 	case *syntax.IfClause:
 		oldNoErrExit := r.noErrExit
@@ -874,6 +860,101 @@ func (r *Runner) cmd(ctx context.Context, cm syntax.Command) {
 		r.errf("unhandled command node: %T\n", cm)
 		r.exit.code = 1
 	}
+}
+
+// pipeline runs a pipeline like "a | b |& c". Like Bash, every command runs
+// in a subshell, the last one too unless the lastpipe option is set, and
+// PIPESTATUS records the status of each.
+func (r *Runner) pipeline(ctx context.Context, cm *syntax.BinaryCmd) {
+	// The parser nests "a | b | c" as "(a | b) | c": flatten it.
+	var stmts []*syntax.Stmt
+	var ops []syntax.BinCmdOperator // ops[i] connects stmts[i] and stmts[i+1]
+	var flatten func(cm *syntax.BinaryCmd)
+	flatten = func(cm *syntax.BinaryCmd) {
+		if x, ok := cm.X.Cmd.(*syntax.BinaryCmd); ok && (x.Op == syntax.Pipe || x.Op == syntax.PipeAll) &&
+			len(cm.X.Redirs) == 0 && !cm.X.Negated && !cm.X.Background && !cm.X.Coprocess && !cm.X.Disown {
+			flatten(x)
+		} else {
+			stmts = append(stmts, cm.X)
+		}
+		ops = append(ops, cm.Op)
+		stmts = append(stmts, cm.Y)
+	}
+	flatten(cm)
+
+	subs := make([]*Runner, len(stmts)-1)
+	in := r.stdin
+	var wg sync.WaitGroup
+	for i, st := range stmts[:len(stmts)-1] {
+		pr, pw, err := newPipe()
+		if err != nil {
+			r.exit.fatal(err) // not being able to create a pipe is rare but critical
+			break
+		}
+		r2 := r.subshell(true)
+		r2.stdin, r2.stdout = in, pw
+		if ops[i] == syntax.PipeAll {
+			r2.stderr = pw
+		}
+		subs[i] = r2
+		closeIn := in
+		if i == 0 {
+			closeIn = nil // the pipeline's own stdin is not ours to close
+		}
+		wg.Go(func() {
+			r2.stmt(ctx, st)
+			r2.exit.endSubshell(false) // subshells don't exit the parent shell
+			pw.Close()
+			if closeIn != nil {
+				closeIn.Close()
+			}
+		})
+		in = pr
+	}
+	last := stmts[len(stmts)-1]
+	var lastExit exitStatus
+	if r.exit.fatalExit {
+		lastExit = r.exit
+	} else if r.opts[optLastPipe] {
+		oldIn := r.stdin
+		r.stdin = in
+		r.stmt(ctx, last)
+		r.stdin = oldIn
+		lastExit = r.exit
+	} else {
+		r2 := r.subshell(false)
+		r2.stdin = in
+		r2.stmt(ctx, last)
+		r2.exit.endSubshell(false)
+		lastExit = r2.exit
+		// Process substitutions like in "x | tee >(y)" can still be waited for.
+		r.bgProcs = append(r.bgProcs, r2.bgProcs...)
+	}
+	if in != r.stdin && in != nil {
+		in.Close()
+	}
+	wg.Wait()
+
+	r.exit = lastExit
+	r.pipeStatus = r.pipeStatus[:0]
+	for _, r2 := range subs {
+		if r2 == nil {
+			continue
+		}
+		r.pipeStatus = append(r.pipeStatus, r2.exit.code)
+		if r.opts[optPipeFail] && !r2.exit.ok() {
+			// With pipefail, the status is the last failure's.
+			r.exit = r2.exit
+		}
+		if r2.exit.fatalExit {
+			r.exit.fatal(r2.exit.err) // surface fatal errors immediately
+		}
+	}
+	r.pipeStatus = append(r.pipeStatus, lastExit.code)
+	if r.opts[optPipeFail] && !lastExit.ok() {
+		r.exit = lastExit
+	}
+	r.pipeSet = true
 }
 
 // callExprFields expands the words of a simple command, after aliases.

@@ -207,6 +207,12 @@ func (r *Runner) lookupVar(name string) expand.Variable {
 		}
 	case "_":
 		vr.Kind, vr.Str = expand.String, r.lastArg
+	case "PIPESTATUS":
+		vr.Kind = expand.Indexed
+		vr.List = make([]string, len(r.pipeStatus))
+		for i, code := range r.pipeStatus {
+			vr.List[i] = strconv.Itoa(int(code))
+		}
 	default:
 		if name[0] >= '1' && name[0] <= '9' {
 			// Positional parameters, including ${10} and beyond.
