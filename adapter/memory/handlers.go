@@ -208,15 +208,17 @@ func (s *Sandbox) runCommand(ctx context.Context, cl *call, hc interp.HandlerCon
 		return f(ctx, cl, hc, args), nil
 	}
 	if isShell(name) {
-		code, err := s.runShell(ctx, cl, args, hc.Dir, hc.Env, stdinFile(hc.Stdin), hc.Stdout, hc.Stderr)
+		// A child shell, like a child process, sees only the exported variables.
+		code, err := s.runShell(ctx, cl, args, hc.Dir, exportedOnly(hc.Env), stdinFile(hc.Stdin), hc.Stdout, hc.Stderr)
 		return nestedExit(code, err)
 	}
 	if u, ok := coreutils.Lookup(name); ok {
 		return s.runUtility(ctx, cl, hc.Dir, hc.Env, hc.Stdin, hc.Stdout, hc.Stderr, u, args), nil
 	}
 	if interp.IsBuiltin(name) {
-		// Reached through xargs or env: run it in a child shell, as /usr/bin/NAME would.
-		code, err := s.runNode(ctx, cl, callExpr(args), false, nil, hc.Dir, exportedOnly(hc.Env), stdinFile(hc.Stdin), hc.Stdout, hc.Stderr)
+		// Reached through xargs or env, or by path: run it in a child shell, as /usr/bin/NAME would.
+		argv := append([]string{name}, args[1:]...) // /bin/true is the builtin true
+		code, err := s.runNode(ctx, cl, callExpr(argv), false, nil, hc.Dir, exportedOnly(hc.Env), stdinFile(hc.Stdin), hc.Stdout, hc.Stderr)
 		return nestedExit(code, err)
 	}
 	if strings.Contains(name, "/") {
@@ -234,12 +236,12 @@ func (s *Sandbox) runCommand(ctx context.Context, cl *call, hc interp.HandlerCon
 			return code, nil
 		}
 		shArgs := append([]string{"sh", p}, args[1:]...)
-		code, err := s.runShell(ctx, cl, shArgs, hc.Dir, hc.Env, stdinFile(hc.Stdin), hc.Stdout, hc.Stderr)
+		code, err := s.runShell(ctx, cl, shArgs, hc.Dir, exportedOnly(hc.Env), stdinFile(hc.Stdin), hc.Stdout, hc.Stderr)
 		return nestedExit(code, err)
 	}
 	if p := s.lookPath(hc.Env.Get("PATH").String(), name); p != "" {
 		shArgs := append([]string{"sh", p}, args[1:]...)
-		code, err := s.runShell(ctx, cl, shArgs, hc.Dir, hc.Env, stdinFile(hc.Stdin), hc.Stdout, hc.Stderr)
+		code, err := s.runShell(ctx, cl, shArgs, hc.Dir, exportedOnly(hc.Env), stdinFile(hc.Stdin), hc.Stdout, hc.Stderr)
 		return nestedExit(code, err)
 	}
 	fmt.Fprintf(hc.Stderr, "sh: %s: command not found\n", name)
@@ -273,11 +275,16 @@ func binName(name string) string {
 	if !binDirs[path.Clean(dir)] {
 		return name
 	}
-	if _, ok := coreutils.Lookup(base); ok || isShell(base) {
+	if _, ok := coreutils.Lookup(base); ok || isShell(base) || programBuiltins[base] {
 		return base
 	}
 	return name
 }
+
+// programBuiltins are the shell builtins that systems also install as programs (/bin/true,
+// /usr/bin/printf, ...), so that a script may run them by path.
+var programBuiltins = map[string]bool{"true": true, "false": true, "echo": true, "printf": true,
+	"test": true, "[": true, "kill": true, "pwd": true}
 
 // nestedExit turns a child shell's end into its exit status: a child that killed itself
 // reports 128+signo to its parent instead of ending it.
