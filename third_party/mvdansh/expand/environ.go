@@ -96,6 +96,13 @@ type Variable struct {
 	Exported bool
 	ReadOnly bool
 
+	// Integer, Lower and Upper are Bash's attributes set by declare -i, -l
+	// and -u: assignments evaluate an arithmetic expression, or convert the
+	// value to lower or upper case.
+	Integer bool
+	Lower   bool
+	Upper   bool
+
 	// Kind defines which of the value fields below should be used.
 	Kind ValueKind
 
@@ -120,7 +127,7 @@ func (v Variable) IsSet() bool {
 // Declared variables may not be set; `export foo` is exported but not set to a value,
 // and `declare -a foo` is an indexed array but not set to a value.
 func (v Variable) Declared() bool {
-	return v.Set || v.Local || v.Exported || v.ReadOnly || v.Kind != Unknown
+	return v.Set || v.Local || v.Exported || v.ReadOnly || v.Kind != Unknown || v.Integer || v.Lower || v.Upper
 }
 
 // Flags returns the variable's attribute flags in the order used by bash's
@@ -135,8 +142,17 @@ func (v Variable) Flags() string {
 	case NameRef:
 		flags = append(flags, 'n')
 	}
+	if v.Integer {
+		flags = append(flags, 'i')
+	}
+	if v.Lower {
+		flags = append(flags, 'l')
+	}
 	if v.ReadOnly {
 		flags = append(flags, 'r')
+	}
+	if v.Upper {
+		flags = append(flags, 'u')
 	}
 	if v.Exported {
 		flags = append(flags, 'x')

@@ -81,6 +81,10 @@ type Config struct {
 	// patterns which match nothing to result in zero fields.
 	NullGlob bool
 
+	// FailGlob corresponds to the shell option which makes a globbing
+	// pattern which matches nothing an error, a [NoMatchError].
+	FailGlob bool
+
 	// NoUnset corresponds to the shell option which treats unset variables
 	// as errors.
 	NoUnset bool
@@ -101,6 +105,21 @@ type Config struct {
 	// Necessary for ${LINENO}.
 	curParam *syntax.ParamExp
 }
+
+func (cfg *Config) globMode() pattern.Mode {
+	if cfg.ExtGlob {
+		return pattern.ExtendedOperators
+	}
+	return 0
+}
+
+// NoMatchError is returned when a globbing pattern matches nothing and
+// [Config.FailGlob] is set.
+type NoMatchError struct {
+	Pattern string
+}
+
+func (e NoMatchError) Error() string { return "no match: " + e.Pattern }
 
 // UnexpectedCommandError is returned if a command substitution is encountered
 // when [Config.CmdSubst] is nil.
@@ -304,7 +323,8 @@ func (cfg *Config) fieldJoin(parts []fieldPart) string {
 func (cfg *Config) escapedGlobField(parts []fieldPart) (escaped string, glob bool) {
 	candidate := false
 	for _, part := range parts {
-		if part.quote == quoteNone && strings.ContainsAny(part.val, "*?[") {
+		if part.quote == quoteNone && (strings.ContainsAny(part.val, "*?[") ||
+			cfg.ExtGlob && (strings.Contains(part.val, "+(") || strings.Contains(part.val, "@(") || strings.Contains(part.val, "!("))) {
 			candidate = true
 			break
 		}
@@ -323,7 +343,11 @@ func (cfg *Config) escapedGlobField(parts []fieldPart) (escaped string, glob boo
 	// Check the entire escaped word, as a bracket expression could span
 	// multiple unquoted parts, such as `[a$x` where x holds "]".
 	escaped = sb.String()
-	if pattern.HasMeta(escaped, 0) {
+	var mode pattern.Mode
+	if cfg.ExtGlob {
+		mode = pattern.ExtendedOperators
+	}
+	if pattern.HasMeta(escaped, mode) {
 		return escaped, true
 	}
 	return "", false
@@ -374,6 +398,9 @@ func FieldsSeq(cfg *Config, words ...*syntax.Word) iter.Seq2[string, error] {
 							}
 						}
 						continue
+					} else if cfg.FailGlob {
+						yield("", NoMatchError{Pattern: cfg.fieldJoin(field)})
+						return true
 					}
 				}
 				if !yield(cfg.fieldJoin(field), nil) {
@@ -614,10 +641,12 @@ func (cfg *Config) wordFields(wps []syntax.WordPart) ([][]fieldPart, error) {
 				}
 				if i == 0 {
 					prefix, rest := cfg.expandUser(s, len(wps) > 1)
-					curField = append(curField, fieldPart{
-						quote: quoteSingle,
-						val:   prefix,
-					})
+					if prefix != "" {
+						curField = append(curField, fieldPart{
+							quote: quoteSingle,
+							val:   prefix,
+						})
+					}
 					s = rest
 				}
 				// Escaped characters are quoted, so that they aren't
@@ -634,7 +663,10 @@ func (cfg *Config) wordFields(wps []syntax.WordPart) ([][]fieldPart, error) {
 					)
 					s = s[i+1+size:]
 				}
-				curField = append(curField, fieldPart{val: s})
+				if s != "" {
+					// An empty literal, as from brace expansion like {a,}, adds nothing.
+					curField = append(curField, fieldPart{val: s})
+				}
 			case *syntax.SglQuoted:
 				allowEmpty = true
 				fp := fieldPart{quote: quoteSingle, val: wp.Value}
@@ -1071,7 +1103,7 @@ func (cfg *Config) glob(base, pat string) ([]string, error) {
 				matches[i] = pathJoin2(dir, part)
 			}
 			continue
-		case !pattern.HasMeta(part, 0):
+		case !pattern.HasMeta(part, cfg.globMode()):
 			var newMatches []string
 			for _, dir := range matches {
 				match := dir

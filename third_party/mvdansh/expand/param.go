@@ -135,6 +135,11 @@ func (cfg *Config) paramExp(pe *syntax.ParamExp) (string, error) {
 			callVarInd = false
 			elems = cfg.sliceElems(pe, vr.List, vr.Indexes, name == "@" || name == "*")
 			str = join(elems)
+		case Associative:
+			indexAllElements = true
+			callVarInd = false
+			elems = cfg.sliceElems(pe, slices.Sorted(maps.Values(vr.Map)), nil, false)
+			str = join(elems)
 		}
 	}
 	if callVarInd {

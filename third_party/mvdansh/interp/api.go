@@ -23,6 +23,7 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/sandboxer/sandboxer/third_party/mvdansh/expand"
@@ -118,6 +119,15 @@ type Runner struct {
 
 	// lastArg is $_, the last argument of the last simple command.
 	lastArg string
+
+	// funcNames is the stack of the functions being called, for FUNCNAME.
+	funcNames []string
+
+	// startTime is when the shell started, for SECONDS.
+	startTime time.Time
+
+	// pid is this subshell's number for BASHPID, or zero for the shell itself.
+	pid int
 
 	// pipeStatus is PIPESTATUS, the status of each command of the last
 	// pipeline; pipeSet records that a pipeline set it.
@@ -223,6 +233,10 @@ type exitStatus struct {
 	// like Bash, the shell abandons the rest of the current top-level command line
 	// and goes on with the next one.
 	aborting bool
+
+	// cmdFailed is set by an expansion error which only fails the command
+	// at hand, such as a pattern matching nothing with failglob.
+	cmdFailed bool
 
 	// errState records whether errexit and the ERR trap were dealt with
 	// for a failed status, so that the compound commands which pass the
@@ -797,6 +811,11 @@ var bashOptsTable = [...]bashOpt{
 		supported:    true,
 	},
 	{
+		name:         "failglob",
+		defaultState: false,
+		supported:    true,
+	},
+	{
 		name:         "globstar",
 		defaultState: false,
 		supported:    true,
@@ -855,7 +874,6 @@ var bashOptsTable = [...]bashOpt{
 		name:         "extquote",
 		defaultState: true,
 	},
-	{name: "failglob"},
 	{
 		name:         "force_fignore",
 		defaultState: true,
@@ -918,6 +936,7 @@ const (
 	optDotGlob
 	optExpandAliases
 	optExtGlob
+	optFailGlob
 	optGlobStar
 	optInheritErrExit
 	optLastPipe
@@ -1043,9 +1062,14 @@ func (r *Runner) Reset() {
 	r.setVarString("OPTIND", "1")
 
 	r.dirStack = append(r.dirStack, r.Dir)
+	r.startTime = time.Now()
 
 	r.didReset = true
 }
+
+// subshellPids numbers subshells for BASHPID, which must differ from $$ and
+// between subshells, although they are not processes.
+var subshellPids atomic.Int64
 
 // ExitStatus is a non-zero status code resulting from running a shell node.
 type ExitStatus uint8
@@ -1176,6 +1200,9 @@ func (r *Runner) subshell(background bool) *Runner {
 		commandString:  r.commandString,
 		noErrExit:      r.noErrExit,
 		pipeStatus:     slices.Clone(r.pipeStatus),
+		funcNames:      slices.Clone(r.funcNames),
+		startTime:      r.startTime,
+		pid:            int(subshellPids.Add(1)),
 		usedNew:        r.usedNew,
 		exit:           r.exit,
 		lastExit:       r.lastExit,

@@ -205,11 +205,12 @@ func (r *Runner) builtin(ctx context.Context, pos syntax.Pos, name string, args 
 		default:
 			return failf(2, "usage: shift [n]\n")
 		}
-		if n >= len(r.Params) {
-			r.Params = nil
-		} else {
-			r.Params = r.Params[n:]
+		if n > len(r.Params) {
+			// Like Bash, shifting more than there is fails and shifts nothing.
+			exit.code = 1
+			break
 		}
+		r.Params = r.Params[n:]
 	case "unset":
 		vars := true
 		funcs := true
@@ -227,12 +228,16 @@ func (r *Runner) builtin(ctx context.Context, pos syntax.Pos, name string, args 
 		}
 
 		for _, arg := range args {
+			r.exit.code = 0
 			if name, sub, ok := cutElemSubscript(arg); vars && ok {
 				r.unsetElem(name, sub)
 			} else if vars && r.lookupVar(arg).IsSet() {
 				r.delVar(arg)
 			} else if _, ok := r.Funcs[arg]; ok && funcs {
 				delete(r.Funcs, arg)
+			}
+			if r.exit.code != 0 { // such as a read-only variable
+				exit.code = r.exit.code
 			}
 		}
 	case "echo":
@@ -505,13 +510,20 @@ func (r *Runner) builtin(ctx context.Context, pos syntax.Pos, name string, args 
 			exit.code = 1
 		}
 	case "hash":
-		// TODO: implement. for now, having this as a no-op is better than nothing.
+		// There is no table of remembered paths, as programs are looked up each time.
+		if len(args) == 0 {
+			r.out("hash: hash table empty\n")
+		}
+	case "caller":
+		// The call stack's lines and files are not tracked: like Bash
+		// outside of a function, there is nothing to report.
+		exit.code = 1
 	case "eval":
 		src := strings.Join(args, " ")
 		p := syntax.NewParser()
 		file, err := p.Parse(strings.NewReader(src), "")
 		if err != nil {
-			return failf(1, "eval: %v\n", err)
+			return failf(2, "eval: %v\n", err)
 		}
 		r.stmts(ctx, file.Stmts)
 		exit = r.exit
@@ -720,7 +732,7 @@ func (r *Runner) builtin(ctx context.Context, pos syntax.Pos, name string, args 
 		}
 	case "return":
 		if !r.inFunc && !r.inSource {
-			return failf(1, "return: can only be done from a func or sourced script\n")
+			return failf(2, "return: can only be done from a func or sourced script\n")
 		}
 		switch len(args) {
 		case 0:
@@ -789,13 +801,18 @@ func (r *Runner) builtin(ctx context.Context, pos syntax.Pos, name string, args 
 				mode = flag
 			case "-o":
 				posixOpts = true
-			case "-p", "-q":
+			case "-q":
+				mode = "-q"
+			case "-p":
 				return failf(2, "shopt: unsupported option %q\n", flag)
 			default:
 				return failf(2, "shopt: invalid option %q\n", flag)
 			}
 		}
 		args := fp.args()
+		if len(args) == 0 && mode == "-q" {
+			break
+		}
 		if len(args) == 0 {
 			if posixOpts {
 				for i, opt := range &posixOptsTable {
@@ -825,6 +842,10 @@ func (r *Runner) builtin(ctx context.Context, pos syntax.Pos, name string, args 
 					return failf(1, "shopt: unsupported option %q\n", arg)
 				}
 				*opt = mode == "-s"
+			case "-q":
+				if !*opt {
+					exit.code = 1
+				}
 			default: // ""
 				r.printOptLine(arg, *opt, supported)
 			}
@@ -893,7 +914,30 @@ func (r *Runner) builtin(ctx context.Context, pos syntax.Pos, name string, args 
 		callback := "-"
 		for fp.more() {
 			switch flag := fp.flag(); flag {
-			case "-l", "-p":
+			case "-p":
+				for _, sig := range fp.args() {
+					switch sig {
+					case "EXIT", "0":
+						if r.callbackExit != "" {
+							r.outf("trap -- %s EXIT\n", expand.QuoteBash(r.callbackExit))
+						}
+					case "ERR":
+						if r.callbackErr != "" {
+							r.outf("trap -- %s ERR\n", expand.QuoteBash(r.callbackErr))
+						}
+					}
+				}
+				if len(fp.args()) > 0 {
+					return exit
+				}
+				if r.callbackExit != "" {
+					r.outf("trap -- %s EXIT\n", expand.QuoteBash(r.callbackExit))
+				}
+				if r.callbackErr != "" {
+					r.outf("trap -- %s ERR\n", expand.QuoteBash(r.callbackErr))
+				}
+				return exit
+			case "-l":
 				return failf(2, "trap: %q: NOT IMPLEMENTED flag\n", flag)
 			case "-":
 				// default signal
@@ -909,10 +953,10 @@ func (r *Runner) builtin(ctx context.Context, pos syntax.Pos, name string, args 
 		case 0:
 			// Print non-default signals
 			if r.callbackExit != "" {
-				r.outf("trap -- %q EXIT\n", r.callbackExit)
+				r.outf("trap -- %s EXIT\n", expand.QuoteBash(r.callbackExit))
 			}
 			if r.callbackErr != "" {
-				r.outf("trap -- %q ERR\n", r.callbackErr)
+				r.outf("trap -- %s ERR\n", expand.QuoteBash(r.callbackErr))
 			}
 		case 1:
 			// assume it's a signal, the default will be restored
@@ -926,11 +970,15 @@ func (r *Runner) builtin(ctx context.Context, pos syntax.Pos, name string, args 
 			callback = ""
 		}
 		for _, arg := range args {
-			switch arg {
+			switch strings.TrimPrefix(strings.ToUpper(arg), "SIG") {
 			case "ERR":
 				r.callbackErr = callback
-			case "EXIT":
+			case "EXIT", "0":
 				r.callbackExit = callback
+			case "HUP", "1", "INT", "2", "QUIT", "3", "ABRT", "6", "KILL", "9", "USR1", "10",
+				"USR2", "12", "PIPE", "13", "ALRM", "14", "TERM", "15", "CHLD", "17", "CONT",
+				"18", "STOP", "19", "TSTP", "20", "WINCH", "28", "DEBUG", "RETURN":
+				// Accepted, but the interpreter never delivers signals to itself.
 			default:
 				return failf(2, "trap: %s: invalid signal specification\n", arg)
 			}

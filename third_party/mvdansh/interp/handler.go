@@ -86,6 +86,12 @@ type HandlerContext struct {
 	LastExitStatus int
 }
 
+// IsFunction reports whether name is a function of the shell which called
+// the handler, as type and command -v would report it.
+func (hc HandlerContext) IsFunction(name string) bool {
+	return hc.runner != nil && hc.runner.Funcs[name] != nil
+}
+
 // CallHandlerFunc is a handler which runs on every [syntax.CallExpr].
 // It is called once variable assignments and field expansion have occurred.
 // The context includes a [HandlerContext] value.

@@ -72,6 +72,7 @@ func (r *Runner) fillExpandConfig(ctx context.Context) {
 				r2.opts[optErrExit] = false
 			}
 			r2.stmts(ctx, cs.Stmts)
+			r2.exitTrap(ctx)
 			r2.exit.endSubshell(true) // subshells don't exit the parent shell
 			r.lastExpandExit = r2.exit
 			if r2.exit.fatalExit {
@@ -192,6 +193,7 @@ func (r *Runner) updateExpandOpts() {
 	r.ecfg.DotGlob = r.opts[optDotGlob]
 	r.ecfg.NoCaseGlob = r.opts[optNoCaseGlob]
 	r.ecfg.NullGlob = r.opts[optNullGlob]
+	r.ecfg.FailGlob = r.opts[optFailGlob]
 	r.ecfg.NoUnset = r.opts[optNoUnset]
 	r.ecfg.ExtGlob = r.opts[optExtGlob]
 }
@@ -221,6 +223,10 @@ func (r *Runner) expandErr(err error) {
 		// Like Bash, abandon the rest of the command line.
 		r.exit.code = 1
 		r.exit.aborting = true
+	case errors.As(err, new(expand.NoMatchError)):
+		// With failglob, the command at hand fails.
+		r.exit.code = 1
+		r.exit.cmdFailed = true
 	case errors.Is(err, errReadOnly):
 		// Like in bash, assigning to a read-only variable fails
 		// the command at hand without exiting the shell.
@@ -231,7 +237,7 @@ func (r *Runner) expandErr(err error) {
 // expandFailed reports whether the last expansion failed in a way which stops
 // the command at hand, such as a division by zero in $((...)).
 func (r *Runner) expandFailed() bool {
-	return r.exit.exiting || r.exit.aborting
+	return r.exit.exiting || r.exit.aborting || r.exit.cmdFailed
 }
 
 // arithm evaluates an arithmetic command or a let expression; unlike errors
@@ -457,6 +463,7 @@ func (r *Runner) cmd(ctx context.Context, cm syntax.Command) {
 	case *syntax.Subshell:
 		r2 := r.subshell(false)
 		r2.stmts(ctx, cm.Stmts)
+		r2.exitTrap(ctx)
 		r2.exit.endSubshell(true) // subshells don't exit the parent shell
 		r.exit = r2.exit
 	case *syntax.CallExpr:
@@ -646,15 +653,37 @@ func (r *Runner) cmd(ctx context.Context, cm syntax.Command) {
 				}
 			}
 		case *syntax.CStyleLoop:
-			if y.Init != nil {
-				r.arithm(y.Init)
+			// arithm evaluates one of the loop's expressions; an error ends the loop.
+			arithm := func(x syntax.ArithmExpr) (int, bool) {
+				before := r.exit
+				r.exit = exitStatus{}
+				n := r.arithm(x)
+				if !r.exit.ok() {
+					return 0, false
+				}
+				r.exit = before
+				return n, true
 			}
-			for y.Cond == nil || r.arithm(y.Cond) != 0 {
-				if !r.exit.ok() || r.loopStmtsBroken(ctx, cm.Do) {
+			if y.Init != nil {
+				if _, ok := arithm(y.Init); !ok {
+					break
+				}
+			}
+			for !r.stop(ctx) {
+				// The status of the body's last command does not end the loop,
+				// as in "for ((;;)); do ((i++)); ...; done" where ((i++)) fails once.
+				if y.Cond != nil {
+					if n, ok := arithm(y.Cond); !ok || n == 0 {
+						break
+					}
+				}
+				if r.loopStmtsBroken(ctx, cm.Do) {
 					break
 				}
 				if y.Post != nil {
-					r.arithm(y.Post)
+					if _, ok := arithm(y.Post); !ok {
+						break
+					}
 				}
 			}
 		}
@@ -712,7 +741,8 @@ func (r *Runner) cmd(ctx context.Context, cm syntax.Command) {
 		local, global := false, false
 		var modes []string
 		valType := ""
-		declQuery := "" // "-f" or "-p" for query mode
+		declQuery := "" // "-f", "-F" or "-p" for query mode
+		unexport := false
 		switch cm.Variant.Value {
 		case "declare":
 			// When used in a function, "declare" acts as "local"
@@ -737,13 +767,19 @@ func (r *Runner) cmd(ctx context.Context, cm syntax.Command) {
 			fp := flagParser{remaining: []string{as.Name.Value}}
 			for fp.more() {
 				switch flag := fp.flag(); flag {
-				case "-x", "-r":
+				case "-n":
+					if cm.Variant.Value == "export" {
+						unexport = true // export -n
+						break
+					}
+					valType = flag
+				case "-x", "-r", "-i", "-l", "-u", "+x", "+i", "+l", "+u":
 					modes = append(modes, flag)
-				case "-a", "-A", "-n":
+				case "-a", "-A":
 					valType = flag
 				case "-g":
 					global = true
-				case "-f", "-p":
+				case "-f", "-F", "-p":
 					declQuery = flag
 				default:
 					r.errf("declare: invalid option %q\n", flag)
@@ -757,6 +793,15 @@ func (r *Runner) cmd(ctx context.Context, cm syntax.Command) {
 				r.errf("declare: invalid name %q\n", name)
 				r.exit.code = 1
 				return
+			}
+			if declQuery == "-F" {
+				// declare -F name: print the name of a function.
+				if r.Funcs[name] != nil {
+					r.outf("%s\n", name)
+				} else {
+					r.exit.code = 1
+				}
+				continue
 			}
 			if declQuery == "-f" {
 				// declare -f name: print function definition.
@@ -784,8 +829,10 @@ func (r *Runner) cmd(ctx context.Context, cm syntax.Command) {
 				if flags == "" {
 					flags = "-"
 				}
-				switch vr.Kind {
-				case expand.Indexed:
+				switch {
+				case !vr.IsSet():
+					r.outf("declare -%s %s\n", flags, name)
+				case vr.Kind == expand.Indexed:
 					r.outf("declare -%s %s=(", flags, name)
 					for i, v := range vr.List {
 						if i > 0 {
@@ -795,47 +842,68 @@ func (r *Runner) cmd(ctx context.Context, cm syntax.Command) {
 						if vr.Indexes != nil {
 							idx = vr.Indexes[i]
 						}
-						r.outf("[%d]=%q", idx, v)
+						r.outf("[%d]=%s", idx, dblQuote(v))
 					}
 					r.out(")\n")
-				case expand.Associative:
+				case vr.Kind == expand.Associative:
+					// Like Bash, with a space before the closing parenthesis.
 					r.outf("declare -%s %s=(", flags, name)
-					first := true
-					for k, v := range vr.Map {
-						if !first {
-							r.out(" ")
-						}
-						r.outf("[%s]=%q", k, v)
-						first = false
+					for _, k := range slices.Sorted(maps.Keys(vr.Map)) {
+						r.outf("[%s]=%s ", assocKey(k), dblQuote(vr.Map[k]))
 					}
 					r.out(")\n")
 				default:
-					r.outf("declare -%s %s=%q\n", flags, name, vr.Str)
+					r.outf("declare -%s %s=%s\n", flags, name, dblQuote(vr.Str))
 				}
 				continue
 			}
 			vr := r.lookupVar(name)
-			if as.Naked {
-				if valType == "-A" {
+			// Attributes such as -i apply to the value being assigned.
+			for _, mode := range modes {
+				switch on := mode[0] == '-'; mode[1] {
+				case 'x':
+					vr.Exported = on
+				case 'r':
+					vr.ReadOnly = on
+				case 'i':
+					vr.Integer = on
+				case 'l':
+					vr.Lower, vr.Upper = on, vr.Upper && !on
+				case 'u':
+					vr.Upper, vr.Lower = on, vr.Lower && !on
+				}
+			}
+			if unexport {
+				vr.Exported = false
+			}
+			switch {
+			case as.Naked && local && !global && !r.localHere(name):
+				// Like Bash, "local x" makes a new variable, unset until assigned.
+				kind := expand.Unknown
+				switch valType {
+				case "-a":
+					kind = expand.Indexed
+				case "-A":
+					kind = expand.Associative
+				}
+				vr = expand.Variable{Kind: kind, Exported: vr.Exported, ReadOnly: vr.ReadOnly,
+					Integer: vr.Integer, Lower: vr.Lower, Upper: vr.Upper}
+			case as.Naked:
+				switch {
+				case valType == "-A":
 					vr.Kind = expand.Associative
-				} else {
+				case valType == "-a" && !vr.IsSet():
+					vr.Kind = expand.Indexed
+				default:
 					vr.Kind = expand.KeepValue
 				}
-			} else {
+			default:
 				name, vr = r.assignVal(name, vr, as, valType)
 			}
 			if global {
 				vr.Local = false
 			} else if local {
 				vr.Local = true
-			}
-			for _, mode := range modes {
-				switch mode {
-				case "-x":
-					vr.Exported = true
-				case "-r":
-					vr.ReadOnly = true
-				}
 			}
 			r.setVar(name, vr)
 		}
@@ -978,6 +1046,13 @@ func (r *Runner) callExprFields(cm *syntax.CallExpr) []string {
 	}
 	r.lastExpandExit = exitStatus{}
 	return r.fields(args...)
+}
+
+// exitTrap runs the EXIT trap that a subshell set, when it ends.
+func (r *Runner) exitTrap(ctx context.Context) {
+	if r.callbackExit != "" {
+		r.trapCallback(ctx, r.callbackExit, "exit")
+	}
 }
 
 func (r *Runner) trapCallback(ctx context.Context, callback, name string) {
@@ -1143,6 +1218,12 @@ func (r *Runner) hdocWord(word *syntax.Word, quoted bool) string {
 	if quoted {
 		if lit := word.Lit(); lit != "" {
 			return lit
+		}
+		// The parser parsed the body of a partly quoted delimiter, such as
+		// <<E"N"D, as if it was unquoted: print its source back instead.
+		var sb strings.Builder
+		if err := syntax.NewPrinter().Print(&sb, &syntax.CallExpr{Args: []*syntax.Word{word}}); err == nil {
+			return sb.String()
 		}
 	}
 	return r.document(word)
@@ -1398,6 +1479,7 @@ func (r *Runner) call(ctx context.Context, pos syntax.Pos, args []string) {
 		r.Params = args[1:]
 		oldInFunc := r.inFunc
 		r.inFunc = true
+		r.funcNames = append(r.funcNames, name)
 
 		// Functions run in a nested scope.
 		// Note that [Runner.exec] below does something similar.
@@ -1415,6 +1497,7 @@ func (r *Runner) call(ctx context.Context, pos syntax.Pos, args []string) {
 
 		r.Params = oldParams
 		r.inFunc = oldInFunc
+		r.funcNames = r.funcNames[:len(r.funcNames)-1]
 		r.exit.returning = false
 		r.lastArg = args[len(args)-1]
 		return

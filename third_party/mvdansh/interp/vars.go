@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/sandboxer/sandboxer/third_party/mvdansh/expand"
 	"github.com/sandboxer/sandboxer/third_party/mvdansh/internal"
@@ -151,6 +152,42 @@ func execEnv(env expand.Environ) []string {
 	return list
 }
 
+// localHere reports whether name is a local variable of the current
+// function call, rather than of a caller or a global one.
+func (r *Runner) localHere(name string) bool {
+	o, ok := r.writeEnv.(*overlayEnviron)
+	if !ok || !o.funcScope {
+		return false
+	}
+	vr, ok := o.values[o.normalize(name)]
+	return ok && vr.Local
+}
+
+// dblQuote quotes a value like Bash's declare -p, in double quotes.
+func dblQuote(s string) string {
+	var sb strings.Builder
+	sb.WriteByte('"')
+	for _, r := range s {
+		if strings.ContainsRune("\\\"$`", r) {
+			sb.WriteByte('\\')
+		}
+		sb.WriteRune(r)
+	}
+	sb.WriteByte('"')
+	return sb.String()
+}
+
+// assocKey quotes an associative array key like Bash's declare -p, only
+// when it needs quoting.
+func assocKey(k string) string {
+	if k != "" && strings.IndexFunc(k, func(r rune) bool {
+		return !(r == '_' || r == '-' || r == '.' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z')
+	}) < 0 {
+		return k
+	}
+	return dblQuote(k)
+}
+
 func (r *Runner) lookupVar(name string) expand.Variable {
 	if name == "" {
 		return expand.Variable{}
@@ -207,6 +244,16 @@ func (r *Runner) lookupVar(name string) expand.Variable {
 		}
 	case "_":
 		vr.Kind, vr.Str = expand.String, r.lastArg
+	case "SECONDS":
+		vr.Kind, vr.Str = expand.String, strconv.Itoa(int(time.Since(r.startTime).Seconds()))
+	case "BASHPID":
+		vr.Kind, vr.Str = expand.String, strconv.Itoa(os.Getpid()+r.pid)
+	case "FUNCNAME":
+		if len(r.funcNames) > 0 {
+			vr.Kind = expand.Indexed
+			vr.List = append(slices.Clone(r.funcNames), "main")
+			slices.Reverse(vr.List[:len(r.funcNames)])
+		}
 	case "PIPESTATUS":
 		vr.Kind = expand.Indexed
 		vr.List = make([]string, len(r.pipeStatus))
@@ -331,6 +378,7 @@ func (r *Runner) setVarWithIndex(prev expand.Variable, name string, index syntax
 			prev.Map = make(map[string]string)
 		}
 		prev.Map[k] = valStr
+		prev.Set = true
 		r.setVar(name, prev)
 		return
 	}
@@ -344,6 +392,7 @@ func (r *Runner) setVarWithIndex(prev expand.Variable, name string, index syntax
 		}
 	}
 	list, indexes = internal.SetIndexedElem(list, indexes, k, valStr)
+	prev.Set = true
 	prev.Kind = expand.Indexed
 	prev.List = list
 	prev.Indexes = indexes
@@ -384,6 +433,76 @@ func (r *Runner) setVarRef(ref, val string) bool {
 	}
 	r.setVarWithIndex(prev, name, idx, vr)
 	return true
+}
+
+// assignTildes returns the value of an assignment with each unquoted "~"
+// after a colon expanded to home, as Bash does for values like PATH=a:~/bin.
+func assignTildes(word *syntax.Word, home string) *syntax.Word {
+	changed := false
+	parts := make([]syntax.WordPart, len(word.Parts))
+	for i, wp := range word.Parts {
+		parts[i] = wp
+		lit, ok := wp.(*syntax.Lit)
+		if !ok || !strings.Contains(lit.Value, ":~") {
+			continue
+		}
+		var sb strings.Builder
+		v := lit.Value
+		for {
+			j := strings.Index(v, ":~")
+			if j < 0 {
+				break
+			}
+			rest := v[j+2:]
+			if rest == "" && i+1 < len(word.Parts) {
+				// "~" followed by a quoted part is a user name, not expanded.
+				sb.WriteString(v[:j+2])
+				v = rest
+				continue
+			}
+			if rest != "" && rest[0] != '/' && rest[0] != ':' {
+				sb.WriteString(v[:j+2])
+				v = rest
+				continue
+			}
+			sb.WriteString(v[:j+1])
+			sb.WriteString(home)
+			v = rest
+			changed = true
+		}
+		sb.WriteString(v)
+		parts[i] = &syntax.Lit{ValuePos: lit.ValuePos, ValueEnd: lit.ValueEnd, Value: sb.String()}
+	}
+	if !changed {
+		return word
+	}
+	return &syntax.Word{Parts: parts}
+}
+
+// attrValue converts a value assigned to a variable declared with -l or -u.
+func (r *Runner) attrValue(vr expand.Variable, s string) string {
+	switch {
+	case vr.Lower:
+		return strings.ToLower(s)
+	case vr.Upper:
+		return strings.ToUpper(s)
+	}
+	return s
+}
+
+// arithmString evaluates a string as an arithmetic expression, for variables
+// declared with -i.
+func (r *Runner) arithmString(s string) int {
+	if strings.TrimSpace(s) == "" {
+		return 0
+	}
+	expr, err := syntax.NewParser().Arithmetic(strings.NewReader(s))
+	if err != nil {
+		r.errf("%s: syntax error in expression\n", s)
+		r.exit.code = 1
+		return 0
+	}
+	return r.arithm(expr)
 }
 
 func cutElemSubscript(arg string) (name, sub string, ok bool) {
@@ -477,7 +596,30 @@ func (r *Runner) assignVal(name string, prev expand.Variable, as *syntax.Assign,
 	}
 	prev.Set = true
 	if as.Value != nil {
-		s := r.literal(as.Value)
+		s := r.literal(assignTildes(as.Value, r.envGet("HOME")))
+		if as.Append && as.Index != nil {
+			// a[i]+=x and m[k]+=x append to the element.
+			elem := &syntax.Word{Parts: []syntax.WordPart{&syntax.ParamExp{
+				Param: &syntax.Lit{Value: name},
+				Index: as.Index,
+			}}}
+			old := r.literal(elem)
+			if prev.Integer {
+				s = strconv.Itoa(r.arithmString(old) + r.arithmString(s))
+			} else {
+				s = old + r.attrValue(prev, s)
+			}
+			return name, expand.Variable{Set: true, Kind: expand.String, Str: s}
+		}
+		if prev.Integer {
+			if as.Append && prev.Kind == expand.String {
+				s = strconv.Itoa(r.arithmString(prev.Str) + r.arithmString(s))
+				prev.Str = s
+				return name, prev
+			}
+			s = strconv.Itoa(r.arithmString(s))
+		}
+		s = r.attrValue(prev, s)
 		if !as.Append {
 			prev.Kind = expand.String
 			if valType == "-n" {

@@ -430,7 +430,8 @@ func charClass(s string) (int, error) {
 // function cannot be used to avoid [QuoteMeta], as backslashes are quoted by
 // that function but ignored here.
 //
-// The [Mode] parameter is unused, and will be removed in v4.
+// With [ExtendedOperators], the operators +(...), @(...) and !(...) are
+// metacharacters too.
 func HasMeta(pat string, mode Mode) bool {
 	openBracket := false
 	for i := 0; i < len(pat); i++ {
@@ -439,6 +440,11 @@ func HasMeta(pat string, mode Mode) bool {
 			i++
 		case '*', '?':
 			return true
+		case '+', '@', '!':
+			// Extended operators like +(a) can match many strings.
+			if mode&ExtendedOperators != 0 && i+1 < len(pat) && pat[i+1] == '(' {
+				return true
+			}
 		case '[':
 			openBracket = true
 		case ']':
