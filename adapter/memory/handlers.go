@@ -671,13 +671,16 @@ func init() {
 	}
 }
 
-// lookupKind says what a name runs as. Functions are not visible to handlers, so a function
-// that shadows nothing is reported as not found (a documented gap).
+// lookupKind says what a name runs as, in bash's order: keyword, function, builtin, file.
 func lookupKind(cl *call, hc interp.HandlerContext, name string) (kind, where string) {
-	name = binName(name)
 	switch {
 	case keywords[name]:
 		return "keyword", ""
+	case hc.IsFunction(name):
+		return "function", ""
+	}
+	name = binName(name)
+	switch {
 	case interp.IsBuiltin(name):
 		return "builtin", ""
 	case isShell(name):
@@ -725,6 +728,8 @@ func runType(ctx context.Context, cl *call, hc interp.HandlerContext, args []str
 			fmt.Fprintf(hc.Stdout, "%s is a shell keyword\n", n)
 		case kind == "builtin":
 			fmt.Fprintf(hc.Stdout, "%s is a shell builtin\n", n)
+		case kind == "function":
+			fmt.Fprintf(hc.Stdout, "%s is a function\n", n)
 		default:
 			fmt.Fprintf(hc.Stdout, "%s is %s\n", n, where)
 		}
@@ -745,6 +750,8 @@ func runCommandV(ctx context.Context, cl *call, hc interp.HandlerContext, args [
 			status = 1
 		case verbose && kind == "file":
 			fmt.Fprintf(hc.Stdout, "%s is %s\n", n, where)
+		case verbose && kind == "function":
+			fmt.Fprintf(hc.Stdout, "%s is a function\n", n)
 		case verbose:
 			fmt.Fprintf(hc.Stdout, "%s is a shell %s\n", n, kind)
 		case kind == "file":
@@ -851,7 +858,7 @@ func parseScript(src string) (*syntax.File, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := instrument(f); err != nil {
+	if _, err := instrument(f); err != nil {
 		return nil, err
 	}
 	if len(src) <= 64<<10 {
@@ -874,8 +881,12 @@ func instrumentSource(src string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if err := instrument(f); err != nil {
+	loops, err := instrument(f)
+	if err != nil {
 		return "", err
+	}
+	if !loops {
+		return src, nil // unchanged, as trap -p shows it
 	}
 	var b strings.Builder
 	if err := syntax.NewPrinter().Print(&b, f); err != nil {
@@ -887,7 +898,7 @@ func instrumentSource(src string) (string, error) {
 // instrument refuses what would reach the host (process substitution uses host FIFOs; -O/-G
 // tests read the host's user database) and puts a loop counter at the head of every loop, so
 // that loops without commands still meet MaxLoopIterations.
-func instrument(f *syntax.File) error {
+func instrument(f *syntax.File) (loops bool, err error) {
 	var bad error
 	tick := func() *syntax.Stmt {
 		return &syntax.Stmt{Cmd: &syntax.CallExpr{Args: []*syntax.Word{{Parts: []syntax.WordPart{&syntax.Lit{Value: loopTick}}}}}}
@@ -906,10 +917,12 @@ func instrument(f *syntax.File) error {
 			}
 		case *syntax.WhileClause:
 			n.Cond = append([]*syntax.Stmt{tick()}, n.Cond...)
+			loops = true
 		case *syntax.ForClause:
 			n.Do = append([]*syntax.Stmt{tick()}, n.Do...)
+			loops = true
 		}
 		return bad == nil
 	})
-	return bad
+	return loops, bad
 }
