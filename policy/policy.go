@@ -78,6 +78,9 @@ type checker struct {
 	execStdin      bool
 	inheritedShell string
 
+	// consts: the constants of the variables of the script being inspected.
+	consts *consts
+
 	// walk state: the visitor is bound once; wx and wsrc are the context of the current walk.
 	visitFn func(syntax.Node) bool
 	wx      ctx
