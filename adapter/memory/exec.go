@@ -60,7 +60,10 @@ func (c *call) limit(what string, format string, args ...any) error {
 
 // panicked records a recovered panic and ends the call with errs.Internal.
 func (c *call) panicked(p any) error {
-	pe := &PanicError{Value: p, Stack: debug.Stack()}
+	return c.panickedWith(&PanicError{Value: p, Stack: debug.Stack()})
+}
+
+func (c *call) panickedWith(pe *PanicError) error {
 	return c.abort(&errs.Error{Code: errs.Internal, Op: "exec", Msg: "the shell interpreter failed", Err: pe})
 }
 
@@ -275,7 +278,7 @@ func (p *PanicError) Error() string { return fmt.Sprintf("panic: %v", p.Value) }
 // runGuarded is runTop with a panic on the call's goroutine turned into the call's errs.Internal.
 // Panics on the interpreter's other goroutines (pipeline elements, background jobs) are
 // recovered where they run: in execHandler for the utilities, in the interpreter itself for its
-// own code (third_party/mvdansh).
+// own code (third_party/mvdansh, interp.PanicError), which runNode turns into the same error.
 func (s *Sandbox) runGuarded(ctx context.Context, cl *call, args []string, dir string, env expand.Environ, stdin *os.File, stdout, stderr io.Writer) (code int, err error) {
 	defer func() {
 		if p := recover(); p != nil {
@@ -520,6 +523,11 @@ func (s *Sandbox) runNode(ctx context.Context, cl *call, node syntax.Node, cmdSt
 		}
 	}
 	err = r.Run(ctx, node)
+	var ipe *interp.PanicError
+	if errors.As(err, &ipe) {
+		// A runner that panicked is not reused.
+		return 1, cl.panickedWith(&PanicError{Value: ipe.Value, Stack: ipe.Stack})
+	}
 	putRunner(r)
 	var es interp.ExitStatus
 	switch {

@@ -21,6 +21,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"sync/atomic"
@@ -1107,7 +1108,18 @@ func IsExitStatus(err error) (status uint8, ok bool) {
 //
 // Calling Run on an entire [*File] implies an exit, meaning that an exit trap may
 // run.
-func (r *Runner) Run(ctx context.Context, node syntax.Node) error {
+//
+// A panic in the interpreter, on the calling goroutine or on one that it started for a
+// pipeline, a background job or a process substitution, is returned as a fatal
+// [*PanicError] rather than ending the program.
+func (r *Runner) Run(ctx context.Context, node syntax.Node) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			pe := &PanicError{Value: p, Stack: debug.Stack()}
+			r.exit.fatal(pe)
+			err = pe
+		}
+	}()
 	if !r.didReset {
 		r.Reset()
 	}
@@ -1147,6 +1159,22 @@ func (r *Runner) Run(ctx context.Context, node syntax.Node) error {
 		return ExitStatus(code)
 	}
 	return nil
+}
+
+// PanicError is a panic of the interpreter, recovered and returned by [Runner.Run].
+type PanicError struct {
+	Value any    // the value passed to panic
+	Stack []byte // the stack of the goroutine that panicked
+}
+
+func (e *PanicError) Error() string { return fmt.Sprintf("interp: panic: %v", e.Value) }
+
+// recoverPanic turns a panic on a goroutine of the runner into a fatal error.
+// It must be deferred directly.
+func (r *Runner) recoverPanic() {
+	if p := recover(); p != nil {
+		r.exit.fatal(&PanicError{Value: p, Stack: debug.Stack()})
+	}
 }
 
 // Exited reports whether the last Run call should exit an entire shell. This

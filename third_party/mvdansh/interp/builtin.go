@@ -405,6 +405,9 @@ func (r *Runner) builtin(ctx context.Context, pos syntax.Pos, name string, args 
 			// Note that "wait" without arguments always returns exit status zero.
 			for _, bg := range r.bgProcs {
 				<-bg.done
+				if bg.exit.fatalExit {
+					return *bg.exit // such as a panic in the job
+				}
 			}
 			break
 		}
@@ -417,6 +420,9 @@ func (r *Runner) builtin(ctx context.Context, pos syntax.Pos, name string, args 
 			bg := r.bgProcs[pid-1]
 			<-bg.done
 			exit = *bg.exit
+			if exit.fatalExit {
+				return exit // such as a panic in the job
+			}
 		}
 	case "builtin":
 		if len(args) < 1 {

@@ -125,6 +125,7 @@ func (r *Runner) fillExpandConfig(ctx context.Context) {
 					*bg.exit = r2.exit
 					close(bg.done)
 				}()
+				defer r2.recoverPanic()
 				switch ps.Op {
 				case syntax.CmdIn:
 					f, err := os.OpenFile(path, os.O_WRONLY, 0)
@@ -358,10 +359,12 @@ func (r *Runner) stmt(ctx context.Context, st *syntax.Stmt) {
 		}
 		r.bgProcs = append(r.bgProcs, bg)
 		go func() {
-			r2.Run(ctx, &st2)
+			defer func() {
+				*bg.exit = r2.exit
+				close(bg.done)
+			}()
+			r2.Run(ctx, &st2)          // which recovers a panic
 			r2.exit.endSubshell(false) // subshells don't exit the parent shell
-			*bg.exit = r2.exit
-			close(bg.done)
 		}()
 	} else {
 		r.stmtSync(ctx, st)
@@ -970,12 +973,15 @@ func (r *Runner) pipeline(ctx context.Context, cm *syntax.BinaryCmd) {
 			closeIn = nil // the pipeline's own stdin is not ours to close
 		}
 		wg.Go(func() {
+			defer func() {
+				pw.Close()
+				if closeIn != nil {
+					closeIn.Close()
+				}
+			}()
+			defer r2.recoverPanic()
 			r2.stmt(ctx, st)
 			r2.exit.endSubshell(false) // subshells don't exit the parent shell
-			pw.Close()
-			if closeIn != nil {
-				closeIn.Close()
-			}
 		})
 		in = pr
 	}
