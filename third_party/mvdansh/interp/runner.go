@@ -375,6 +375,29 @@ func (r *Runner) stmt(ctx context.Context, st *syntax.Stmt) {
 func (r *Runner) stmtSync(ctx context.Context, st *syntax.Stmt) {
 	oldIn, oldOut, oldErr, oldFds := r.stdin, r.stdout, r.stderr, r.fds
 	var closers []io.Closer
+	if call, ok := st.Cmd.(*syntax.CallExpr); ok && len(st.Redirs) > 0 && len(call.Args) == 0 {
+		// Like Bash, the assignments of a command without a name happen before
+		// its redirections, which then only create or open their files.
+		r.cmd(ctx, st.Cmd)
+		if !r.expandFailed() {
+			assignExit := r.exit
+			for _, rd := range st.Redirs {
+				cls, err := r.redir(ctx, rd)
+				if err != nil {
+					r.errf("%v\n", err)
+					assignExit.code = 1
+					break
+				}
+				if cls != nil {
+					cls.Close()
+				}
+			}
+			r.exit = assignExit
+		}
+		r.stdin, r.stdout, r.stderr, r.fds = oldIn, oldOut, oldErr, oldFds
+		r.stmtStatus(ctx, st)
+		return
+	}
 	if call, ok := st.Cmd.(*syntax.CallExpr); ok && len(st.Redirs) > 0 && len(call.Args) > 0 {
 		// Like POSIX shells, expand the words of a simple command before
 		// performing its redirections, so that the errors and the standard
@@ -402,6 +425,23 @@ func (r *Runner) stmtSync(ctx context.Context, st *syntax.Stmt) {
 	if r.exit.ok() && st.Cmd != nil {
 		r.cmd(ctx, st.Cmd)
 	}
+	r.stmtStatus(ctx, st)
+	if r.keepRedirs {
+		// The exec builtin made this statement's redirections apply to the
+		// shell itself, so don't undo them and keep their files open.
+		r.keepRedirs = false
+	} else if len(st.Redirs) > 0 {
+		r.stdin, r.stdout, r.stderr, r.fds = oldIn, oldOut, oldErr, oldFds
+		for _, cls := range closers {
+			cls.Close()
+		}
+	}
+	r.callFields = nil
+}
+
+// stmtStatus finishes the status of a statement which ran: negation, errexit and the ERR
+// trap, and PIPESTATUS.
+func (r *Runner) stmtStatus(ctx context.Context, st *syntax.Stmt) {
 	if st.Negated {
 		if r.exit.ok() {
 			r.exit.code = 1
@@ -439,17 +479,6 @@ func (r *Runner) stmtSync(ctx context.Context, st *syntax.Stmt) {
 		r.pipeStatus = append(r.pipeStatus[:0], r.exit.code)
 	}
 	r.pipeSet = false
-	if r.keepRedirs {
-		// The exec builtin made this statement's redirections apply to the
-		// shell itself, so don't undo them and keep their files open.
-		r.keepRedirs = false
-	} else if len(st.Redirs) > 0 {
-		r.stdin, r.stdout, r.stderr, r.fds = oldIn, oldOut, oldErr, oldFds
-		for _, cls := range closers {
-			cls.Close()
-		}
-	}
-	r.callFields = nil
 }
 
 func (r *Runner) cmd(ctx context.Context, cm syntax.Command) {
@@ -491,7 +520,16 @@ func (r *Runner) cmd(ctx context.Context, cm syntax.Command) {
 				prev.Local = false
 
 				name, vr := r.assignVal(name, prev, as, "")
+				if r.expandFailed() {
+					break
+				}
 				r.setVarWithIndex(prev, name, as.Index, vr)
+				if !r.exit.ok() {
+					// Like Bash, a failed assignment, as to a read-only
+					// variable, abandons the rest of the command line.
+					r.exit.aborting = true
+					break
+				}
 
 				if !tracingEnabled {
 					continue
