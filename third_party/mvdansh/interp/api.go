@@ -1016,8 +1016,9 @@ func (r *Runner) Reset() {
 		// emptied below, to reuse the space
 		Vars: r.Vars,
 
-		dirStack: r.dirStack[:0],
-		usedNew:  r.usedNew,
+		dirStack:   r.dirStack[:0],
+		pipeStatus: r.pipeStatus[:0],
+		usedNew:    r.usedNew,
 	}
 	// Ensure we stop referencing any pointers before we reuse bgProcs.
 	clear(r.bgProcs)
