@@ -506,7 +506,7 @@ func shellSyntaxError(inv shellInvocation, err error) string {
 func (s *Sandbox) runNode(ctx context.Context, cl *call, node syntax.Node, cmdString bool, params []string, dir string, env expand.Environ, stdin *os.File, stdout, stderr io.Writer) (code int, err error) {
 	r := getRunner()
 	_ = interp.Env(env)(r)
-	_ = interp.CommandString(cmdString)(r)
+	_ = commandString[cmdString](r)
 	r.Reset()
 	_ = interp.StdIO(stdin, stdout, stderr)(r)
 	if params != nil {
@@ -523,23 +523,26 @@ func (s *Sandbox) runNode(ctx context.Context, cl *call, node syntax.Node, cmdSt
 		}
 	}
 	err = r.Run(ctx, node)
-	var ipe *interp.PanicError
-	if errors.As(err, &ipe) {
-		// A runner that panicked is not reused.
-		return 1, cl.panickedWith(&PanicError{Value: ipe.Value, Stack: ipe.Stack})
+	if err != nil {
+		if ipe := (*interp.PanicError)(nil); errors.As(err, &ipe) {
+			// A runner that panicked is not reused.
+			return 1, cl.panickedWith(&PanicError{Value: ipe.Value, Stack: ipe.Stack})
+		}
 	}
 	putRunner(r)
-	var es interp.ExitStatus
-	switch {
-	case err == nil:
+	if err == nil {
 		return 0, nil
-	case errors.As(err, &es):
+	}
+	if es, ok := interp.IsExitStatus(err); ok {
 		return int(es), nil
 	}
 	return 1, err
 }
 
 var runnerPool sync.Pool // of *interp.Runner
+
+// commandString holds both interp.CommandString options, built once rather than per call.
+var commandString = map[bool]interp.RunnerOption{true: interp.CommandString(true), false: interp.CommandString(false)}
 
 func getRunner() *interp.Runner {
 	if r, ok := runnerPool.Get().(*interp.Runner); ok {
