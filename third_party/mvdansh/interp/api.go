@@ -331,6 +331,13 @@ func (e *exitStatus) fromHandlerError(err error) {
 	}
 }
 
+// panicked reports whether a finished background job ended with a panic,
+// which wait surfaces as a fatal error.
+func (bg bgProc) panicked() bool {
+	_, ok := bg.exit.err.(*PanicError)
+	return bg.exit.fatalExit && ok
+}
+
 type bgProc struct {
 	// closed when the background process finishes,
 	// after which point the result fields below are set.

@@ -405,8 +405,8 @@ func (r *Runner) builtin(ctx context.Context, pos syntax.Pos, name string, args 
 			// Note that "wait" without arguments always returns exit status zero.
 			for _, bg := range r.bgProcs {
 				<-bg.done
-				if bg.exit.fatalExit {
-					return *bg.exit // such as a panic in the job
+				if bg.panicked() {
+					return *bg.exit
 				}
 			}
 			break
@@ -420,8 +420,8 @@ func (r *Runner) builtin(ctx context.Context, pos syntax.Pos, name string, args 
 			bg := r.bgProcs[pid-1]
 			<-bg.done
 			exit = *bg.exit
-			if exit.fatalExit {
-				return exit // such as a panic in the job
+			if bg.panicked() {
+				return exit
 			}
 		}
 	case "builtin":
