@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 )
 
@@ -227,6 +228,25 @@ func printfInto(sb *strings.Builder, format string, args []string) (used int, st
 			i++
 			prec = readNum()
 		}
+		if i < len(format) && format[i] == '(' {
+			// %(strftime)T: a date and time, from seconds since the epoch.
+			end := strings.Index(format[i:], ")T")
+			if end < 0 {
+				return used, false, numErr, fmt.Errorf("%s: missing format character", format[start:])
+			}
+			layout := format[i+1 : i+end]
+			i += end + 2
+			arg, _ := next()
+			t := time.Now()
+			if n, err := parseInt(arg); arg != "" && n >= 0 {
+				if err != nil && numErr == nil {
+					numErr = err
+				}
+				t = time.Unix(n, 0)
+			}
+			padBytes(sb, strftime(layout, t.UTC()), flags, width, prec)
+			continue
+		}
 		if i >= len(format) {
 			return used, false, numErr, fmt.Errorf("%s: missing format character", format[start:])
 		}
@@ -301,6 +321,81 @@ func printfInto(sb *strings.Builder, format string, args []string) (used int, st
 		}
 	}
 	return used, false, numErr, nil
+}
+
+// strftime formats t like C's strftime with the common conversions.
+func strftime(layout string, t time.Time) string {
+	var sb strings.Builder
+	for i := 0; i < len(layout); i++ {
+		c := layout[i]
+		if c != '%' || i+1 >= len(layout) {
+			sb.WriteByte(c)
+			continue
+		}
+		i++
+		switch layout[i] {
+		case 'Y':
+			fmt.Fprintf(&sb, "%04d", t.Year())
+		case 'y':
+			fmt.Fprintf(&sb, "%02d", t.Year()%100)
+		case 'm':
+			fmt.Fprintf(&sb, "%02d", int(t.Month()))
+		case 'd':
+			fmt.Fprintf(&sb, "%02d", t.Day())
+		case 'e':
+			fmt.Fprintf(&sb, "%2d", t.Day())
+		case 'H':
+			fmt.Fprintf(&sb, "%02d", t.Hour())
+		case 'I':
+			fmt.Fprintf(&sb, "%02d", (t.Hour()+11)%12+1)
+		case 'M':
+			fmt.Fprintf(&sb, "%02d", t.Minute())
+		case 'S':
+			fmt.Fprintf(&sb, "%02d", t.Second())
+		case 'j':
+			fmt.Fprintf(&sb, "%03d", t.YearDay())
+		case 'a':
+			sb.WriteString(t.Format("Mon"))
+		case 'A':
+			sb.WriteString(t.Format("Monday"))
+		case 'b', 'h':
+			sb.WriteString(t.Format("Jan"))
+		case 'B':
+			sb.WriteString(t.Format("January"))
+		case 'p':
+			sb.WriteString(t.Format("PM"))
+		case 'Z':
+			sb.WriteString(t.Format("MST"))
+		case 'z':
+			sb.WriteString(t.Format("-0700"))
+		case 's':
+			fmt.Fprintf(&sb, "%d", t.Unix())
+		case 'u':
+			fmt.Fprintf(&sb, "%d", (int(t.Weekday())+6)%7+1)
+		case 'w':
+			fmt.Fprintf(&sb, "%d", int(t.Weekday()))
+		case 'F':
+			sb.WriteString(t.Format("2006-01-02"))
+		case 'T':
+			sb.WriteString(t.Format("15:04:05"))
+		case 'D':
+			sb.WriteString(t.Format("01/02/06"))
+		case 'R':
+			sb.WriteString(t.Format("15:04"))
+		case 'c':
+			sb.WriteString(t.Format("Mon Jan  2 15:04:05 2006"))
+		case 'n':
+			sb.WriteByte('\n')
+		case 't':
+			sb.WriteByte('\t')
+		case '%':
+			sb.WriteByte('%')
+		default:
+			sb.WriteByte('%')
+			sb.WriteByte(layout[i])
+		}
+	}
+	return sb.String()
 }
 
 // padBytes writes s cut to prec bytes and padded to width bytes, like C's

@@ -844,6 +844,11 @@ var bashOptsTable = [...]bashOpt{
 		supported:    true,
 	},
 	{
+		name:         "nocasematch",
+		defaultState: false,
+		supported:    true,
+	},
+	{
 		name:         "nullglob",
 		defaultState: false,
 		supported:    true,
@@ -906,7 +911,6 @@ var bashOptsTable = [...]bashOpt{
 	{name: "login_shell"},
 	{name: "mailwarn"},
 	{name: "no_empty_cmd_completion"},
-	{name: "nocasematch"},
 	{
 		name:         "progcomp",
 		defaultState: true,
@@ -949,6 +953,7 @@ const (
 	optInheritErrExit
 	optLastPipe
 	optNoCaseGlob
+	optNoCaseMatch
 	optNullGlob
 )
 
@@ -1072,6 +1077,7 @@ func (r *Runner) Reset() {
 
 	r.dirStack = append(r.dirStack, r.Dir)
 	r.startTime = time.Now()
+	r.importFuncs()
 
 	r.didReset = true
 }

@@ -630,6 +630,7 @@ func (r *Runner) builtin(ctx context.Context, pos syntax.Pos, name string, args 
 		fp := flagParser{remaining: args}
 		for fp.more() {
 			switch flag := fp.flag(); flag {
+			case "-p": // a default PATH; programs are looked up the same way
 			case "-v":
 				show = true
 			default:

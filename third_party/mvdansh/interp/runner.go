@@ -844,15 +844,30 @@ func (r *Runner) cmd(ctx context.Context, cm syntax.Command) {
 				}
 				continue
 			}
+			if declQuery == "-f" && cm.Variant.Value == "export" {
+				// export -f name: pass the function on to child shells in the
+				// environment, as Bash does, in a variable named BASH_FUNC_name%%.
+				body := r.Funcs[name]
+				if body == nil {
+					r.errf("export: %s: not a function\n", name)
+					r.exit.code = 1
+					continue
+				}
+				var buf bytes.Buffer
+				syntax.NewPrinter().Print(&buf, body)
+				if err := r.writeEnv.Set(funcVarPrefix+name+funcVarSuffix, expand.Variable{
+					Set: true, Exported: true, Kind: expand.String, Str: "() " + buf.String(),
+				}); err != nil {
+					r.errf("export: %s: %v\n", name, err)
+					r.exit.code = 1
+				}
+				continue
+			}
 			if declQuery == "-f" {
 				// declare -f name: print function definition.
 				// Bash silently returns exit 1 for missing functions.
 				if body := r.Funcs[name]; body != nil {
-					r.outf("%s()\n", name)
-					printer := syntax.NewPrinter()
-					var buf bytes.Buffer
-					printer.Print(&buf, body)
-					r.outf("%s\n", buf.String())
+					r.outf("%s\n", funcText(name, body))
 				} else {
 					r.exit.code = 1
 				}
@@ -1092,6 +1107,67 @@ func (r *Runner) callExprFields(cm *syntax.CallExpr) []string {
 	return r.fields(args...)
 }
 
+// The name of the environment variable which holds an exported function,
+// like Bash's: BASH_FUNC_name%%.
+const (
+	funcVarPrefix = "BASH_FUNC_"
+	funcVarSuffix = "%%"
+)
+
+// importFuncs defines the functions exported to this shell in its environment,
+// as with export -f in a parent shell.
+func (r *Runner) importFuncs() {
+	for name, vr := range r.Env.Each {
+		fname, ok := strings.CutPrefix(name, funcVarPrefix)
+		if !ok || !vr.Exported || !strings.HasSuffix(fname, funcVarSuffix) {
+			continue
+		}
+		fname = strings.TrimSuffix(fname, funcVarSuffix)
+		f, err := syntax.NewParser().Parse(strings.NewReader(fname+" "+vr.String()), "")
+		if err != nil || len(f.Stmts) != 1 {
+			continue
+		}
+		fd, ok := f.Stmts[0].Cmd.(*syntax.FuncDecl)
+		if !ok || fd.Name == nil || fd.Name.Value != fname {
+			continue
+		}
+		if r.Funcs == nil {
+			r.Funcs = make(map[string]*syntax.Stmt)
+		}
+		r.Funcs[fname] = fd.Body
+	}
+}
+
+// funcText prints a function like Bash's declare -f: its statements on their
+// own lines, indented, separated by semicolons.
+func funcText(name string, body *syntax.Stmt) string {
+	var sb strings.Builder
+	sb.WriteString(name + " () \n")
+	printer := syntax.NewPrinter(syntax.Indent(4))
+	block, ok := body.Cmd.(*syntax.Block)
+	if !ok || body.Negated || len(body.Redirs) > 0 {
+		printer.Print(&sb, body)
+		return sb.String()
+	}
+	sb.WriteString("{ \n")
+	for i, st := range block.Stmts {
+		var b strings.Builder
+		printer.Print(&b, st)
+		for j, line := range strings.Split(strings.TrimRight(b.String(), "\n"), "\n") {
+			if j > 0 {
+				sb.WriteString("\n")
+			}
+			sb.WriteString("    " + line)
+		}
+		if i < len(block.Stmts)-1 {
+			sb.WriteString(";")
+		}
+		sb.WriteString("\n")
+	}
+	sb.WriteString("}")
+	return sb.String()
+}
+
 // exitTrap runs the EXIT trap that a subshell set, when it ends.
 func (r *Runner) exitTrap(ctx context.Context) {
 	if r.callbackExit != "" {
@@ -1176,7 +1252,11 @@ func (r *Runner) letArgString(printer *syntax.Printer, expr syntax.ArithmExpr) s
 }
 
 func (r *Runner) match(pat, name string) bool {
-	matcher, err := internal.ExtendedPatternMatcher(pat, pattern.EntireString|pattern.ExtendedOperators)
+	mode := pattern.EntireString | pattern.ExtendedOperators
+	if r.opts[optNoCaseMatch] {
+		mode |= pattern.NoGlobCase
+	}
+	matcher, err := internal.ExtendedPatternMatcher(pat, mode)
 	if err != nil {
 		// A malformed pattern simply does not match, like in bash.
 		// Any other error, such as an unsupported extended pattern, is reported.

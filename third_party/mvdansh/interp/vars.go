@@ -661,18 +661,21 @@ func (r *Runner) assignVal(name string, prev expand.Variable, as *syntax.Assign,
 			valType = "-A" // associative
 		}
 	}
-	if valType == "-A" {
+	if valType == "-A" || as.Append && prev.Kind == expand.Associative {
 		amap := make(map[string]string, len(elems))
+		if as.Append && prev.Kind == expand.Associative {
+			// m+=([k]=v) adds to the elements.
+			maps.Copy(amap, prev.Map)
+		}
 		for _, elem := range elems {
+			if elem.Index == nil {
+				continue
+			}
 			k := r.literal(elem.Index.(*syntax.Word))
 			amap[k] = r.literal(elem.Value)
 		}
-		if !as.Append {
-			prev.Kind = expand.Associative
-			prev.Map = amap
-			return name, prev
-		}
-		// TODO
+		prev.Kind = expand.Associative
+		prev.Map = amap
 		return name, prev
 	}
 	// The base array which the new elements are set on; empty unless
