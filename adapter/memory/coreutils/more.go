@@ -369,18 +369,22 @@ func paste(e *Env, args []string) int {
 	}
 	status := 0
 	inputs := make([][]string, len(files))
-	var stdin []string
-	stdinRead := false
+	var dashes []int // the operands that are standard input take its lines in turn
 	for i, f := range files {
-		if f == "-" && stdinRead {
-			inputs[i] = stdin
+		if f == "-" {
+			dashes = append(dashes, i)
 			continue
 		}
 		ls, st := readLines(e, "paste", []string{f})
 		status = max(status, st)
 		inputs[i] = ls
-		if f == "-" {
-			stdin, stdinRead = ls, true
+	}
+	if len(dashes) > 0 {
+		ls, st := readLines(e, "paste", []string{"-"})
+		status = max(status, st)
+		for j, l := range ls {
+			i := dashes[j%len(dashes)]
+			inputs[i] = append(inputs[i], l)
 		}
 	}
 	w := bufio.NewWriter(e.Stdout)
