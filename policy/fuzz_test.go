@@ -11,7 +11,7 @@ import (
 // FuzzCheck: Check never panics, always returns a well-formed decision, and a script denied on
 // its own stays denied when something harmless runs before or after it.
 func FuzzCheck(f *testing.F) {
-	for _, tc := range append(append([]checkCase(nil), issueCases...), moreCases...) {
+	for _, tc := range append(append(append([]checkCase(nil), issueCases...), moreCases...), constCases...) {
 		if len(tc.argv) == 3 && tc.argv[1] == "-c" {
 			f.Add(tc.argv[2])
 		} else {

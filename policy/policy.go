@@ -8,7 +8,9 @@
 // -exec, ...) are unwrapped, and every command that would run is looked up by the basename of
 // its name. Network clients, package managers, git remote subcommands and URL arguments with a
 // non-loopback host are denied; so is anything that cannot be inspected statically (a command
-// name held in a variable, a script that does not parse, a shell reading its script from a pipe).
+// name held in a variable that was not assigned a constant earlier in the script, a script that
+// does not parse, a shell reading its script from a pipe). Needed says where inspection applies:
+// not in an adapter without any network.
 //
 // The decision is advisory text inspection: layer 2 (network namespace, container network mode
 // none) is what enforces it. docs/policy.md lists what is inspected and the known gaps.
@@ -77,6 +79,9 @@ type checker struct {
 	// shell reads its script from the stdin it inherited. Together they deny.
 	execStdin      bool
 	inheritedShell string
+
+	// consts: the constants of the variables of the script being inspected.
+	consts *consts
 
 	// walk state: the visitor is bound once; wx and wsrc are the context of the current walk.
 	visitFn func(syntax.Node) bool

@@ -366,9 +366,66 @@ var moreCases = []checkCase{
 	{"dev udp", []string{"bash", "-c", "echo > /dev/udp/8.8.8.8/53"}, net},
 }
 
+// constCases: a command name held in a variable assigned a constant earlier in the same
+// script is resolved; every other way of setting the variable keeps it unresolvable (denied).
+var constCases = []checkCase{
+	{"const echo", sh("c=echo; $c hi"), ok},
+	{"const curl", sh("c=curl; $c x"), net},
+	{"const quoted", sh(`c=echo; "$c" hi`), ok},
+	{"const braces", sh("c=echo; ${c} hi"), ok},
+	{"const with args", sh(`c="curl -s"; $c x`), net},
+	{"const with args ok", sh(`c="echo -n"; $c x`), ok},
+	{"const path", sh(`d=/usr/bin; $d/curl x`), net},
+	{"const path ok", sh(`d=/usr/bin; $d/env FOO=1 ls`), ok},
+	{"const dir in quotes", sh(`d=/usr/bin; "$d/wget" x`), net},
+	{"const export", sh("export c=echo; $c hi"), ok},
+	{"const readonly curl", sh("readonly c=curl; $c x"), net},
+	{"const on new line", sh("c=echo\n$c hi"), ok},
+	{"const in function", sh("c=echo; f() { $c hi; }; f"), ok},
+	{"const in loop", sh("c=echo; for i in 1 2; do $c $i; done"), ok},
+	{"const argument of wrapper", sh("c=curl; timeout 5 $c x"), net},
+	{"const script of sh -c", sh(`c=curl; sh -c "$c x"`), net},
+	{"const script of sh -c ok", sh(`c=date; sh -c "$c"`), ok},
+	{"const URL", sh("u=https://example.com; echo $u"), net},
+	{"used before assigned", sh("$c x; c=echo"), net},
+	{"same statement", sh("c=echo $c x"), net},
+	{"assigned twice same", sh("c=echo; c=echo; $c hi"), ok},
+	{"assigned twice differently", sh("c=echo; c=curl; $c x"), net},
+	{"assigned later differently", sh("c=echo; $c x; c=curl"), net},
+	{"conditional assignment", sh("if true; then c=echo; fi; $c x"), net},
+	{"assignment in list", sh("true && c=echo; $c x"), net},
+	{"assignment in subshell", sh("(c=echo); $c x"), net},
+	{"assignment in function", sh("f() { c=curl; }; c=echo; f; $c x"), net},
+	{"local", sh("c=echo; f() { local c; $c x; }; f"), net},
+	{"local value", sh("c=echo; f() { local c=curl; $c x; }; f"), net},
+	{"append", sh("c=ec; c+=ho; $c x"), net},
+	{"computed", sh("c=$(echo echo); $c x"), net},
+	{"from other variable", sh("d=echo; c=$d; $c x"), net},
+	{"read", sh("c=echo; read c; $c x"), net},
+	{"read via command", sh("c=echo; command read c; $c x"), net},
+	{"read via variable", sh("c=echo; r=read; $r c; $c x"), net},
+	{"mapfile", sh("c=echo; mapfile c; $c x"), net},
+	{"printf -v", sh("c=echo; printf -v c curl; $c x"), net},
+	{"unset", sh("c=echo; unset c; $c x"), net},
+	{"for variable", sh("c=echo; for c in curl; do :; done; $c x"), net},
+	{"arithmetic", sh("c=echo; (( c = 1 )); $c x"), net},
+	{"default assignment", sh("c=echo; : ${c:=curl}; $c x"), net},
+	{"eval", sh("c=echo; eval 'c=curl'; $c x"), net},
+	{"source", sh("c=echo; . ./env.sh; $c x"), net},
+	{"nameref", sh("c=echo; declare -n c=d; $c x"), net},
+	{"computed declaration", sh(`c=echo; declare "$n=curl"; $c x`), net},
+	{"glob value", sh("c='cur?'; $c x"), net},
+	{"empty value", sh("c=; $c curl x"), net},
+	{"IFS assigned", sh("IFS=:; c=echo; $c x"), net},
+	{"background assignment", sh("c=echo & $c x"), net},
+	{"environment variable", sh("$HOME x"), net},
+	{"positional", sh("$1 x"), net},
+	{"nested script does not inherit", sh(`c=echo; sh -c '$c x'`), net},
+}
+
 func TestCheck(t *testing.T) {
 	t.Parallel()
-	for _, tc := range append(append([]checkCase(nil), issueCases...), moreCases...) {
+	for _, tc := range append(append(append([]checkCase(nil), issueCases...), moreCases...), constCases...) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			d := policy.Check(tc.argv)

@@ -65,9 +65,17 @@ func (c *checker) script(src string, l lang, x ctx) {
 		return
 	}
 	c.depth++
-	defer func() { c.depth-- }()
+	outer := c.consts
+	c.consts = collectConsts(f)
+	defer func() { c.depth--; c.consts = outer }()
 	x.lang = l
-	c.stmts(f.Stmts, x, src)
+	for i, s := range f.Stmts {
+		if c.denied {
+			return
+		}
+		c.consts.cur = i
+		c.stmt(s, x, src)
+	}
 }
 
 func (c *checker) stmts(ss []*syntax.Stmt, x ctx, src string) {
@@ -216,6 +224,16 @@ func (c *checker) call(ce *syntax.CallExpr, x ctx, src string) {
 	start := len(c.argBuf)
 	defer func() { c.argBuf = c.argBuf[:start] }()
 	for _, w := range ce.Args {
+		if !literalWord(w) {
+			// A variable assigned a constant earlier in the script is that constant.
+			if as, ok := c.consts.resolve(w, srcOf(src, w)); ok {
+				for _, a := range as {
+					c.scanText(a.s)
+				}
+				c.argBuf = append(c.argBuf, as...)
+				continue
+			}
+		}
 		t, k := wordText(w)
 		c.scanText(t)
 		if !literalWord(w) {

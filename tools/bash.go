@@ -42,6 +42,10 @@ type BashResult struct {
 	Isolation adapter.Isolation `json:"isolation"`
 	// Limit names the resource limit that ended the command ("memory"), if one did.
 	Limit string `json:"limit,omitempty"`
+	// NetworkPolicy says what command inspection did: "inspected" (the network is off and the
+	// command passed), "no-network" (the network is off and the sandbox has none at all, so
+	// inspection does not apply), or "off" (allowNetwork).
+	NetworkPolicy string `json:"networkPolicy"`
 }
 
 // Text is the combined output: what the agent reads.
@@ -54,8 +58,9 @@ func (r BashResult) Text() string { return r.Output }
 // Checks before anything runs, each errs.InvalidInput naming the field: cmd empty or only white
 // space, cmd over BashMaxCommandLength, more than BashMaxArgs args, an arg over BashMaxArgLength,
 // cmd and args joined by spaces over BashMaxCommandLength, opts.cwd over BashMaxCwdLength, args
-// not strings. Then, with AllowNetwork false, the policy check: errs.NetworkDisabled or
-// errs.GitRemoteDisabled (Details["command"]), and the command is not run.
+// not strings. Then, with AllowNetwork false and a sandbox that has a network (policy.Needed),
+// the policy check: errs.NetworkDisabled or errs.GitRemoteDisabled (Details["command"]), and the
+// command is not run. The result's NetworkPolicy says which applied.
 //
 // Errors after that: errs.PathEscape / errs.PathInvalid / errs.NotFound for a bad opts.cwd;
 // errs.ProcessFailed (the executable cannot be started); errs.ProcessTimeout (the whole process
@@ -110,10 +115,9 @@ func runBash(ctx context.Context, in BashInput, tc *Context) (BashResult, error)
 	argv := make([]string, 0, 1+len(in.Args))
 	argv = append(argv, in.Cmd)
 	argv = append(argv, in.Args...)
-	if !tc.AllowNetwork {
-		if err := checkNetwork(argv); err != nil {
-			return BashResult{}, err
-		}
+	networkPolicy, err := checkNetwork(tc.Sandbox, tc.AllowNetwork, argv)
+	if err != nil {
+		return BashResult{}, err
 	}
 	var dir string
 	if in.Opts != nil {
@@ -131,6 +135,7 @@ func runBash(ctx context.Context, in BashInput, tc *Context) (BashResult, error)
 		AllowNetwork:   tc.AllowNetwork,
 	})
 	out := bashResult(res)
+	out.NetworkPolicy = networkPolicy
 	if err != nil {
 		e := errs.As(err)
 		if errors.Is(err, errs.ProcessTimeout) {
@@ -171,13 +176,14 @@ func bashResult(res adapter.Result) BashResult {
 
 func (r BashResult) details() map[string]any {
 	d := map[string]any{
-		"exitCode":  r.ExitCode,
-		"output":    r.Output,
-		"stdout":    r.Stdout,
-		"stderr":    r.Stderr,
-		"truncated": r.Truncated,
-		"enforced":  r.Enforced,
-		"isolation": r.Isolation,
+		"exitCode":      r.ExitCode,
+		"output":        r.Output,
+		"stdout":        r.Stdout,
+		"stderr":        r.Stderr,
+		"truncated":     r.Truncated,
+		"enforced":      r.Enforced,
+		"isolation":     r.Isolation,
+		"networkPolicy": r.NetworkPolicy,
 	}
 	if r.Limit != "" {
 		d["limit"] = r.Limit

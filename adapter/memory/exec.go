@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -16,8 +17,8 @@ import (
 	"github.com/sandboxer/sandboxer/adapter/memory/coreutils"
 	"github.com/sandboxer/sandboxer/adapter/memory/memfs"
 	"github.com/sandboxer/sandboxer/errs"
-	"mvdan.cc/sh/v3/expand"
-	"mvdan.cc/sh/v3/interp"
+	"github.com/sandboxer/sandboxer/third_party/mvdansh/expand"
+	"github.com/sandboxer/sandboxer/third_party/mvdansh/interp"
 	"mvdan.cc/sh/v3/syntax"
 )
 
@@ -35,7 +36,7 @@ type call struct {
 	stopped atomic.Bool // the sandbox was stopped while this call ran
 
 	failOnce sync.Once
-	fatalErr atomic.Pointer[errs.Error] // a spent limit (errs.LimitExceeded)
+	fatalErr atomic.Pointer[errs.Error] // a spent limit (errs.LimitExceeded) or a panic (errs.Internal)
 }
 
 // fatal returns the spent limit that ended the call, or nil.
@@ -52,9 +53,23 @@ func callOf(ctx context.Context) *call { return ctx.Value(callKey{}).(*call) }
 
 // limit records a spent limit and ends the call.
 func (c *call) limit(what string, format string, args ...any) error {
+	e := errs.New(errs.LimitExceeded, "exec", "", format, args...)
+	e.Details = map[string]any{"limit": what}
+	return c.abort(e)
+}
+
+// panicked records a recovered panic and ends the call with errs.Internal.
+func (c *call) panicked(p any) error {
+	return c.panickedWith(&PanicError{Value: p, Stack: debug.Stack()})
+}
+
+func (c *call) panickedWith(pe *PanicError) error {
+	return c.abort(&errs.Error{Code: errs.Internal, Op: "exec", Msg: "the shell interpreter failed", Err: pe})
+}
+
+// abort records the first error that ends the call and cancels it; it returns that first error.
+func (c *call) abort(e *errs.Error) error {
 	c.failOnce.Do(func() {
-		e := errs.New(errs.LimitExceeded, "exec", "", format, args...)
-		e.Details = map[string]any{"limit": what}
 		c.fatalErr.Store(e)
 		c.cancel()
 	})
@@ -197,7 +212,7 @@ func (s *Sandbox) ExecuteCommand(ctx context.Context, c adapter.Command) (adapte
 		defer stop()
 	}
 
-	code, runErr := s.runTop(runCtx, cl, c.Args, dir, env, stdin, stdout, stderr)
+	code, runErr := s.runGuarded(runCtx, cl, c.Args, dir, env, stdin, stdout, stderr)
 	ended := runCtx.Err() // before cancel below: set when the time ran out, ctx ended or a limit hit
 
 	cancel() // background jobs see the end first, then the gate closes behind them
@@ -249,6 +264,28 @@ func (s *Sandbox) ExecuteCommand(ctx context.Context, c adapter.Command) (adapte
 		}
 	}
 	return res, nil
+}
+
+// PanicError is a panic of the shell interpreter or of a utility, recovered and returned as the
+// cause of an errs.Internal error instead of ending the process.
+type PanicError struct {
+	Value any    // what was passed to panic
+	Stack []byte // the goroutine's stack at the panic
+}
+
+func (p *PanicError) Error() string { return fmt.Sprintf("panic: %v", p.Value) }
+
+// runGuarded is runTop with a panic on the call's goroutine turned into the call's errs.Internal.
+// Panics on the interpreter's other goroutines (pipeline elements, background jobs) are
+// recovered where they run: in execHandler for the utilities, in the interpreter itself for its
+// own code (third_party/mvdansh, interp.PanicError), which runNode turns into the same error.
+func (s *Sandbox) runGuarded(ctx context.Context, cl *call, args []string, dir string, env expand.Environ, stdin *os.File, stdout, stderr io.Writer) (code int, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			code, err = 1, cl.panicked(p)
+		}
+	}()
+	return s.runTop(ctx, cl, args, dir, env, stdin, stdout, stderr)
 }
 
 func withOutput(err error, res adapter.Result) error {
@@ -303,7 +340,7 @@ func (s *Sandbox) runTop(ctx context.Context, cl *call, args []string, dir strin
 			return 127, notFound{name, why}
 		}
 	}
-	return s.runNode(ctx, cl, callExpr(args), "", nil, dir, env, stdin, stdout, stderr)
+	return s.runNode(ctx, cl, callExpr(args), false, nil, dir, env, stdin, stdout, stderr)
 }
 
 // executable finds an executable file of the tree, or says why not.
@@ -449,7 +486,7 @@ func (s *Sandbox) runShell(ctx context.Context, cl *call, args []string, dir str
 	}
 	named := *file
 	named.Name = inv.name
-	return s.runNode(ctx, cl, &named, shName, append(inv.opts, append([]string{"--"}, inv.params...)...), dir, env, stdin, stdout, stderr)
+	return s.runNode(ctx, cl, &named, inv.script != "", append(inv.opts, append([]string{"--"}, inv.params...)...), dir, env, stdin, stdout, stderr)
 }
 
 func shellSyntaxError(inv shellInvocation, err error) string {
@@ -464,10 +501,12 @@ func shellSyntaxError(inv shellInvocation, err error) string {
 	return where + ": " + err.Error()
 }
 
-// runNode runs a parsed script or one command on a pooled runner.
-func (s *Sandbox) runNode(ctx context.Context, cl *call, node syntax.Node, _ string, params []string, dir string, env expand.Environ, stdin *os.File, stdout, stderr io.Writer) (code int, err error) {
+// runNode runs a parsed script or one command on a pooled runner; cmdString says that the script
+// is a command string (sh -c), which changes a few exit statuses (interp.CommandString).
+func (s *Sandbox) runNode(ctx context.Context, cl *call, node syntax.Node, cmdString bool, params []string, dir string, env expand.Environ, stdin *os.File, stdout, stderr io.Writer) (code int, err error) {
 	r := getRunner()
 	_ = interp.Env(env)(r)
+	_ = commandString[cmdString](r)
 	r.Reset()
 	_ = interp.StdIO(stdin, stdout, stderr)(r)
 	if params != nil {
@@ -484,18 +523,26 @@ func (s *Sandbox) runNode(ctx context.Context, cl *call, node syntax.Node, _ str
 		}
 	}
 	err = r.Run(ctx, node)
+	if err != nil {
+		if ipe := (*interp.PanicError)(nil); errors.As(err, &ipe) {
+			// A runner that panicked is not reused.
+			return 1, cl.panickedWith(&PanicError{Value: ipe.Value, Stack: ipe.Stack})
+		}
+	}
 	putRunner(r)
-	var es interp.ExitStatus
-	switch {
-	case err == nil:
+	if err == nil {
 		return 0, nil
-	case errors.As(err, &es):
+	}
+	if es, ok := interp.IsExitStatus(err); ok {
 		return int(es), nil
 	}
 	return 1, err
 }
 
 var runnerPool sync.Pool // of *interp.Runner
+
+// commandString holds both interp.CommandString options, built once rather than per call.
+var commandString = map[bool]interp.RunnerOption{true: interp.CommandString(true), false: interp.CommandString(false)}
 
 func getRunner() *interp.Runner {
 	if r, ok := runnerPool.Get().(*interp.Runner); ok {

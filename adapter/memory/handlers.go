@@ -16,8 +16,8 @@ import (
 
 	"github.com/sandboxer/sandboxer/adapter/memory/coreutils"
 	"github.com/sandboxer/sandboxer/adapter/memory/memfs"
-	"mvdan.cc/sh/v3/expand"
-	"mvdan.cc/sh/v3/interp"
+	"github.com/sandboxer/sandboxer/third_party/mvdansh/expand"
+	"github.com/sandboxer/sandboxer/third_party/mvdansh/interp"
 	"mvdan.cc/sh/v3/syntax"
 )
 
@@ -167,8 +167,15 @@ func absIn(dir, p string) string {
 }
 
 // execHandler runs every command that is not a builtin or a function. It never reaches the host.
-func execHandler(ctx context.Context, args []string) error {
+// A panic in a utility, on whichever goroutine the interpreter runs it, ends the call with a
+// *PanicError instead of the process.
+func execHandler(ctx context.Context, args []string) (err error) {
 	cl := callOf(ctx)
+	defer func() {
+		if p := recover(); p != nil {
+			err = cl.panicked(p)
+		}
+	}()
 	hc := interp.HandlerCtx(ctx)
 	code, err := cl.sb.runCommand(ctx, cl, hc, args)
 	if err != nil {
@@ -201,15 +208,17 @@ func (s *Sandbox) runCommand(ctx context.Context, cl *call, hc interp.HandlerCon
 		return f(ctx, cl, hc, args), nil
 	}
 	if isShell(name) {
-		code, err := s.runShell(ctx, cl, args, hc.Dir, hc.Env, stdinFile(hc.Stdin), hc.Stdout, hc.Stderr)
+		// A child shell, like a child process, sees only the exported variables.
+		code, err := s.runShell(ctx, cl, args, hc.Dir, exportedOnly(hc.Env), stdinFile(hc.Stdin), hc.Stdout, hc.Stderr)
 		return nestedExit(code, err)
 	}
 	if u, ok := coreutils.Lookup(name); ok {
 		return s.runUtility(ctx, cl, hc.Dir, hc.Env, hc.Stdin, hc.Stdout, hc.Stderr, u, args), nil
 	}
 	if interp.IsBuiltin(name) {
-		// Reached through xargs or env: run it in a child shell, as /usr/bin/NAME would.
-		code, err := s.runNode(ctx, cl, callExpr(args), "", nil, hc.Dir, exportedOnly(hc.Env), stdinFile(hc.Stdin), hc.Stdout, hc.Stderr)
+		// Reached through xargs or env, or by path: run it in a child shell, as /usr/bin/NAME would.
+		argv := append([]string{name}, args[1:]...) // /bin/true is the builtin true
+		code, err := s.runNode(ctx, cl, callExpr(argv), false, nil, hc.Dir, exportedOnly(hc.Env), stdinFile(hc.Stdin), hc.Stdout, hc.Stderr)
 		return nestedExit(code, err)
 	}
 	if strings.Contains(name, "/") {
@@ -227,12 +236,12 @@ func (s *Sandbox) runCommand(ctx context.Context, cl *call, hc interp.HandlerCon
 			return code, nil
 		}
 		shArgs := append([]string{"sh", p}, args[1:]...)
-		code, err := s.runShell(ctx, cl, shArgs, hc.Dir, hc.Env, stdinFile(hc.Stdin), hc.Stdout, hc.Stderr)
+		code, err := s.runShell(ctx, cl, shArgs, hc.Dir, exportedOnly(hc.Env), stdinFile(hc.Stdin), hc.Stdout, hc.Stderr)
 		return nestedExit(code, err)
 	}
 	if p := s.lookPath(hc.Env.Get("PATH").String(), name); p != "" {
 		shArgs := append([]string{"sh", p}, args[1:]...)
-		code, err := s.runShell(ctx, cl, shArgs, hc.Dir, hc.Env, stdinFile(hc.Stdin), hc.Stdout, hc.Stderr)
+		code, err := s.runShell(ctx, cl, shArgs, hc.Dir, exportedOnly(hc.Env), stdinFile(hc.Stdin), hc.Stdout, hc.Stderr)
 		return nestedExit(code, err)
 	}
 	fmt.Fprintf(hc.Stderr, "sh: %s: command not found\n", name)
@@ -266,11 +275,16 @@ func binName(name string) string {
 	if !binDirs[path.Clean(dir)] {
 		return name
 	}
-	if _, ok := coreutils.Lookup(base); ok || isShell(base) {
+	if _, ok := coreutils.Lookup(base); ok || isShell(base) || programBuiltins[base] {
 		return base
 	}
 	return name
 }
+
+// programBuiltins are the shell builtins that systems also install as programs (/bin/true,
+// /usr/bin/printf, ...), so that a script may run them by path.
+var programBuiltins = map[string]bool{"true": true, "false": true, "echo": true, "printf": true,
+	"test": true, "[": true, "kill": true, "pwd": true}
 
 // nestedExit turns a child shell's end into its exit status: a child that killed itself
 // reports 128+signo to its parent instead of ending it.
@@ -319,8 +333,10 @@ func (g gatedFS) do(err *error, f func() error) {
 		*err = errCallOver
 		return
 	}
-	*err = f()
-	g.cl.leave()
+	func() {
+		defer g.cl.leave() // released even when f panics and execHandler recovers
+		*err = f()
+	}()
 	if errors.Is(*err, memfs.ErrNoSpace) {
 		_ = g.cl.limit("tree_bytes", "the file tree would exceed %d bytes", g.cl.fs.MaxBytes())
 	}
@@ -655,13 +671,16 @@ func init() {
 	}
 }
 
-// lookupKind says what a name runs as. Functions are not visible to handlers, so a function
-// that shadows nothing is reported as not found (a documented gap).
+// lookupKind says what a name runs as, in bash's order: keyword, function, builtin, file.
 func lookupKind(cl *call, hc interp.HandlerContext, name string) (kind, where string) {
-	name = binName(name)
 	switch {
 	case keywords[name]:
 		return "keyword", ""
+	case hc.IsFunction(name):
+		return "function", ""
+	}
+	name = binName(name)
+	switch {
 	case interp.IsBuiltin(name):
 		return "builtin", ""
 	case isShell(name):
@@ -709,6 +728,8 @@ func runType(ctx context.Context, cl *call, hc interp.HandlerContext, args []str
 			fmt.Fprintf(hc.Stdout, "%s is a shell keyword\n", n)
 		case kind == "builtin":
 			fmt.Fprintf(hc.Stdout, "%s is a shell builtin\n", n)
+		case kind == "function":
+			fmt.Fprintf(hc.Stdout, "%s is a function\n", n)
 		default:
 			fmt.Fprintf(hc.Stdout, "%s is %s\n", n, where)
 		}
@@ -729,6 +750,8 @@ func runCommandV(ctx context.Context, cl *call, hc interp.HandlerContext, args [
 			status = 1
 		case verbose && kind == "file":
 			fmt.Fprintf(hc.Stdout, "%s is %s\n", n, where)
+		case verbose && kind == "function":
+			fmt.Fprintf(hc.Stdout, "%s is a function\n", n)
 		case verbose:
 			fmt.Fprintf(hc.Stdout, "%s is a shell %s\n", n, kind)
 		case kind == "file":
@@ -835,7 +858,7 @@ func parseScript(src string) (*syntax.File, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := instrument(f); err != nil {
+	if _, err := instrument(f); err != nil {
 		return nil, err
 	}
 	if len(src) <= 64<<10 {
@@ -858,8 +881,12 @@ func instrumentSource(src string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if err := instrument(f); err != nil {
+	loops, err := instrument(f)
+	if err != nil {
 		return "", err
+	}
+	if !loops {
+		return src, nil // unchanged, as trap -p shows it
 	}
 	var b strings.Builder
 	if err := syntax.NewPrinter().Print(&b, f); err != nil {
@@ -871,7 +898,7 @@ func instrumentSource(src string) (string, error) {
 // instrument refuses what would reach the host (process substitution uses host FIFOs; -O/-G
 // tests read the host's user database) and puts a loop counter at the head of every loop, so
 // that loops without commands still meet MaxLoopIterations.
-func instrument(f *syntax.File) error {
+func instrument(f *syntax.File) (loops bool, err error) {
 	var bad error
 	tick := func() *syntax.Stmt {
 		return &syntax.Stmt{Cmd: &syntax.CallExpr{Args: []*syntax.Word{{Parts: []syntax.WordPart{&syntax.Lit{Value: loopTick}}}}}}
@@ -890,10 +917,12 @@ func instrument(f *syntax.File) error {
 			}
 		case *syntax.WhileClause:
 			n.Cond = append([]*syntax.Stmt{tick()}, n.Cond...)
+			loops = true
 		case *syntax.ForClause:
 			n.Do = append([]*syntax.Stmt{tick()}, n.Do...)
+			loops = true
 		}
 		return bad == nil
 	})
-	return bad
+	return loops, bad
 }

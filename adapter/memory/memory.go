@@ -28,7 +28,7 @@ import (
 	"github.com/sandboxer/sandboxer/adapter"
 	"github.com/sandboxer/sandboxer/adapter/memory/memfs"
 	"github.com/sandboxer/sandboxer/errs"
-	"mvdan.cc/sh/v3/expand"
+	"github.com/sandboxer/sandboxer/third_party/mvdansh/expand"
 )
 
 // Workspace is where the workspace lives in the tree.
@@ -168,12 +168,15 @@ func newSandbox(cfg Config, t *memfs.FS) *Sandbox {
 	return &Sandbox{cfg: cfg, id: id, fs: t, baseEnv: base, envList: shellEnv(base)}
 }
 
-// identity are the shell's user ids: set and read-only but not exported, as in bash, so that the
-// interpreter does not fill them from the host process.
+// identity are the shell's own variables: the user ids, set and read-only but not exported, as
+// in bash, so that the interpreter does not fill them from the host process; and BASH_VERSION,
+// the bash release whose behaviour the interpreter follows (scripts test it to know they run in
+// bash).
 var identity = map[string]expand.Variable{
-	"UID":  {Set: true, ReadOnly: true, Kind: expand.String, Str: "1000"},
-	"EUID": {Set: true, ReadOnly: true, Kind: expand.String, Str: "1000"},
-	"GID":  {Set: true, ReadOnly: true, Kind: expand.String, Str: "1000"},
+	"UID":          {Set: true, ReadOnly: true, Kind: expand.String, Str: "1000"},
+	"EUID":         {Set: true, ReadOnly: true, Kind: expand.String, Str: "1000"},
+	"GID":          {Set: true, ReadOnly: true, Kind: expand.String, Str: "1000"},
+	"BASH_VERSION": {Set: true, Kind: expand.String, Str: "5.2.15(1)-release"},
 }
 
 type sandboxEnviron struct{ expand.Environ }

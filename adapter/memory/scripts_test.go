@@ -163,6 +163,32 @@ func TestScripts(t *testing.T) {
 		{name: "sed $ and q", script: `sed -n '$p' a.txt; sed 2q a.txt`, out: "baz\nhello world\nfoo bar\n"},
 		{name: "sed a i c y =", script: `printf 'x\ny\n' | sed '1a after'; printf 'x\n' | sed 'i before'; printf 'x\ny\n' | sed '2c changed'; echo abc | sed 'y/abc/xyz/'; printf 'p\nq\n' | sed -n '$='`, out: "x\nafter\ny\nbefore\nx\nx\nchanged\nxyz\n2\n"},
 		{name: "sed bad script", script: `sed 'k' a.txt`, errOut: "*", code: 1},
+
+		// od, nl, paste, fold, comm, column, stat, expr, digests, sort -z, rev
+		{name: "od -A -t -N -j", script: `od -c a.txt | head -n 2; od -An -tx1 -N 4 a.txt; od -Ad -tu1 -j 2 -N 3 a.txt; printf 'abcd' | od -x; printf '\377' | od -An -td1`,
+			out: "0000000   h   e   l   l   o       w   o   r   l   d  \\n   f   o   o    \n0000020   b   a   r  \\n   H   e   l   l   o       a   g   a   i   n  \\n\n 68 65 6c 6c\n0000002 108 108 111\n0000005\n0000000 6261 6463\n0000004\n   -1\n"},
+		{name: "od repeats and -v", script: `printf '%032d' 0 | od -An -c | head -n 3; printf '%032d' 0 | od -v -An -tx1 | wc -l; od -t z a.txt; echo $?`,
+			out: "   0   0   0   0   0   0   0   0   0   0   0   0   0   0   0   0\n*\n2\n2\n", errOut: "*"},
+		{name: "nl -b -w -s -n", script: `nl -ba -w3 -s: words.txt | head -n 2; nl -nln nums.txt | head -n 1; printf 'a\n\nb\n' | nl -bt`,
+			out: "  1:b\n  2:a\n1     \t10\n     1\ta\n       \n     2\tb\n"},
+		{name: "paste -d -s", script: `paste -d, nums.txt words.txt | head -n 2; paste -s -d: nums.txt; printf 'x\ny\n' | paste - -`,
+			out: "10,b\n2,a\n10:2:33:2:1\nx\ty\n"},
+		{name: "fold -w -s -b", script: `echo 'hello brave new world' | fold -w 8; echo 'hello brave new world' | fold -s -w 8; echo abcdef | fold -b -w 4`,
+			out: "hello br\nave new \nworld\nhello \nbrave \nnew \nworld\nabcd\nef\n"},
+		{name: "comm -1 -2 -3", script: `sort words.txt -u > s1; printf 'a\nd\n' > s2; comm s1 s2; comm -12 s1 s2; comm -3 s1 s2`,
+			out: "\t\ta\nb\nc\n\td\na\nb\nc\n\td\n"},
+		{name: "column -t -s", script: `column -t -s, csv.txt; printf 'a  b\n\nc d\n' | column -t`,
+			out: "id  name  age\n1   ann   30\n2   bob   25\na  b\nc  d\n"},
+		{name: "stat -c --printf", script: `stat -c '%n %s %F %a %A' a.txt; stat --printf='%s\n' nums.txt; touch e; stat -c %F e; stat -L -c %F sub; stat nope; echo $?`,
+			out: "a.txt 36 regular file 644 -rw-r--r--\n12\nregular empty file\ndirectory\n1\n", errOut: "stat: cannot stat 'nope': No such file or directory\n"},
+		{name: "expr", script: `expr 7 / 2 \* 3; expr 10 % 4 - 1; expr 2 \< 10; expr a \< b; expr abc : 'a\(.*\)'; expr length hello; expr substr hello 2 3; expr index hello lo; expr 0 \| 5; expr 3 \& 0; expr 1 / 0; echo $?`,
+			out: "9\n1\n1\n1\nbc\n5\nell\n3\n5\n0\n2\n", errOut: "expr: division by zero\n"},
+		{name: "expr status", script: `expr 0; echo $?; expr ''; echo $?; expr 1 + x; echo $?`,
+			out: "0\n1\n\n1\n2\n", errOut: "expr: non-integer argument\n"},
+		{name: "md5sum sha1sum sha512sum", script: `printf abc | md5sum; printf abc | sha1sum; printf abc | sha512sum | cut -c1-16; md5sum nums.txt`,
+			out: "900150983cd24fb0d6963f7d28e17f72  -\na9993e364706816aba3e25717850c26c9cd0d89d  -\nddaf35a193617aba\n72b68ca58a40fbb76f1da7cacd6c99ae  nums.txt\n"},
+		{name: "sort -z -r", script: `printf 'b\0c\0a\0' | sort -z -r | tr '\0' ' '; echo`, out: "c b a \n"},
+		{name: "rev", script: `printf 'abc\nxy\n' | rev; rev nums.txt | head -n 3`, out: "cba\nyx\n01\n2\n33\n"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -84,4 +84,16 @@ func TestMemoryAdapter(t *testing.T) {
 	assert.Equal(t, "TOOL_NOT_FOUND", code(decodeReply(t, r)))
 	r = e.run("", nil, "sandbox", "create", "--adapter", "memory")
 	assert.Equal(t, 2, r.code, "a memory sandbox cannot outlive its process")
+
+	// There is no network in the memory adapter, so command inspection refuses nothing there:
+	// a command name in a variable runs, and a network client is simply not found.
+	r = e.run("", nil, "exec", "--adapter", "memory", "--journal", "off", "--", "sh", "-c", "c=echo; $c hi; x=printf; $x '%s\\n' there")
+	assert.Equal(t, 0, r.code, r.stderr)
+	assert.Equal(t, "hi\nthere\n", r.stdout)
+	r = e.run("", nil, "exec", "--adapter", "memory", "--journal", "off", "--", "sh", "-c", "curl https://example.com")
+	assert.Equal(t, 127, r.code, "not refused by the policy: curl does not exist there")
+	assert.NotContains(t, r.stderr, "TOOL_NETWORK_DISABLED")
+	res = callTool(t, cs, "bash", map[string]any{"cmd": "sh", "args": []string{"-c", "c=curl; $c x || echo not here"}})
+	require.False(t, res.IsError, text(t, res))
+	assert.Contains(t, text(t, res), "not here")
 }

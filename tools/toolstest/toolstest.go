@@ -577,6 +577,22 @@ var NetworkDeniedCases = []struct {
 
 func (s suite) testNetworkDenied(t *testing.T) {
 	tc := s.env(t)
+	if c, known := caps(tc.Sandbox); known && c.Network == adapter.NetVirtual {
+		// The sandbox has no network at all: command inspection does not apply and refuses
+		// nothing (the commands fail on their own, or run without reaching anything), and the
+		// result says so.
+		for _, c := range NetworkDeniedCases {
+			_, err := call(t, tc, tools.Bash, bashIn(c.Argv[0], c.Argv[1:]...))
+			assert.NotContains(t, []errs.Code{errs.NetworkDisabled, errs.GitRemoteDisabled}, errs.CodeOf(err), "%q", c.Argv)
+		}
+		res := ok(t, tc, tools.Bash, sh("c=curl; echo $c https://example.com"))
+		br := res.Value.(tools.BashResult)
+		assert.Equal(t, tools.PolicyNoNetwork, br.NetworkPolicy)
+		assert.True(t, br.Enforced, "a sandbox without a network enforces its absence")
+		return
+	}
+	res := ok(t, tc, tools.Bash, bashIn("echo", "hi"))
+	assert.Equal(t, tools.PolicyInspected, res.Value.(tools.BashResult).NetworkPolicy)
 	for _, c := range NetworkDeniedCases {
 		t.Run(strings.Join(c.Argv, " "), func(t *testing.T) {
 			_, err := call(t, tc, tools.Bash, bashIn(c.Argv[0], c.Argv[1:]...))
@@ -630,12 +646,15 @@ func (s suite) testNetworkAllowed(t *testing.T) {
 
 func (s suite) testAllowNetworkSkipsPolicy(t *testing.T) {
 	tc := s.env(t)
-	fails(t, tc, tools.Bash, bashIn("echo", "https://example.com"), errs.NetworkDisabled)
+	if c, known := caps(tc.Sandbox); !known || c.Network != adapter.NetVirtual {
+		fails(t, tc, tools.Bash, bashIn("echo", "https://example.com"), errs.NetworkDisabled)
+	}
 	tc.AllowNetwork = true
 	res := ok(t, tc, tools.Bash, bashIn("echo", "https://example.com"))
 	assert.Equal(t, "https://example.com\n", res.Output)
 	br := res.Value.(tools.BashResult)
 	assert.Equal(t, br.Isolation.Network, br.Enforced, "enforced reports the adapter's network isolation")
+	assert.Equal(t, tools.PolicyOff, br.NetworkPolicy)
 }
 
 func (s suite) testStoppedSandbox(t *testing.T) {

@@ -21,7 +21,7 @@ import (
 	"time"
 
 	"github.com/sandboxer/sandboxer/adapter/memory/memfs"
-	"mvdan.cc/sh/v3/expand"
+	"github.com/sandboxer/sandboxer/third_party/mvdansh/expand"
 )
 
 // Env is what a running utility sees.

@@ -7,9 +7,9 @@ import (
 
 	"github.com/sandboxer/sandboxer/adapter/memory/coreutils"
 	"github.com/sandboxer/sandboxer/adapter/memory/memfs"
+	"github.com/sandboxer/sandboxer/third_party/mvdansh/expand"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"mvdan.cc/sh/v3/expand"
 )
 
 // run calls one utility directly over a tree, without the adapter or the shell.

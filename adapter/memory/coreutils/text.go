@@ -367,12 +367,34 @@ func readLines(e *Env, name string, files []string) ([]string, int) {
 	return out, status
 }
 
+// readRecords is readLines for NUL-terminated records (sort -z).
+func readRecords(e *Env, name string, files []string) ([]string, int) {
+	var out []string
+	status := eachInput(e, name, files, func(label string, r io.Reader) int {
+		data, err := io.ReadAll(r)
+		if err != nil {
+			return 1
+		}
+		recs := strings.Split(string(data), "\x00")
+		if recs[len(recs)-1] == "" {
+			recs = recs[:len(recs)-1]
+		}
+		out = append(out, recs...)
+		return 0
+	})
+	return out, status
+}
+
 func sortCmd(e *Env, args []string) int {
-	flags, files, err := parseFlags(args[1:], "rnufbhVsc", "ktTo")
+	flags, files, err := parseFlags(args[1:], "rnufbhVscz", "ktTo")
 	if err != nil {
 		return e.usage("sort", "%v", err)
 	}
-	ls, status := readLines(e, "sort", files)
+	read, term := readLines, byte('\n')
+	if flags['z'] != "" {
+		read, term = readRecords, 0
+	}
+	ls, status := read(e, "sort", files)
 	sep := flags['t']
 	keyField, keyEnd := 0, 0
 	if k, ok := flags['k']; ok {
@@ -484,7 +506,7 @@ func sortCmd(e *Env, args []string) int {
 			continue
 		}
 		w.WriteString(l)
-		w.WriteByte('\n')
+		w.WriteByte(term)
 	}
 	if err := w.Flush(); err != nil {
 		return e.writeErr("sort", err)

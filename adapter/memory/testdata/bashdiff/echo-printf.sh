@@ -1,0 +1,182 @@
+# echo and printf.
+
+#### echo-plain
+echo a b   c
+
+#### echo-n
+echo -n no-newline; echo
+
+#### echo-e-escapes
+echo -e 'a\tb\nc'
+
+#### echo-en-combined
+echo -en 'x\ty'; echo
+
+#### echo-ne-combined
+echo -ne 'p\nq'; echo
+
+#### echo-e-backslash-c
+echo -e 'stop\cnever'; echo
+
+#### echo-E-no-escapes
+echo -E 'a\tb'
+
+#### echo-without-e-keeps-backslash
+echo 'a\tb'
+
+#### echo-dash-dash-printed
+echo -- x
+
+#### echo-unknown-option-printed
+echo -x y
+
+#### echo-e-octal-hex
+echo -e '\0101\x42'
+
+#### echo-multiple-flags-separate
+echo -n -e 'a\tb'; echo
+
+#### echo-empty
+echo
+echo ''
+
+#### echo-dash-n-only-word
+echo "-n"
+echo x
+
+#### echo-e-escape-e
+echo -e '\e[0m' | od -An -c
+
+#### printf-basic
+printf '%s=%d\n' a 1 b 2
+
+#### printf-reuse-format
+printf '%s\n' a b c
+
+#### printf-missing-args
+printf '%s|%s|%d\n' only
+
+#### printf-no-newline
+printf abc; echo
+
+#### printf-v-var
+printf -v out '%05d' 42
+echo "$out"
+
+#### printf-v-array-element
+declare -a arr
+printf -v 'arr[1]' '%s' val
+echo "${arr[1]}"
+
+#### printf-dash-dash
+printf -- '%s\n' a b
+
+#### printf-float
+printf '%.2f\n' 3.14159
+printf '%8.3f|\n' 2.5
+
+#### printf-string-width-precision
+printf '%5.1s|\n' abc
+printf '%-5s|%5s|\n' ab cd
+
+#### printf-hex-octal
+printf '%x %X %o %#x\n' 255 255 8 255
+
+#### printf-char-code
+printf '%d\n' "'A"
+printf '%d\n' '"a'
+
+#### printf-percent-c
+printf '%c\n' hello
+
+#### printf-percent-b
+printf '%b\n' 'a\tb\\n' 'x\ny'
+
+#### printf-percent-q
+printf '%q\n' 'a b' "it's"
+
+#### printf-escapes-in-format
+printf 'a\tb\\n\n'
+
+#### printf-zero-pad-negative
+printf '%05d|%-5d|%+d\n' -42 7 3
+
+#### printf-invalid-number
+printf '%d\n' abc 2>/dev/null
+echo "st=$?"
+
+#### printf-hex-input
+printf '%d %d\n' 0x10 010
+
+#### printf-star-width
+printf '%*s|\n' 6 ab
+printf '%-*s|\n' 6 ab
+
+#### printf-percent-e-g
+printf '%e %g %g\n' 1234.5 0.0001 100000000
+
+#### printf-no-args-format-only
+printf 'plain\n'
+
+#### printf-literal-percent-s-args
+printf '%s %s\n' a
+
+#### printf-unsigned
+printf '%u\n' 42
+
+#### printf-i
+printf '%i\n' 17
+
+#### printf-octal-escape-in-format
+printf '\101\102\n'
+
+#### printf-unicode-escape
+printf '\u00e9\n'
+
+#### printf-width-unicode
+printf '%-4s|\n' é
+
+#### printf-stops-at-backslash-c
+printf 'a\cb'; echo
+printf '%b' 'x\cy'; echo
+
+#### printf-bad-format-char
+printf '%z\n' 2>/dev/null
+echo "st=$?"
+
+#### printf-to-stderr
+printf 'err\n' >&2 2>/dev/null
+echo ok
+
+#### printf-table
+printf '%-6s%4s\n' name qty apple 3 kiwi 12
+
+#### printf-join-array
+arr=(a b c)
+printf '%s,' "${arr[@]}"; echo
+
+#### printf-repeat-char
+printf '=%.0s' 1 2 3 4 5; echo
+
+#### printf-dash-arg
+printf '%s\n' -n
+
+#### printf-v-no-output
+printf -v x 'hidden'
+echo "[$x]"
+
+#### printf-float-rounding
+printf '%.0f %.0f %.1f\n' 2.5 3.5 0.05
+
+#### echo-args-with-spaces
+echo "a  b" c
+
+#### echo-var-with-dash-e
+x=-e
+echo $x
+
+#### printf-s-with-newlines
+printf '[%s]\n' "$(printf 'a\nb')"
+
+#### printf-percent-percent-args
+printf '%d%%\n' 50

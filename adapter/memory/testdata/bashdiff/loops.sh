@@ -1,0 +1,209 @@
+# Loops: for, while, until, break, continue, select-free.
+
+#### for-in-list
+for x in a b c; do echo $x; done
+
+#### for-no-in-uses-params
+set -- p q
+for x; do echo $x; done
+
+#### for-empty-list
+for x in; do echo never; done
+echo done
+
+#### for-brace-range
+for i in {1..5}; do printf '%s ' $i; done; echo
+
+#### for-brace-step
+for i in {0..10..3}; do printf '%s ' $i; done; echo
+
+#### for-brace-letters
+echo {a..e}
+
+#### for-brace-reverse
+echo {5..1}
+
+#### for-brace-padded
+echo {01..10..3}
+
+#### brace-list
+echo pre{a,b,c}post
+
+#### brace-nested
+echo {a,b{1,2}}
+
+#### brace-no-expansion-single
+echo {a} {a,} x{}y
+
+#### for-seq
+for i in $(seq 3); do echo "i=$i"; done
+
+#### c-style-for
+for ((i=0; i<3; i++)); do echo $i; done
+
+#### c-style-empty-parts
+i=0
+for ((;;)); do ((i++)); [ $i -ge 3 ] && break; done
+echo $i
+
+#### while-counter
+i=0
+while [ $i -lt 3 ]; do echo $i; i=$((i+1)); done
+
+#### until-loop
+i=0
+until [ $i -ge 3 ]; do echo $i; i=$((i+1)); done
+
+#### break-out
+for i in 1 2 3 4; do [ $i = 3 ] && break; echo $i; done
+
+#### continue-skip
+for i in 1 2 3 4; do [ $i = 2 ] && continue; echo $i; done
+
+#### break-nested-levels
+for i in 1 2; do
+  for j in a b c; do
+    [ $j = b ] && break 2
+    echo $i$j
+  done
+done
+echo out
+
+#### continue-nested-levels
+for i in 1 2; do
+  for j in a b; do
+    [ $j = a ] && continue 2
+    echo never
+  done
+  echo never2
+done
+echo out
+
+#### while-read-lines
+printf 'one\ntwo\nthree\n' > f
+while read -r l; do echo "<$l>"; done < f
+
+#### while-read-last-line-no-newline
+printf 'a\nb' > f
+while read -r l || [ -n "$l" ]; do echo "<$l>"; done < f
+
+#### pipe-into-while-subshell
+n=0
+printf 'a\nb\n' | while read -r l; do n=$((n+1)); done
+echo $n
+
+#### loop-status-last-command
+for i in 1 2; do false; done
+echo $?
+
+#### loop-status-no-iterations
+false
+for i in; do :; done
+echo $?
+
+#### while-false-status
+while false; do :; done
+echo $?
+
+#### loop-var-after-loop
+for v in a b c; do :; done
+echo $v
+
+#### loop-over-glob
+touch a.c b.c c.h
+for f in *.c; do echo "$f"; done
+
+#### loop-over-no-match-glob
+for f in *.none; do echo "[$f]"; done
+
+#### loop-over-array
+arr=(x 'y z' w)
+for e in "${arr[@]}"; do echo "[$e]"; done
+
+#### loop-over-array-indices
+arr=(a b c)
+for i in "${!arr[@]}"; do echo "$i=${arr[i]}"; done
+
+#### while-with-break-value
+i=0
+while :; do
+  i=$((i+1))
+  if [ $i -eq 4 ]; then break; fi
+done
+echo $i
+
+#### loop-output-piped
+for i in 3 1 2; do echo $i; done | sort
+
+#### nested-loops
+for i in 1 2; do for j in 1 2; do echo -n "$i$j "; done; done; echo
+
+#### loop-with-case
+for x in apple bob 42; do
+  case $x in
+    [0-9]*) echo "$x number";;
+    a*) echo "$x a-word";;
+    *) echo "$x other";;
+  esac
+done
+
+#### while-read-ifs-fields
+printf 'k1=v1\nk2=v2\n' > kv
+while IFS== read -r k v; do echo "$k -> $v"; done < kv
+
+#### for-in-command-subst-lines
+printf 'l 1\nl 2\n' > f
+IFS=$'\n'
+for l in $(cat f); do echo "[$l]"; done
+
+#### break-outside-loop
+break 2>/dev/null
+echo "st=$?"
+
+#### loop-in-function-return
+f() { for i in 1 2 3; do [ $i = 2 ] && return 7; done; }
+f
+echo $?
+
+#### until-with-counter-and-status
+n=3
+until ((n == 0)); do echo $n; ((n--)); done
+
+#### for-with-semicolon-newline-forms
+for i in a b
+do
+  echo $i
+done
+
+#### while-command-condition
+printf 'x\n' > f
+while grep -q x f; do echo found; : > f; done
+
+#### read-loop-with-counter
+i=0
+while read -r _; do i=$((i+1)); done <<< $'a\nb\nc'
+echo $i
+
+#### loop-sum-file
+printf '1\n2\n3\n' > nums
+s=0
+while read -r n; do s=$((s+n)); done < nums
+echo $s
+
+#### brace-expansion-in-for-with-var-no-expand
+n=3
+echo {1..$n}
+
+#### seq-with-step
+seq 1 2 7
+
+#### seq-separator
+seq -s, 1 4
+
+#### continue-in-while
+i=0
+while [ $i -lt 5 ]; do
+  i=$((i+1))
+  [ $((i % 2)) -eq 0 ] && continue
+  echo $i
+done

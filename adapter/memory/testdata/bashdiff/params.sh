@@ -1,0 +1,237 @@
+# Parameter expansion.
+
+#### default-value
+unset x
+echo "${x:-def}" "${x-def2}"
+x=
+echo "[${x:-def}]" "[${x-def2}]"
+
+#### assign-default
+unset x
+echo "${x:=set}"
+echo "$x"
+
+#### alternate-value
+x=1
+echo "${x:+alt}" "[${y:+alt}]"
+
+#### error-if-unset
+( unset x; echo "${x:?missing}" ) 2>/dev/null
+echo "status $?"
+
+#### length
+x=hello
+echo ${#x}
+
+#### length-unicode
+x=héllo
+echo ${#x}
+
+#### remove-prefix-shortest-longest
+p=/usr/local/bin/tool
+echo ${p#*/} ${p##*/}
+
+#### remove-suffix-shortest-longest
+f=archive.tar.gz
+echo ${f%.*} ${f%%.*}
+
+#### substring
+s=abcdefgh
+echo ${s:2} ${s:2:3} ${s: -3} ${s: -3:2}
+
+#### substring-negative-length
+s=abcdefgh
+echo ${s:1:-2}
+
+#### replace-first-all
+s=aXbXc
+echo ${s/X/-} ${s//X/-}
+
+#### replace-anchored-start
+s=xxabxx
+echo ${s/#xx/yy}
+
+#### replace-anchored-end
+s=xxabxx
+echo ${s/%xx/yy}
+
+#### replace-with-empty
+s=a.b.c
+echo ${s//./}
+
+#### replace-glob-pattern
+s=file123.txt
+echo ${s//[0-9]/#}
+
+#### upper-lower
+s=Hello
+echo ${s^^} ${s,,} ${s^} 
+
+#### lower-first
+s=HELLO
+echo ${s,}
+
+#### indirect-expansion
+name=target
+target=value
+echo ${!name}
+
+#### prefix-names
+abc1=1 abc2=2
+echo ${!abc*}
+
+#### quoted-pattern-is-literal
+v='a?c'
+echo "${v#"a?"}" "${v#a?}"
+w=abc
+echo "${w#"a?"}"
+
+#### quoted-star-pattern
+v='*star'
+echo "${v#'*'}"
+
+#### nested-default
+unset a b
+echo ${a:-${b:-deep}}
+
+#### default-with-spaces-quoted
+unset x
+for w in ${x:-"a b"}; do echo "[$w]"; done
+
+#### dollar-at-default-none
+set --
+echo "${@-none}"
+echo "${@:-none2}"
+
+#### dollar-at-default-some
+set -- a
+echo "${@-none}"
+
+#### positional-beyond-nine
+set -- 1 2 3 4 5 6 7 8 9 10 11
+echo ${10} ${11} $10
+
+#### dollar-hash
+set -- a b c
+echo $#
+shift
+echo $#
+
+#### dollar-at-slice
+set -- a b c d e
+echo "${@:2:2}"
+echo "${@:3}"
+
+#### dollar-zero-in-bash-c
+echo $0
+
+#### special-question
+false
+echo $?
+true
+echo $?
+
+#### dollar-dash-contains
+set -e
+case $- in *e*) echo has-e;; esac
+
+#### unset-var-is-empty
+unset zz
+echo "[$zz]"
+
+#### braces-delimit-name
+x=foo
+echo "${x}bar" "$xbar"
+
+#### default-does-not-assign
+unset x
+echo ${x:-d}
+echo "[${x}]"
+
+#### length-of-array-element
+a=(one three)
+echo ${#a[1]}
+
+#### pattern-with-bracket-class
+s=a1b2c3
+echo ${s//[[:digit:]]/}
+
+#### strip-trailing-slash
+d=/path/to/dir/
+echo ${d%/}
+
+#### basename-dirname-via-expansion
+p=/a/b/c.txt
+echo ${p##*/} ${p%/*}
+
+#### extension-check
+f=x.tar.gz
+echo ${f##*.}
+
+#### replace-in-each-positional
+set -- ab cb
+echo ${@/b/X}
+
+#### uppercase-array
+a=(ab cd)
+echo ${a[@]^^}
+
+#### substring-of-at
+set -- a b c
+echo ${@:0:2}
+
+#### colon-in-substring-vs-default
+x=abc
+echo ${x:-1} ${x: -1}
+
+#### unset-then-length
+unset q
+echo ${#q}
+
+#### assign-default-positional-error
+( : ${1:=x} ) 2>/dev/null
+echo $?
+
+#### var-in-pattern
+pre=ab
+s=abcd
+echo ${s#$pre}
+
+#### star-in-replacement
+s=abc
+echo "${s/b/*}"
+
+#### ampersand-in-replacement
+s=abc
+echo "${s/b/&}"
+
+#### replace-longest-match
+s=aaa
+echo ${s/a*/X} ${s/#a/X}
+
+#### indirect-array
+arr=(x y z)
+ref='arr[1]'
+echo ${!ref}
+
+#### readonly-assign-fails
+readonly r=1
+( r=2 ) 2>/dev/null
+echo $?
+echo $r
+
+#### dollar-underscore
+echo a b c >/dev/null
+echo $_
+
+#### case-modify-pattern
+s=hello
+echo ${s^^[lo]}
+
+#### transform-quote
+s="it's"
+echo ${s@Q}
+
+#### empty-pattern-replace
+s=abc
+echo ${s//}

@@ -1,0 +1,206 @@
+# Word splitting and IFS.
+
+#### default-ifs-splits-on-blanks
+x='  a  b	c
+d  '
+for w in $x; do echo "[$w]"; done
+
+#### ifs-colon
+IFS=:
+s='a:b:c'
+for f in $s; do echo "[$f]"; done
+
+#### ifs-colon-empty-field
+IFS=:
+s='a::b'
+for f in $s; do echo "[$f]"; done
+
+#### ifs-colon-leading-empty
+IFS=:
+s=':a:b'
+for f in $s; do echo "[$f]"; done
+
+#### ifs-colon-trailing-empty-dropped
+IFS=:
+s='a:b:'
+set -- $s
+echo $#
+
+#### ifs-whitespace-and-colon
+IFS=' :'
+s='a : b::c'
+for f in $s; do echo "[$f]"; done
+
+#### ifs-empty-no-split
+IFS=
+s='a b c'
+set -- $s
+echo $#
+
+#### ifs-unset-default
+unset IFS
+s='a b	c'
+set -- $s
+echo $#
+
+#### ifs-newline-only
+IFS=$'\n'
+s='one two
+three four'
+for l in $s; do echo "[$l]"; done
+
+#### ifs-restored-after-subshell
+s='a:b'
+(IFS=:; set -- $s; echo $#)
+set -- $s
+echo $#
+
+#### ifs-comma-csv
+line='x,y,,z'
+IFS=, read -r a b c d <<< "$line"
+echo "$a|$b|$c|$d"
+
+#### dollar-at-unquoted-splits
+set -- 'a b' c
+set -- $@
+echo $#
+
+#### dollar-at-with-prefix-suffix
+set -- a b c
+echo "-$@-"
+for x in "-$@-"; do echo "[$x]"; done
+
+#### dollar-at-empty-quoted
+set --
+set -- "$@"
+echo $#
+
+#### dollar-star-unquoted-with-ifs
+set -- 'a b' c
+IFS=:
+echo $*
+
+#### splitting-command-subst
+set -- $(printf 'a b\nc\n')
+echo $#
+
+#### quoted-command-subst-no-split
+set -- "$(printf 'a b\nc')"
+echo $#
+
+#### split-result-globbed
+touch f1 f2
+x='f*'
+echo $x
+
+#### split-result-glob-disabled
+touch f1 f2
+set -f
+x='f*'
+echo $x
+
+#### splitting-in-for-list
+list="one two three"
+n=0
+for w in $list; do n=$((n+1)); done
+echo $n
+
+#### no-split-in-assignment
+a="x y"
+b=$a
+set -- $b
+echo $#
+
+#### no-split-in-case-word
+v='a b'
+case $v in 'a b') echo matched;; esac
+
+#### no-split-in-double-brackets
+v='a b'
+[[ $v == 'a b' ]] && echo ok
+
+#### ifs-tab-only
+IFS=$'\t'
+s=$'a b\tc'
+for f in $s; do echo "[$f]"; done
+
+#### ifs-multiple-non-ws
+IFS=,
+s='a,,,b'
+set -- $s
+echo $#
+echo "[$2]"
+
+#### ifs-read-with-backslash
+IFS=: read -r a b <<< 'x\:y:z'
+echo "$a|$b"
+
+#### ifs-in-read-remainder
+IFS=: read -r a b <<< 'x:y:z'
+echo "$a|$b"
+
+#### ifs-whitespace-trim-in-read
+read -r a b <<< '   lead   trail   '
+echo "[$a][$b]"
+
+#### empty-ifs-read-keeps-spaces
+IFS= read -r line <<< '   spaced   '
+echo "[$line]"
+
+#### array-from-split
+s='a b c'
+arr=($s)
+echo ${#arr[@]}
+
+#### array-from-split-ifs
+IFS=, 
+s='1,2,3'
+arr=($s)
+echo "${arr[1]}"
+
+#### split-unquoted-in-args
+f() { echo $#; }
+v='1 2 3'
+f $v
+f "$v"
+
+#### split-with-leading-spaces-in-var
+v='   x'
+set -- $v
+echo "$#:$1"
+
+#### star-and-at-same-unquoted
+set -- 'a b' c
+a=$(echo $*)
+b=$(echo $@)
+[ "$a" = "$b" ] && echo same
+
+#### quoted-at-in-array-assignment
+set -- 'a b' c
+arr=("$@")
+echo ${#arr[@]}
+
+#### ifs-change-midscript
+s='a-b c'
+set -- $s
+echo $#
+IFS=-
+set -- $s
+echo $#
+
+#### ifs-newline-lines-loop
+data=$'l1\nl2 with space\nl3'
+IFS=$'\n'
+for l in $data; do echo "<$l>"; done
+
+#### split-empty-string-zero-words
+x=''
+n=0
+for w in $x; do n=$((n+1)); done
+echo $n
+
+#### split-only-separators
+IFS=:
+x=':::'
+set -- $x
+echo $#

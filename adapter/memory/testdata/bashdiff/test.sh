@@ -1,0 +1,211 @@
+# test, [ ] and [[ ]].
+
+#### string-equality
+[ abc = abc ] && echo eq
+[ abc != abd ] && echo ne
+
+#### double-equals-in-single-bracket
+[ a == a ] && echo ok
+
+#### empty-and-nonempty
+[ -z "" ] && echo z
+[ -n "x" ] && echo n
+[ -n "" ] || echo not-n
+
+#### single-arg-test
+[ x ] && echo nonempty
+[ "" ] || echo empty
+
+#### numeric-comparisons
+[ 2 -lt 10 ] && echo lt
+[ 10 -gt 2 ] && echo gt
+[ 3 -le 3 ] && echo le
+[ 3 -ge 4 ] || echo not-ge
+[ 5 -eq 5 ] && echo eq
+[ 5 -ne 6 ] && echo ne
+
+#### numeric-with-spaces
+[ " 5 " -eq 5 ] && echo spaced
+
+#### numeric-octal-looking
+[ 010 -eq 10 ] && echo decimal
+
+#### numeric-hex-in-single-bracket
+[ 0x10 -eq 16 ] 2>/dev/null && echo hex || echo "not-hex $?"
+
+#### numeric-octal-in-double-bracket
+[[ 010 -eq 8 ]] && echo octal
+
+#### numeric-hex-in-double-bracket
+[[ 0x10 -eq 16 ]] && echo hex
+
+#### numeric-invalid
+[ abc -eq 1 ] 2>/dev/null
+echo "st=$?"
+
+#### file-tests
+touch f
+mkdir d
+[ -e f ] && echo e
+[ -f f ] && echo f
+[ -d d ] && echo d
+[ -f d ] || echo not-f
+[ -s f ] || echo empty
+echo x > f
+[ -s f ] && echo nonempty
+
+#### file-permissions
+touch f
+chmod 644 f
+[ -r f ] && echo r
+[ -w f ] && echo w
+[ -x f ] || echo not-x
+chmod +x f
+[ -x f ] && echo x
+
+#### symlink-test
+touch target
+ln -s target link
+[ -L link ] && echo link
+[ -h link ] && echo h
+[ -L target ] || echo not-link
+
+#### newer-than
+touch -d '2020-01-01' old
+touch new
+[ new -nt old ] && echo newer
+[ old -ot new ] && echo older
+
+#### same-file
+touch f
+ln -s f l
+[ f -ef l ] && echo same
+
+#### not-operator
+[ ! -e nope ] && echo absent
+
+#### and-or-in-single-bracket
+[ 1 -eq 1 -a 2 -eq 2 ] && echo and
+[ 1 -eq 2 -o 2 -eq 2 ] && echo or
+
+#### parens-in-test
+[ \( 1 -eq 1 \) ] && echo paren
+
+#### string-less-than
+[ a \< b ] && echo less
+[[ a < b ]] && echo dless
+
+#### double-bracket-and-or
+[[ 1 -eq 1 && 2 -eq 2 ]] && echo and
+[[ 1 -eq 2 || 2 -eq 2 ]] && echo or
+
+#### double-bracket-no-split
+v='a b'
+[[ $v = 'a b' ]] && echo nosplit
+
+#### double-bracket-empty-unquoted
+v=
+[[ -z $v ]] && echo empty
+
+#### double-bracket-pattern
+[[ hello == h*o ]] && echo glob
+[[ hello == 'h*o' ]] || echo quoted
+
+#### double-bracket-regex
+[[ abc123 =~ ^[a-z]+([0-9]+)$ ]] && echo "${BASH_REMATCH[1]}"
+
+#### double-bracket-regex-quoted-literal
+[[ 'a.c' =~ "a.c" ]] && echo m1
+[[ 'abc' =~ "a.c" ]] || echo m2
+
+#### double-bracket-regex-var
+re='^[0-9]+$'
+[[ 42 =~ $re ]] && echo num
+[[ 4x2 =~ $re ]] || echo notnum
+
+#### double-bracket-regex-rematch-whole
+[[ 'key=val' =~ (.*)=(.*) ]] && echo "${BASH_REMATCH[0]} ${BASH_REMATCH[1]} ${BASH_REMATCH[2]}"
+
+#### double-bracket-not
+[[ ! -e nope ]] && echo absent
+
+#### double-bracket-grouping
+[[ ( 1 -eq 2 || 2 -eq 2 ) && 3 -eq 3 ]] && echo grouped
+
+#### double-bracket-arith-compare
+x=5
+[[ $x -gt 3 ]] && echo gt
+[[ x -gt 3 ]] && echo name-evaluated
+
+#### double-bracket-string-compare-numbers
+[[ 10 < 9 ]] && echo lexical
+
+#### double-bracket-v-var-set
+x=1
+[[ -v x ]] && echo set
+[[ -v nope ]] || echo unset
+
+#### test-v-array-element
+a=(1)
+[[ -v a[0] ]] && echo has0
+[[ -v a[5] ]] || echo no5
+
+#### test-builtin-name
+test 1 -eq 1 && echo test-ok
+
+#### test-missing-bracket
+[ 1 -eq 1 2>/dev/null
+echo "st=$?"
+
+#### test-too-many-args
+[ a b c ] 2>/dev/null
+echo "st=$?"
+
+#### test-unary-on-empty
+[ -f ] && echo true-one-arg
+
+#### test-equal-with-operators-as-strings
+[ "-n" = "-n" ] && echo ok
+[ = = = ] && echo eq
+
+#### test-string-with-dash
+x=-x
+[ "$x" = "-x" ] && echo dash
+
+#### test-o-option
+set -o errexit
+[[ -o errexit ]] && echo errexit-on
+set +o errexit
+[[ -o errexit ]] || echo errexit-off
+
+#### test-t-fd
+[ -t 5 ] || echo not-tty
+
+#### test-nonexistent-dir
+[ -d /nonexistent/dir ] || echo no-dir
+
+#### test-regex-special-chars
+[[ 'a+b' =~ a\+b ]] && echo escaped
+
+#### test-regex-no-match-rematch-cleared
+[[ abc =~ (b) ]]
+[[ xyz =~ (q) ]]
+echo "[${BASH_REMATCH[*]}]"
+
+#### test-pattern-with-var-quoted
+p='a*'
+[[ abc == $p ]] && echo unquoted-glob
+[[ abc == "$p" ]] || echo quoted-literal
+
+#### test-integer-overflow-compare
+[ 9999999999 -gt 1 ] && echo big
+
+#### test-negative-numbers
+[ -5 -lt -2 ] && echo neg
+
+#### test-string-equal-glob-chars
+[ 'a*' = 'a*' ] && echo literal
+
+#### double-bracket-empty-string-test
+[[ "" ]] || echo empty-false
+[[ x ]] && echo nonempty-true
