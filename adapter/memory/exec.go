@@ -37,6 +37,31 @@ type call struct {
 
 	failOnce sync.Once
 	fatalErr atomic.Pointer[errs.Error] // a spent limit (errs.LimitExceeded) or a panic (errs.Internal)
+
+	psubMu    sync.Mutex
+	psubFiles []string // files of process substitutions, removed when the call ends
+}
+
+// procSubstDir holds the files of process substitutions (interp.ProcSubstDir): <(cmd) and >(cmd)
+// are regular files of the tree, never host FIFOs.
+const procSubstDir = "/dev/.psub"
+
+// procSubstFile records a file that a process substitution created.
+func (c *call) procSubstFile(p string) {
+	c.psubMu.Lock()
+	c.psubFiles = append(c.psubFiles, p)
+	c.psubMu.Unlock()
+}
+
+// removeProcSubstFiles removes the files of the call's process substitutions.
+func (c *call) removeProcSubstFiles() {
+	c.psubMu.Lock()
+	files := c.psubFiles
+	c.psubFiles = nil
+	c.psubMu.Unlock()
+	for _, p := range files {
+		_ = c.fs.Remove(p)
+	}
 }
 
 // fatal returns the spent limit that ended the call, or nil.
@@ -217,6 +242,7 @@ func (s *Sandbox) ExecuteCommand(ctx context.Context, c adapter.Command) (adapte
 
 	cancel() // background jobs see the end first, then the gate closes behind them
 	cl.finish()
+	cl.removeProcSubstFiles()
 	stdout.close()
 	stderr.close()
 	if stdin != nil {
@@ -554,8 +580,9 @@ func getRunner() *interp.Runner {
 func putRunner(r *interp.Runner) { runnerPool.Put(r) }
 
 // bootEnv is the environment runners are created with. Its TMPDIR fixes the interpreter's
-// private temporary directory (used only for process substitution FIFOs, which are refused at
-// parse time) to a path with a NUL byte: any host call on it fails before reaching the kernel.
+// private temporary directory (used only for process substitution FIFOs, which ProcSubstDir
+// replaces with files of the tree) to a path with a NUL byte: any host call on it fails before
+// reaching the kernel.
 var bootEnv = shellEnv([]string{"TMPDIR=/\x00sandboxer-no-host-tmp", "HOME=" + Workspace})
 
 func newRunner() *interp.Runner {
@@ -563,6 +590,7 @@ func newRunner() *interp.Runner {
 		interp.Env(bootEnv),
 		func(r *interp.Runner) error { r.Dir = Workspace; return nil }, // interp.Dir would stat the host
 		interp.StdIO(nil, io.Discard, io.Discard),
+		interp.ProcSubstDir(procSubstDir),
 		interp.ExecHandlers(func(interp.ExecHandlerFunc) interp.ExecHandlerFunc { return execHandler }),
 		interp.CallHandler(callHandler),
 		interp.OpenHandler(openHandler),

@@ -22,6 +22,10 @@ func FuzzScript(f *testing.F) {
 		"x=$(cat a); echo ${x//a/b}", "cd /; ls -la; cd -", "ln -s /etc e; cat e/passwd", "diff -u a a",
 		"echo x > /tmp/f; cat < /tmp/f", "eval 'while :; do :; done'", "kill -9 $$", "trap 'echo t' EXIT",
 		"printf '%s\\n' *", "sort -k2 -t, a | uniq -c", "xargs -n1 echo < a", "sh -c 'exit 3'; echo $?",
+		"a=(5 6); (( a[0]++ ))", "declare -A c; for k in x y; do (( c[$k]++ )); done", "e=1+2; echo $((e+3))",
+		"exec 3>f; echo hi >&3; exec 3>&-", "printf -v x '%5.1f|%q' 3.14159 'a b'", "read -r -d '' x <<< a",
+		"set -e; for i in 1; do false && true; done", "echo $((1/0)); echo next", "IFS=:; set -- a::b; echo $#",
+		"true | false; echo ${PIPESTATUS[@]}", "trap 'echo t' EXIT; (exit 3) | cat",
 	} {
 		f.Add(seed)
 	}

@@ -469,6 +469,9 @@ func openHandler(ctx context.Context, p string, flag int, perm os.FileMode) (io.
 	if err != nil {
 		return nil, shellPathError("open", p, err)
 	}
+	if flag&os.O_CREATE != 0 && path.Dir(abs) == procSubstDir {
+		cl.procSubstFile(abs)
+	}
 	if flag == os.O_RDONLY {
 		// The interpreter turns any input redirection that is not an *os.File into a pipe fed by
 		// a goroutine it never stops; feeding our own pipe, closed by the interpreter after the
@@ -895,9 +898,9 @@ func instrumentSource(src string) (string, error) {
 	return b.String(), nil
 }
 
-// instrument refuses what would reach the host (process substitution uses host FIFOs; -O/-G
-// tests read the host's user database) and puts a loop counter at the head of every loop, so
-// that loops without commands still meet MaxLoopIterations.
+// instrument refuses what would reach the host (coproc uses host pipes outside the handlers;
+// -O/-G tests read the host's user database) and puts a loop counter at the head of every loop,
+// so that loops without commands still meet MaxLoopIterations.
 func instrument(f *syntax.File) (loops bool, err error) {
 	var bad error
 	tick := func() *syntax.Stmt {
@@ -905,8 +908,6 @@ func instrument(f *syntax.File) (loops bool, err error) {
 	}
 	syntax.Walk(f, func(n syntax.Node) bool {
 		switch n := n.(type) {
-		case *syntax.ProcSubst:
-			bad = fmt.Errorf("process substitution is %w", errUnsupported)
 		case *syntax.Stmt:
 			if n.Coprocess {
 				bad = fmt.Errorf("coproc is %w", errUnsupported)

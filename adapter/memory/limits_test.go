@@ -6,6 +6,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
@@ -137,6 +138,16 @@ func TestHostInvisible(t *testing.T) {
 	assert.Equal(t, "x\n", string(res.Stdout))
 	_, statErr = os.Stat(os.TempDir() + "/sh-interp-0")
 	assert.True(t, os.IsNotExist(statErr), "the sandbox wrote to the host's temp dir")
+	// Process substitutions are files of the tree, removed when the call ends, never host FIFOs.
+	before, _ := filepath.Glob(filepath.Join(os.TempDir(), "sh-interp-*"))
+	res, err = run(t, sb, "cat <(echo from-psub) > >(cat); ls -A /dev/.psub | wc -l")
+	require.NoError(t, err)
+	assert.Equal(t, "from-psub\n2\n", string(res.Stdout))
+	res, err = run(t, sb, "ls -A /dev/.psub | wc -l")
+	require.NoError(t, err)
+	assert.Equal(t, "0\n", string(res.Stdout), "the call's process substitution files are gone")
+	after, _ := filepath.Glob(filepath.Join(os.TempDir(), "sh-interp-*"))
+	assert.Equal(t, len(before), len(after), "no FIFO on the host")
 	// The environment is the sandbox's own.
 	res, err = run(t, sb, "pwd; echo $HOME; env | sort | cut -d= -f1 | tr '\\n' ' '")
 	require.NoError(t, err)

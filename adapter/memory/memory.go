@@ -142,7 +142,7 @@ func New(cfg Config) (*Sandbox, error) {
 	}
 	cfg = cfg.withDefaults()
 	t := memfs.New(cfg.MaxTreeBytes)
-	for _, d := range []string{Workspace, "/tmp", "/dev", "/usr/bin", "/bin", "/etc"} {
+	for _, d := range []string{Workspace, "/tmp", "/dev", "/usr/bin", "/bin", "/etc", procSubstDir} {
 		if err := t.MkdirAll(d, 0o755); err != nil {
 			return nil, errs.Wrap(errs.Internal, "memory", d, err)
 		}

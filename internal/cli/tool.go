@@ -38,7 +38,7 @@ func newToolCmd(std Streams) *cobra.Command {
   {"ok":false,"error":{"code":"TOOL_NOT_FOUND","message":"...","details":{}}}
 
 bash adds "stdout", "stderr", "exitCode" and "truncated" (and "enforced", "isolation",
-"durationMs"); a non-zero exit is TOOL_COMMAND_FAILED whose details hold exitCode and output.
+"networkPolicy", "durationMs"); a non-zero exit is TOOL_COMMAND_FAILED whose details hold exitCode and output.
 On --attempt > 1 the object carries "warning" when earlier attempts of the same run, node and
 iteration already called side-effecting, non-idempotent tools.
 

@@ -118,6 +118,11 @@ type Runner struct {
 	// commandString is set by [CommandString].
 	commandString bool
 
+	// procSubstDir is set by [ProcSubstDir]; procSubstOut holds the pending
+	// >(cmd) process substitutions of the current statement.
+	procSubstDir string
+	procSubstOut []procSubstOut
+
 	// lastArg is $_, the last argument of the last simple command.
 	lastArg string
 
@@ -458,6 +463,21 @@ func Dir(path string) RunnerOption {
 func CommandString(enabled bool) RunnerOption {
 	return func(r *Runner) error {
 		r.commandString = enabled
+		return nil
+	}
+}
+
+// ProcSubstDir makes process substitutions use regular files in dir, opened
+// with the [OpenHandlerFunc], rather than named pipes in the host's temporary
+// directory. This suits runners whose open handler serves files which are not
+// the host's, such as a virtual file system. The command of <(cmd) then runs
+// to its end before the command which reads its file, and the command of
+// >(cmd) runs after the statement which wrote its file; neither runs
+// concurrently as with pipes. The files are left in dir. An empty dir
+// restores named pipes. The setting is kept by [Runner.Reset].
+func ProcSubstDir(dir string) RunnerOption {
+	return func(r *Runner) error {
+		r.procSubstDir = dir
 		return nil
 	}
 }
@@ -1007,6 +1027,7 @@ func (r *Runner) Reset() {
 		statHandler:    r.statHandler,
 		accessHandler:  r.accessHandler,
 		commandString:  r.commandString,
+		procSubstDir:   r.procSubstDir,
 
 		// These can be set by functions like [Dir] or [Params], but
 		// builtins can overwrite them; reset the fields to whatever the
@@ -1240,6 +1261,7 @@ func (r *Runner) subshell(background bool) *Runner {
 		filename:       r.filename,
 		opts:           r.opts,
 		commandString:  r.commandString,
+		procSubstDir:   r.procSubstDir,
 		noErrExit:      r.noErrExit,
 		pipeStatus:     slices.Clone(r.pipeStatus),
 		funcNames:      slices.Clone(r.funcNames),

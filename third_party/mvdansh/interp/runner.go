@@ -90,6 +90,9 @@ func (r *Runner) fillExpandConfig(ctx context.Context) {
 			if len(ps.Stmts) == 0 { // nothing to do
 				return os.DevNull, nil
 			}
+			if r.procSubstDir != "" {
+				return r.procSubstFile(ctx, ps)
+			}
 
 			// We can't atomically create a random unused temporary FIFO.
 			// Similar to [os.CreateTemp],
@@ -426,6 +429,9 @@ func (r *Runner) stmtSync(ctx context.Context, st *syntax.Stmt) {
 		r.cmd(ctx, st.Cmd)
 	}
 	r.stmtStatus(ctx, st)
+	if len(r.procSubstOut) > 0 {
+		r.runProcSubstOut(ctx)
+	}
 	if r.keepRedirs {
 		// The exec builtin made this statement's redirections apply to the
 		// shell itself, so don't undo them and keep their files open.
@@ -1168,6 +1174,65 @@ func funcText(name string, body *syntax.Stmt) string {
 	return sb.String()
 }
 
+// procSubstFile implements a process substitution with a regular file in
+// [ProcSubstDir], for interpreters whose files are not the host's: <(cmd)
+// runs cmd to its end now, writing the file which the command then reads;
+// >(cmd) returns an empty file, and runs cmd on what the command wrote into
+// it once the statement is done (see [Runner.stmtSync]).
+func (r *Runner) procSubstFile(ctx context.Context, ps *syntax.ProcSubst) (string, error) {
+	path := filepath.Join(r.procSubstDir, fifoNamePrefix+strconv.FormatUint(mathrand.Uint64(), 16))
+	f, err := r.open(ctx, path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600, false)
+	if err != nil {
+		return "", fmt.Errorf("cannot create process substitution file: %v", err)
+	}
+	if ps.Op == syntax.CmdOut {
+		f.Close()
+		r.procSubstOut = append(r.procSubstOut, procSubstOut{path: path, stmts: ps.Stmts, stdout: r.stdout, stderr: r.stderr})
+		return path, nil
+	}
+	r2 := r.subshell(false)
+	r2.stdout = f
+	r2.stmts(ctx, ps.Stmts)
+	r2.exitTrap(ctx)
+	r2.exit.endSubshell(true)
+	f.Close()
+	if r2.exit.fatalExit {
+		return "", r2.exit.err
+	}
+	return path, nil
+}
+
+// procSubstOut is a pending >(cmd) of [ProcSubstDir].
+type procSubstOut struct {
+	path           string
+	stmts          []*syntax.Stmt
+	stdout, stderr io.Writer
+}
+
+// runProcSubstOut runs the pending >(cmd) process substitutions of a statement
+// which is done, each reading what was written to its file.
+func (r *Runner) runProcSubstOut(ctx context.Context) {
+	pending := r.procSubstOut
+	r.procSubstOut = nil
+	for _, p := range pending {
+		f, err := r.open(ctx, p.path, os.O_RDONLY, 0, false)
+		if err != nil {
+			r.errf("cannot read process substitution file: %v\n", err)
+			continue
+		}
+		stdin, err := newStdinFile(f)
+		if err != nil {
+			f.Close()
+			continue
+		}
+		r2 := r.subshell(false)
+		r2.stdin, r2.stdout, r2.stderr = stdin, p.stdout, p.stderr
+		r2.stmts(ctx, p.stmts)
+		r2.exitTrap(ctx)
+		f.Close()
+	}
+}
+
 // exitTrap runs the EXIT trap that a subshell set, when it ends.
 func (r *Runner) exitTrap(ctx context.Context) {
 	if r.callbackExit != "" {
@@ -1647,7 +1712,7 @@ func (r *Runner) open(ctx context.Context, path string, flags int, mode os.FileM
 	// need their own separate handler API matching Unix-like semantics.
 	dir, name := filepath.Split(path)
 	dir = strings.TrimSuffix(dir, "/")
-	if dir == r.tempDir && strings.HasPrefix(name, fifoNamePrefix) {
+	if r.procSubstDir == "" && dir == r.tempDir && strings.HasPrefix(name, fifoNamePrefix) {
 		return os.OpenFile(path, flags, mode)
 	}
 

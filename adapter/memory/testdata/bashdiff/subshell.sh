@@ -186,3 +186,20 @@ type -t f echo ls if
 #### command-v
 command -v echo
 command -v nosuch-cmd || echo missing
+
+#### process-subst-while-read-keeps-vars
+n=0
+while read -r l; do n=$((n+1)); done < <(printf 'a\nb\nc\n')
+echo $n
+
+#### process-subst-diff
+diff <(printf 'a\nb\n') <(printf 'a\nc\n')
+echo "st=$?"
+
+#### process-subst-mapfile
+mapfile -t lines < <(printf 'x\ny\n')
+echo "${#lines[@]} ${lines[1]}"
+
+#### process-subst-as-file-argument
+wc -l < <(seq 5)
+cat <(echo one) <(echo two)
