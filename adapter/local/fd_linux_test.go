@@ -111,3 +111,16 @@ func TestUnresponsiveHelperIsTakenForDead(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "again\n", string(res.Stdout))
 }
+
+// Only this adapter's own cgroup names are taken for a dead process's leftovers: another tool's
+// "sandboxer-<id>" (an oci sandbox's, whose id may begin with or be only digits) is never killed.
+func TestStalePIDOnlyOwnNames(t *testing.T) {
+	pid, ok := stalePID("sandboxer-1234-0123456789abcdef")
+	assert.True(t, ok)
+	assert.Equal(t, 1234, pid)
+	for _, name := range []string{"sandboxer-9cfb0123", "sandboxer-12345678", "sandboxer-oci-1234",
+		"sandboxer-1234-short", "sandboxer-1234-0123456789ABCDEF", "sandboxer--0123456789abcdef", "other-1-0123456789abcdef"} {
+		_, ok := stalePID(name)
+		assert.False(t, ok, name)
+	}
+}

@@ -620,7 +620,13 @@ func stalePID(name string) (int, bool) {
 	if !ok {
 		return 0, false
 	}
-	pidStr, _, _ := strings.Cut(rest, "-")
+	// Exactly this adapter's shape: another tool's "sandboxer-<id>" (runc's cgroups of oci
+	// sandboxes) must never be taken for a dead process's and killed.
+	pidStr, suffix, ok := strings.Cut(rest, "-")
+	if !ok || len(suffix) != 16 || strings.Trim(suffix, "0123456789abcdef") != "" ||
+		pidStr == "" || strings.Trim(pidStr, "0123456789") != "" {
+		return 0, false
+	}
 	pid, err := strconv.Atoi(pidStr)
 	return pid, err == nil && pid > 0
 }
