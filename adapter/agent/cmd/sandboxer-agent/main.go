@@ -1,4 +1,4 @@
-// Command sandboxer-agent is the process spawner of docker sandboxes (see package agent). It
+// Command sandboxer-agent is the process spawner of docker and oci sandboxes (see package agent). It
 // serves the agent protocol on stdin and stdout and logs to stderr.
 //
 //	sandboxer-agent         serve until stdin ends, then exit (started by an exec)
@@ -11,7 +11,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/sandboxer/sandboxer/adapter/docker/agent"
+	"github.com/sandboxer/sandboxer/adapter/agent"
 )
 
 func main() {
