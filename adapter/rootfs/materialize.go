@@ -21,7 +21,7 @@ import (
 
 // recipeVersion changes whenever Archive changes what it puts in the tree, so that a tree made by
 // an older recipe is not taken for the current one.
-const recipeVersion = "rootfs-recipe-1"
+const recipeVersion = "rootfs-recipe-2"
 
 // Tree is a root file system unpacked on the host.
 type Tree struct {
@@ -31,7 +31,7 @@ type Tree struct {
 }
 
 // Materialize returns the root file system of o unpacked under dir as dir/<content hash>, its
-// directories read-only (0555), shared by every caller. The archive is only assembled (and the
+// directories read-only (0555, but /tmp), shared by every caller. The archive is only assembled (and the
 // agent compiled, seconds) when dir holds no tree for the same inputs yet: the inputs (the
 // recipe's version, the agent's embedded source, and the path, size and modification time of
 // busybox, rg and a given agent binary) are hashed into a key, and dir/inputs/<key> names the
@@ -192,16 +192,15 @@ func unpack(archive []byte, dst string) error {
 			return fmt.Errorf("entry %s: unexpected type %c", h.Name, h.Typeflag)
 		}
 	}
-	// Deepest first; /tmp keeps its sticky bit but loses its write bits like every other
-	// directory (sandboxes mount a tmpfs there).
+	// Deepest first. /tmp keeps its mode (1777): sandboxes mount a tmpfs over it, and runc gives
+	// a tmpfs the mode of the directory it covers.
 	slices.Sort(dirs)
 	slices.Reverse(dirs)
 	for _, d := range append(dirs, ".") {
-		fi, err := root.Lstat(d)
-		if err != nil {
-			return err
+		if d == "tmp" {
+			continue
 		}
-		if err := root.Chmod(d, fi.Mode()&fs.ModeSticky|0o555); err != nil {
+		if err := root.Chmod(d, 0o555); err != nil {
 			return err
 		}
 	}

@@ -147,6 +147,10 @@ func Archive(o Options) ([]byte, error) {
 	file("etc/passwd", 0o644, []byte("root:x:0:0:root:/root:/bin/sh\nsandbox:x:1000:1000:sandbox:/workspace:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n"))
 	file("etc/group", 0o644, []byte("root:x:0:\nsandbox:x:1000:\nnogroup:x:65534:\n"))
 	file("etc/nsswitch.conf", 0o644, []byte("passwd: files\ngroup: files\nhosts: files dns\n"))
+	// Mount points of the oci adapter (a runtime cannot create them in a read-only tree); docker
+	// mounts its own over them.
+	file("etc/hosts", 0o644, []byte("127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n"))
+	file("etc/resolv.conf", 0o644, nil)
 
 	names := make([]string, 0, len(entries))
 	for n := range entries {

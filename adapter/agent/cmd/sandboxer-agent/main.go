@@ -1,8 +1,10 @@
 // Command sandboxer-agent is the process spawner of docker and oci sandboxes (see package agent). It
 // serves the agent protocol on stdin and stdout and logs to stderr.
 //
-//	sandboxer-agent         serve until stdin ends, then exit (started by an exec)
-//	sandboxer-agent -idle   serve, then stay as the container's main process until SIGTERM
+//	sandboxer-agent               serve until stdin ends, then exit (started by an exec)
+//	sandboxer-agent -idle         serve, then stay as the container's main process until SIGTERM
+//	sandboxer-agent -init [-idle] be PID 1 of an oci container (see agent.Init): run the agent
+//	                              as its child, reap orphans, exit when the agent exits
 package main
 
 import (
@@ -15,9 +17,13 @@ import (
 )
 
 func main() {
-	idle := len(os.Args) > 1 && os.Args[1] == "-idle"
-	if len(os.Args) > 1 && !idle {
-		fmt.Fprintln(os.Stderr, "usage: sandboxer-agent [-idle]")
+	args := os.Args[1:]
+	if len(args) > 0 && args[0] == "-init" {
+		os.Exit(agent.Init("/proc/self/exe", args[1:]))
+	}
+	idle := len(args) == 1 && args[0] == "-idle"
+	if len(args) > 0 && !idle {
+		fmt.Fprintln(os.Stderr, "usage: sandboxer-agent [-init] [-idle]")
 		os.Exit(2)
 	}
 	stop := make(chan os.Signal, 1)

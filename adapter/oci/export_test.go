@@ -1,0 +1,4 @@
+package oci
+
+// Leftovers is leftovers, for the tests.
+var Leftovers = leftovers
