@@ -87,7 +87,7 @@ func (s *Sandbox) ExecuteCommand(ctx context.Context, cmd adapter.Command) (adap
 		stdout: teeCapped{buf: outBuf, live: cmd.Stdout, mu: &mu},
 		stderr: io.MultiWriter(errHead, teeCapped{buf: errBuf, live: cmd.Stderr, mu: &mu}),
 	})
-	res := adapter.Result{ExitCode: code, Duration: time.Since(start), Isolation: s.isolation()}
+	res := adapter.Result{ExitCode: code, Duration: time.Since(start), Isolation: s.Isolation()}
 	mu.Lock()
 	adapter.Capture(&res, outBuf, errBuf)
 	mu.Unlock()
@@ -115,9 +115,9 @@ func (s *Sandbox) ExecuteCommand(ctx context.Context, cmd adapter.Command) (adap
 	return res, nil
 }
 
-// isolation is what each result reports: the layers checked in force when the sandbox was made
+// Isolation is what each result reports: the layers checked in force when the sandbox was made
 // or attached to (see observeLayers).
-func (s *Sandbox) isolation() adapter.Isolation {
+func (s *Sandbox) Isolation() adapter.Isolation {
 	has := func(l string) bool {
 		for _, x := range s.layers {
 			if x == l {

@@ -2,7 +2,6 @@ package oci
 
 import (
 	"bufio"
-	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -272,17 +271,15 @@ func rootReadOnly(pid int) bool {
 }
 
 // observeLayers checks from the host which isolation layers are in force for the container: the
-// process the runtime reports (the container's PID 1 for runc and crun, the sandbox's kernel for
+// process pid the runtime reports (the container's PID 1 for runc and crun, the sandbox's kernel for
 // runsc) is inspected through /proc, its cgroups through the cgroup file system. What runsc
 // enforces inside its own kernel (capabilities, no-new-privileges, seccomp) cannot be seen from
 // the host: those layers are listed as configured, and the tests check them from inside.
-func (s *Sandbox) observeLayers(ctx context.Context) []string {
+func (s *Sandbox) observeLayers(pid int) []string {
 	layers := []string{"container"}
-	st, err := s.rt.state(ctx, containerID(s.rec.ID))
-	if err != nil || st.Pid <= 0 {
+	if pid <= 0 {
 		return layers
 	}
-	pid := st.Pid
 	if s.rt.name == Runsc {
 		layers = append(layers, "gvisor")
 		if !s.cfg.AllowNetwork {

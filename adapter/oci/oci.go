@@ -136,11 +136,19 @@ type Config struct {
 	Persist bool `mapstructure:"persist"`
 	// Env is added to the minimal environment of every command.
 	Env []string `mapstructure:"env"`
+	// Mounts are host directories mounted read-only under /mnt (a toolchain, a data set).
+	Mounts []Mount `mapstructure:"mounts"`
 	// Busybox, Ripgrep and Agent choose the host files of the root file system (see
 	// rootfs.Options); "" takes the defaults.
 	Busybox string `mapstructure:"busybox"`
 	Ripgrep string `mapstructure:"ripgrep"`
 	Agent   string `mapstructure:"agent"`
+}
+
+// Mount is a host directory mounted read-only in the sandbox.
+type Mount struct {
+	Source string `mapstructure:"source"` // absolute host path of a directory
+	Target string `mapstructure:"target"` // /mnt/NAME (one level below /mnt)
 }
 
 // Validate reports a configuration that cannot be used, as errs.InvalidInput.
@@ -188,6 +196,23 @@ func (c Config) Validate() error {
 	for _, e := range c.Env {
 		if k, _, ok := strings.Cut(e, "="); !ok || k == "" || strings.IndexByte(e, 0) >= 0 {
 			return bad("Env entry %q is not KEY=VALUE", e)
+		}
+	}
+	targets := map[string]bool{}
+	for _, m := range c.Mounts {
+		name, ok := strings.CutPrefix(m.Target, "/mnt/")
+		if !ok || name == "" || strings.ContainsAny(name, "/\x00") || name == "." || name == ".." {
+			return bad("Mounts target %q: want /mnt/NAME", m.Target)
+		}
+		if targets[m.Target] {
+			return bad("Mounts target %q given twice", m.Target)
+		}
+		targets[m.Target] = true
+		if !filepath.IsAbs(m.Source) {
+			return bad("Mounts source %q must be an absolute path", m.Source)
+		}
+		if fi, err := os.Stat(m.Source); err != nil || !fi.IsDir() {
+			return bad("Mounts source %q is not a directory", m.Source)
 		}
 	}
 	return nil
@@ -278,6 +303,9 @@ type record struct {
 	HostUID       int       `json:"hostUid"` // host uid (and gid) of the sandbox user
 	AllowNetwork  bool      `json:"allowNetwork"`
 	Created       time.Time `json:"created"`
+	// Config is the configuration the sandbox was made with: an attached handle and a fork use
+	// it (limits, environment, mounts), whatever configuration Attach was given.
+	Config Config `json:"config"`
 }
 
 func (l layout) readRecord(id string) (record, error) {
@@ -397,6 +425,7 @@ func create(ctx context.Context, cfg Config, copyFrom *os.Root) (*Sandbox, error
 		ID: id, Runtime: rt.name, RuntimePath: rt.path, Owner: owner(), OwnerStart: startTime(os.Getpid()),
 		Persist: cfg.Persist, Workspace: cfg.Workspace, KeepWorkspace: cfg.KeepWorkspace,
 		UserNS: userns, HostUID: rootfs.UID, AllowNetwork: cfg.AllowNetwork, Created: time.Now().UTC(),
+		Config: cfg,
 	}
 	if userns {
 		rec.HostUID = int(cfg.uidBase()) + rootfs.UID
@@ -441,18 +470,19 @@ func create(ctx context.Context, cfg Config, copyFrom *os.Root) (*Sandbox, error
 	if err != nil {
 		return fail(errs.Wrap(errs.Internal, op, "", err))
 	}
-	conn, err := rt.start(ctx, containerID(id), filepath.Join(dir, "bundle"), reach)
+	conn, pid, err := rt.start(ctx, containerID(id), filepath.Join(dir, "bundle"), reach)
 	if err != nil {
 		return fail(err)
 	}
 	s.agent = conn
-	s.layers = s.observeLayers(ctx)
+	s.layers = s.observeLayers(pid)
 	return s, nil
 }
 
 // Attach returns the sandbox with the given id, created earlier (possibly by another process)
 // under cfg's state directory; its first call starts an agent of its own in the container
-// through the runtime's exec. The sandbox keeps the runtime and settings it was created with.
+// through the runtime's exec. Only cfg's StateDir is used: the sandbox keeps the runtime and the
+// configuration it was created with.
 // Errors: errs.InvalidInput (a malformed id), errs.NotFound (no such sandbox),
 // errs.SandboxUnavailable (its container is not running, or the runtime is missing).
 func Attach(ctx context.Context, cfg Config, id string) (*Sandbox, error) {
@@ -471,9 +501,10 @@ func Attach(ctx context.Context, cfg Config, id string) (*Sandbox, error) {
 	if err != nil {
 		return nil, errs.Wrap(errs.Internal, op, "", err)
 	}
-	cfg.Runtime, cfg.RuntimePath = rec.Runtime, rec.RuntimePath
-	cfg.AllowNetwork, cfg.Persist = rec.AllowNetwork, rec.Persist
-	rt, err := findRuntime(cfg)
+	stateDir := cfg.stateDir()
+	cfg = rec.Config
+	cfg.StateDir = stateDir
+	rt, err := recordRuntime(cfg, rec)
 	if err != nil {
 		return nil, err
 	}
@@ -496,7 +527,7 @@ func Attach(ctx context.Context, cfg Config, id string) (*Sandbox, error) {
 	if s.ws, err = os.OpenRoot(rec.Workspace); err != nil {
 		return nil, errs.Wrap(errs.SandboxUnavailable, op, "", fmt.Errorf("workspace: %w", err))
 	}
-	s.layers = s.observeLayers(ctx)
+	s.layers = s.observeLayers(st.Pid)
 	return s, nil
 }
 
@@ -553,6 +584,26 @@ func (s *Sandbox) Stop(ctx context.Context) error {
 	s.stopped = true
 	s.mu.Unlock()
 	return s.destroy(ctx)
+}
+
+// Detach ends this handle's use of the sandbox and leaves the sandbox running, for another handle
+// (another process) to Attach to: the handle's agent stream is closed (that agent kills what it
+// still runs for this handle) and every later call of the handle fails with
+// errs.SandboxUnavailable. Use it on a persistent sandbox: the container's own agent (PID 1)
+// of a sandbox that is not persistent exits when its stream closes, and the sandbox with it.
+func (s *Sandbox) Detach() error {
+	s.mu.Lock()
+	if s.stopped {
+		s.mu.Unlock()
+		return nil
+	}
+	s.stopped = true
+	s.mu.Unlock()
+	s.closeAgent()
+	if s.ws != nil {
+		s.ws.Close()
+	}
+	return nil
 }
 
 // destroy releases everything the sandbox holds.

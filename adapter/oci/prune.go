@@ -277,3 +277,26 @@ func leftovers(ctx context.Context, cfg Config, id string) []string {
 	}
 	return append(out, leftoverCgroups(cgroupPath(id))...)
 }
+
+// Remove stops and removes sandbox id of cfg's state directory, running or not, as Stop does:
+// its container, cgroups and directory, and the workspace it made unless it was to be kept.
+// Errors: errs.InvalidInput (a malformed id), errs.NotFound (no such sandbox),
+// errs.SandboxUnavailable (its runtime cannot be run).
+func Remove(ctx context.Context, cfg Config, id string) error {
+	if !validID(id) {
+		return errs.New(errs.InvalidInput, "oci remove", "", "bad sandbox id %q", id)
+	}
+	lay := layoutOf(cfg.stateDir())
+	r, err := lay.readRecord(id)
+	if errors.Is(err, fs.ErrNotExist) {
+		return errs.New(errs.NotFound, "oci remove", "", "no oci sandbox %s in %s", id, lay.dir)
+	}
+	if err != nil {
+		return errs.Wrap(errs.Internal, "oci remove", "", err)
+	}
+	rt, err := recordRuntime(cfg, r)
+	if err != nil {
+		return err
+	}
+	return removeSandbox(ctx, rt, lay, r)
+}

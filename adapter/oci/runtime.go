@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -161,21 +162,23 @@ func (p *pipes) closeOwn() {
 }
 
 // start runs the bundle as container cid, detached, with the agent (the container's process)
-// serving this process over the container's stdio, and returns the connection to it (reach says
+// serving this process over the container's stdio, and returns the connection to it and the
+// host pid of the container's process (the sandbox's for runsc; 0 if unknown) (reach says
 // how the runtime gets to the root file system from a user namespace). The
 // runtime's own diagnostics go to the container's stderr, which is read into the connection's
 // stderr head: a failed start says why.
-func (r *runtimeBin) start(ctx context.Context, cid, bundleDir string, reach reachPlan) (*agentConn, error) {
+func (r *runtimeBin) start(ctx context.Context, cid, bundleDir string, reach reachPlan) (*agentConn, int, error) {
 	const op = "oci create"
 	p, err := newPipes()
 	if err != nil {
-		return nil, errs.Wrap(errs.Internal, op, "", err)
+		return nil, 0, errs.Wrap(errs.Internal, op, "", err)
 	}
 	// The start itself is not cut off midway (a half-made container is worse than a late one);
 	// the caller deletes the container when ctx ended meanwhile.
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
 	defer cancel()
-	cmd := r.command(cctx, "run", "--detach", "--bundle", bundleDir, cid)
+	pidFile := filepath.Join(bundleDir, "init.pid")
+	cmd := r.command(cctx, "run", "--detach", "--pid-file", pidFile, "--bundle", bundleDir, cid)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = p.inR, p.outW, p.errW
 	cmd.Dir = bundleDir
 	conn := newAgentConn(p, nil)
@@ -187,13 +190,15 @@ func (r *runtimeBin) start(ctx context.Context, cid, bundleDir string, reach rea
 	if err != nil {
 		conn.Close()
 		msg := conn.stderr.waitString(2 * time.Second)
-		return nil, errs.New(errs.SandboxUnavailable, op, "", "%s run: %v: %s", r.name, err, strings.TrimSpace(msg))
+		return nil, 0, errs.New(errs.SandboxUnavailable, op, "", "%s run: %v: %s", r.name, err, strings.TrimSpace(msg))
 	}
 	if ctx.Err() != nil {
 		conn.Close()
-		return nil, ctx.Err()
+		return nil, 0, ctx.Err()
 	}
-	return conn, nil
+	b, _ := os.ReadFile(pidFile)
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	return conn, pid, nil
 }
 
 // exec starts another agent in running container cid with the process of processFile (the

@@ -1,7 +1,12 @@
 package oci
 
 import (
+	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 
 	"github.com/moby/profiles/seccomp"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
@@ -9,6 +14,7 @@ import (
 	"github.com/sandboxer/sandboxer/adapter"
 	"github.com/sandboxer/sandboxer/adapter/agent"
 	"github.com/sandboxer/sandboxer/adapter/rootfs"
+	"github.com/sandboxer/sandboxer/errs"
 )
 
 // baseEnv is the minimal environment of the container and of every command.
@@ -94,6 +100,13 @@ func (b bundle) spec() (*specs.Spec, error) {
 	if b.resolvConf != "" {
 		s.Mounts = append(s.Mounts, specs.Mount{Destination: "/etc/resolv.conf", Type: "bind", Source: b.resolvConf, Options: []string{"bind", "ro", "nosuid", "nodev", "noexec"}})
 	}
+	if len(c.Mounts) > 0 {
+		// A tmpfs holds the mount points: the root file system is read-only and shared.
+		s.Mounts = append(s.Mounts, specs.Mount{Destination: "/mnt", Type: "tmpfs", Source: "tmpfs", Options: []string{"nosuid", "nodev", "noexec", "mode=755", "size=64k"}})
+		for _, m := range c.Mounts {
+			s.Mounts = append(s.Mounts, specs.Mount{Destination: m.Target, Type: "bind", Source: m.Source, Options: []string{"rbind", "ro", "nosuid", "nodev"}})
+		}
+	}
 	if !c.AllowNetwork {
 		s.Linux.Namespaces = append(s.Linux.Namespaces, specs.LinuxNamespace{Type: specs.NetworkNamespace})
 	}
@@ -144,4 +157,69 @@ func execProcess(s *specs.Spec) *specs.Process {
 	p := *s.Process
 	p.Args = []string{agent.Path}
 	return &p
+}
+
+// Bundle writes into dir (created if needed) the bundle a sandbox of cfg would run, with args as
+// its process instead of the agent, over an empty workspace dir/workspace, and returns the
+// command line that runs it in the foreground with cfg's runtime as one container (which the
+// runtime deletes when it exits, so the command can run again), and a clean-up that removes
+// what may remain of it (its container and cgroups): the bare runtime that the benchmarks
+// measure the adapter against. The runtime's state goes to cfg's state directory, as the
+// adapter's does. A state directory the user namespace cannot reach (see Config.UserNamespace)
+// is refused: the bare runtime has no way around it.
+func Bundle(cfg Config, dir string, args []string) (argv []string, cleanup func() error, err error) {
+	const op = "oci bundle"
+	if err := cfg.Validate(); err != nil {
+		return nil, nil, err
+	}
+	if len(args) == 0 {
+		return nil, nil, errs.New(errs.InvalidInput, op, "", "empty command")
+	}
+	rt, err := findRuntime(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	lay := layoutOf(cfg.stateDir())
+	tree, err := rootfs.Materialize(lay.rootfs(), cfg.rootfsOptions(), false)
+	if err != nil {
+		return nil, nil, errs.Wrap(errs.SandboxUnavailable, op, "", err)
+	}
+	userns, reach, err := useUserNS(cfg, lay)
+	if err != nil {
+		return nil, nil, err
+	}
+	if reach.cover != "" {
+		return nil, nil, errs.New(errs.SandboxUnavailable, op, "", "%s cannot be searched from the user namespace", reach.cover)
+	}
+	ws := filepath.Join(dir, "workspace")
+	if err := os.MkdirAll(ws, 0o755); err != nil {
+		return nil, nil, errs.Wrap(errs.Internal, op, "", err)
+	}
+	uid := rootfs.UID
+	if userns {
+		uid += int(cfg.uidBase())
+	}
+	if err := os.Lchown(ws, uid, uid); err != nil {
+		return nil, nil, errs.Wrap(errs.Internal, op, "", err)
+	}
+	id := newID()
+	b := bundle{rootfs: tree.Dir, workspace: ws, cfg: cfg, userns: userns, cgroup: cgroupPath(id),
+		seccomp: !cfg.NoSeccomp && rt.name != Runsc}
+	s, err := b.spec()
+	if err != nil {
+		return nil, nil, errs.Wrap(errs.Internal, op, "", err)
+	}
+	s.Process.Args = args
+	data, err := json.MarshalIndent(s, "", "  ")
+	if err == nil {
+		err = os.WriteFile(filepath.Join(dir, "config.json"), data, 0o600)
+	}
+	if err != nil {
+		return nil, nil, errs.Wrap(errs.Internal, op, "", err)
+	}
+	argv = append(append([]string{rt.path, "--root", rt.root}, rt.flags...), "run", "--bundle", dir, containerID(id))
+	cleanup = func() error {
+		return errors.Join(rt.delete(context.Background(), containerID(id)), removeCgroups(cgroupPath(id)))
+	}
+	return argv, cleanup, nil
 }

@@ -100,7 +100,7 @@ func Archive(o Options) ([]byte, error) {
 	link := func(p, target string) {
 		entries[p] = &entry{hdr: tar.Header{Typeflag: tar.TypeSymlink, Name: p, Linkname: target, Mode: 0o777}}
 	}
-	for _, d := range []string{"bin", "dev", "etc", "lib", "proc", "root", "sys", "usr", "usr/bin", "usr/local", "usr/local/bin", "var", "run"} {
+	for _, d := range []string{"bin", "dev", "etc", "lib", "proc", "root", "sys", "usr", "usr/bin", "usr/local", "usr/local/bin", "var", "run", "mnt"} {
 		dir(d, 0o755, 0)
 	}
 	entries["root"].hdr.Mode = 0o700

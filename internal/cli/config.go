@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 
 	"github.com/sandboxer/sandboxer/adapter"
 	"github.com/sandboxer/sandboxer/adapter/docker/image"
+	"github.com/sandboxer/sandboxer/adapter/oci"
 )
 
 // Setting keys: the flag names, which are also the config file keys and, upper-cased with '-' as
@@ -35,13 +37,14 @@ const (
 	keyStore          = "store"
 	keyIsolation      = "isolation"
 	keyRequireIso     = "require-isolation"
+	keyRuntime        = "runtime"
 )
 
 var knownKeys = map[string]bool{
 	keyAdapter: true, keyRoot: true, keyImage: true, keyAllowNetwork: true, keyMaxOutputBytes: true,
 	keyTimeout: true, keyJournal: true, keyStateDir: true, keyRunID: true, keyNodeID: true,
 	keyIteration: true, keyAttempt: true, keySandbox: true, keyStore: true,
-	keyIsolation: true, keyRequireIso: true,
+	keyIsolation: true, keyRequireIso: true, keyRuntime: true,
 }
 
 // configAliases are config file spellings accepted for a key (SPEC.md writes require_isolation).
@@ -84,7 +87,9 @@ type Settings struct {
 	// isolation; RequireIsolation refuses a command when a layer cannot be applied.
 	Isolation        string
 	RequireIsolation bool
-	ConfigFile       string // the file that was read, if any
+	// Runtime is the OCI runtime of the oci adapter (runc, runsc or crun).
+	Runtime    string
+	ConfigFile string // the file that was read, if any
 }
 
 // DefaultStateDir is $XDG_STATE_HOME/sandboxer, or ~/.local/state/sandboxer, or (without a home
@@ -118,6 +123,7 @@ func addCommonFlags(f *pflag.FlagSet) {
 	f.String(keyStore, "", "FileSync store to hydrate the workspace from and flush back to")
 	f.String(keyIsolation, "auto", "local adapter kernel isolation: auto (every layer the kernel allows) or off")
 	f.Bool(keyRequireIso, false, "refuse a command when an isolation layer cannot be applied (fail closed)")
+	f.String(keyRuntime, oci.Runc, "OCI runtime of the oci adapter: "+strings.Join(oci.Runtimes, "|"))
 }
 
 // load resolves the settings: defaults < config file < SANDBOXER_* environment < flags that were
@@ -177,6 +183,9 @@ func load(flags *pflag.FlagSet) (Settings, error) {
 	s.NodeID = v.GetString(keyNodeID)
 	s.Sandbox = v.GetString(keySandbox)
 	s.Store = v.GetString(keyStore)
+	if s.Runtime = v.GetString(keyRuntime); s.Runtime != "" && !slices.Contains(oci.Runtimes, s.Runtime) {
+		return Settings{}, fmt.Errorf("--%s %q: want one of %v", keyRuntime, s.Runtime, oci.Runtimes)
+	}
 	s.MaxOutputBytes, s.Timeout, s.Attempt = DefaultMaxOutputBytes, DefaultTimeout, 1
 	if has(keyAllowNetwork) {
 		if s.AllowNetwork, err = boolSetting(v, keyAllowNetwork); err != nil {
