@@ -292,13 +292,18 @@ func TestExternalKill(t *testing.T) {
 	})
 }
 
-// PID 1 of the sandbox is the agent's init: no signal from inside ends it, and it reaps the
+// PID 1 of the sandbox is the agent's init: no signal from inside ends it (gVisor's kernel
+// delivers SIGKILL to it all the same: the sandbox then ends, and says so), and it reaps the
 // orphans of commands.
 func TestInitSurvivesTheSandbox(t *testing.T) {
 	eachRuntime(t, func(t *testing.T, rt string) {
 		t.Parallel()
 		sb := newSandbox(t, rt, oci.Config{})
-		res := sh(t, sb, `for s in KILL TERM INT HUP QUIT USR1 USR2 PIPE ALRM SEGV ABRT; do kill -$s 1 2>&1; done; echo sent`)
+		sigs := "KILL TERM INT HUP QUIT USR1 USR2 PIPE ALRM SEGV ABRT"
+		if rt == oci.Runsc {
+			sigs = strings.TrimPrefix(sigs, "KILL ")
+		}
+		res := sh(t, sb, `for s in `+sigs+`; do kill -$s 1 2>&1; done; echo sent`)
 		assert.Equal(t, "sent\n", string(res.Stdout), "%s", res.Stderr)
 		// Orphans: a child whose parent is gone belongs to PID 1 until it is reaped.
 		sh(t, sb, `sh -c 'sleep 0.2 & exit 0'`)
@@ -306,6 +311,33 @@ func TestInitSurvivesTheSandbox(t *testing.T) {
 		res = sh(t, sb, `ps -o stat,args | grep -c '^Z' || true`)
 		assert.Equal(t, "0\n", string(res.Stdout), "no zombie is left")
 		assert.Equal(t, "alive\n", string(sh(t, sb, "echo alive").Stdout))
+		if rt != oci.Runsc {
+			return
+		}
+		ctx := ctxT(t)
+		_, err := sb.ExecuteCommand(ctx, adapter.Command{Args: []string{"sh", "-c", "kill -KILL 1; sleep 5"}})
+		assert.ErrorIs(t, err, errs.SandboxUnavailable, "gVisor lets SIGKILL reach PID 1")
+		_, err = sb.ExecuteCommand(ctx, adapter.Command{Args: []string{"true"}})
+		assert.ErrorIs(t, err, errs.SandboxUnavailable)
+	})
+}
+
+// Killing the agent that serves the sandbox (a process of the sandbox's user, as commands are)
+// ends the sandbox, as killing the main process of any container does: the calls then fail
+// with SANDBOX_UNAVAILABLE instead of hanging.
+func TestKillingTheAgentEndsTheSandbox(t *testing.T) {
+	eachRuntime(t, func(t *testing.T, rt string) {
+		t.Parallel()
+		sb := newSandbox(t, rt, oci.Config{})
+		ctx := ctxT(t)
+		start := time.Now()
+		_, err := sb.ExecuteCommand(ctx, adapter.Command{Args: []string{"sh", "-c", "kill -9 $(ps -o pid,args | awk '$2 == \"/proc/self/exe\" {print $1}'); sleep 5"}})
+		assert.ErrorIs(t, err, errs.SandboxUnavailable)
+		_, err = sb.ExecuteCommand(ctx, adapter.Command{Args: []string{"true"}})
+		assert.ErrorIs(t, err, errs.SandboxUnavailable)
+		assert.Less(t, time.Since(start), 30*time.Second)
+		require.NoError(t, sb.Stop(ctx))
+		assert.Empty(t, oci.Leftovers(ctx, oci.Config{StateDir: stateDir}, sb.ID()))
 	})
 }
 

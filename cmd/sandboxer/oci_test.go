@@ -40,6 +40,8 @@ func TestOCIAdapter(t *testing.T) {
 	if out, err := exec.Command("go", "env", "GOCACHE").Output(); err == nil {
 		e.vars = append(e.vars, "GOCACHE="+strings.TrimSpace(string(out)))
 	}
+	// Whatever an invocation killed by its timeout left behind.
+	t.Cleanup(func() { e.run("", nil, "sandbox", "prune") })
 
 	// Ephemeral, under gVisor: its kernel answers uname.
 	r := e.run("", nil, "tool", "bash", "--adapter", "oci", "--runtime", "runsc", "--input", `{"cmd":"uname","args":["-r"]}`)
