@@ -1,17 +1,19 @@
 package agent
 
 import (
+	"io"
 	"os"
-	"os/exec"
 	"os/signal"
+	"sync"
 	"syscall"
+	"unsafe"
 )
 
-// initIgnored are the signals PID 1 of a container ignores. The kernel delivers a signal sent
-// from inside the container to its PID 1 only when PID 1 handles it; the Go runtime handles every
-// signal it has not been told to ignore, and for most of them exits. Ignored, they are dropped
-// at the sender, so no command in the sandbox can end it (SIGKILL from inside never reaches a
-// namespace's init). SIGCHLD stays: ignoring it would make the kernel reap children itself.
+// initIgnored are the signals the agent drops as PID 1 of a container. The Go runtime handles
+// every signal and, for most of them, exits: the agent takes them itself instead and drops them,
+// so no command in the sandbox can end it (SIGKILL from inside never reaches a namespace's init).
+// They are caught, not ignored (SIG_IGN): an ignored signal stays ignored in the processes the
+// agent starts, a caught one is reset to its default by exec. SIGCHLD is caught for the reaper.
 var initIgnored = []os.Signal{
 	syscall.SIGHUP, syscall.SIGINT, syscall.SIGQUIT, syscall.SIGILL, syscall.SIGTRAP, syscall.SIGABRT,
 	syscall.SIGBUS, syscall.SIGFPE, syscall.SIGUSR1, syscall.SIGSEGV, syscall.SIGUSR2, syscall.SIGPIPE,
@@ -20,36 +22,79 @@ var initIgnored = []os.Signal{
 	syscall.SIGPWR, syscall.SIGSYS,
 }
 
-// Init is PID 1 of an oci container: it starts self with args (the agent proper, serving stdin
-// and stdout, which it inherits) as its only child, reaps every process that is orphaned in the
-// container (a PID 1 that does not leaves zombies behind), and returns the child's exit status
-// (128+N for signal N) once the child has ended. The ignored signals (initIgnored) are reset
-// for the child by exec, as a process's handled signals are; ignored ones would be inherited, so
-// the child is started before they are ignored.
-func Init(self string, args []string) int {
-	cmd := exec.Command(self, args...)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	if err := cmd.Start(); err != nil {
-		os.Stderr.WriteString("sandboxer-agent: init: " + err.Error() + "\n")
-		return 126
+// ServeInit is Serve for the agent as PID 1 of a container (the oci adapter's): it drops the
+// signals of initIgnored, and it reaps every process that is orphaned in the container (they all
+// become its children), which a PID 1 must do or zombies pile up, without taking the exit status
+// of a process it started and waits for.
+func ServeInit(r io.Reader, w io.Writer) error {
+	rp := &reaper{waited: map[int]bool{}}
+	sigs := make(chan os.Signal, 16)
+	signal.Notify(sigs, append(initIgnored, syscall.SIGCHLD)...)
+	go func() {
+		for sig := range sigs {
+			if sig == syscall.SIGCHLD {
+				rp.reap()
+			}
+		}
+	}()
+	return serve(r, w, rp)
+}
+
+// reaper reaps the children the agent did not start itself.
+type reaper struct {
+	// mu is held while a process is started and registered, so that reap never sees it
+	// unregistered.
+	mu     sync.Mutex
+	waited map[int]bool // the agent's own processes: their Wait reaps them
+}
+
+// start runs start (which starts a process and returns its pid, or 0) and registers the pid.
+func (rp *reaper) start(start func() int) {
+	rp.mu.Lock()
+	defer rp.mu.Unlock()
+	if pid := start(); pid > 0 {
+		rp.waited[pid] = true
 	}
-	signal.Ignore(initIgnored...)
-	child := cmd.Process.Pid
+}
+
+// done forgets pid (reaped by its Wait) and reaps what may have waited behind it.
+func (rp *reaper) done(pid int) {
+	rp.mu.Lock()
+	delete(rp.waited, pid)
+	rp.mu.Unlock()
+	rp.reap()
+}
+
+// Constants of waitid(2), which package syscall lacks.
+const (
+	pAll     = 0
+	wNoHang  = 0x1
+	wExited  = 0x4
+	wNoWait  = 0x1000000
+	siPidOff = 3*4 + 4*(unsafe.Sizeof(uintptr(0))/8) // si_pid in siginfo_t: after three ints, 8-aligned on 64-bit
+)
+
+// reap reaps every exited child that is not one of the agent's own processes. It looks at an
+// exited child without reaping it (WNOWAIT); when that is one of the agent's own, it stops there:
+// its Wait is about to reap it, and done then calls reap again.
+func (rp *reaper) reap() {
 	for {
+		var info [128]byte
+		_, _, e := syscall.Syscall6(syscall.SYS_WAITID, pAll, 0, uintptr(unsafe.Pointer(&info[0])), wExited|wNoHang|wNoWait, 0, 0)
+		if e != 0 {
+			return // ECHILD: no children at all
+		}
+		pid := int(*(*int32)(unsafe.Pointer(&info[siPidOff])))
+		if pid == 0 {
+			return // children, but none exited
+		}
+		rp.mu.Lock()
+		own := rp.waited[pid]
+		rp.mu.Unlock()
+		if own {
+			return
+		}
 		var ws syscall.WaitStatus
-		pid, err := syscall.Wait4(-1, &ws, 0, nil)
-		if err == syscall.EINTR {
-			continue
-		}
-		if err != nil {
-			return 126 // no child left: cannot happen while the agent runs
-		}
-		if pid != child {
-			continue // an orphan, reaped
-		}
-		if ws.Signaled() {
-			return 128 + int(ws.Signal())
-		}
-		return ws.ExitStatus()
+		syscall.Wait4(pid, &ws, syscall.WNOHANG, nil)
 	}
 }

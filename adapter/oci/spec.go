@@ -51,7 +51,7 @@ type bundle struct {
 	resolvConf string // the host's resolv.conf, mounted when the network is allowed
 }
 
-// spec builds the container's configuration: the agent as PID 1 (see agent.Init) serving its
+// spec builds the container's configuration: the agent as PID 1 (see agent.ServeInit) serving its
 // stdio, as the sandbox user, without capabilities, with no-new-privileges and the default
 // seccomp profile of moby/profiles, a read-only root, a private /tmp, masked and read-only /proc
 // paths, cgroup limits, and new pid, ipc, uts, mount and cgroup namespaces, a new (empty) network

@@ -3,8 +3,9 @@
 //
 //	sandboxer-agent               serve until stdin ends, then exit (started by an exec)
 //	sandboxer-agent -idle         serve, then stay as the container's main process until SIGTERM
-//	sandboxer-agent -init [-idle] be PID 1 of an oci container (see agent.Init): run the agent
-//	                              as its child, reap orphans, exit when the agent exits
+//	sandboxer-agent -init [-idle] serve as PID 1 of an oci container (see agent.ServeInit): deaf
+//	                              to signals from inside, reaping orphans; with -idle stay when
+//	                              stdin ends (until the runtime kills the container)
 package main
 
 import (
@@ -12,19 +13,30 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/sandboxer/sandboxer/adapter/agent"
 )
 
 func main() {
 	args := os.Args[1:]
-	if len(args) > 0 && args[0] == "-init" {
-		os.Exit(agent.Init("/proc/self/exe", args[1:]))
+	init := len(args) > 0 && args[0] == "-init"
+	if init {
+		args = args[1:]
 	}
 	idle := len(args) == 1 && args[0] == "-idle"
 	if len(args) > 0 && !idle {
 		fmt.Fprintln(os.Stderr, "usage: sandboxer-agent [-init] [-idle]")
 		os.Exit(2)
+	}
+	if init {
+		if err := agent.ServeInit(os.Stdin, os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, "sandboxer-agent:", err)
+		}
+		for idle {
+			time.Sleep(time.Hour) // PID 1 ignores every signal: the runtime's SIGKILL ends it
+		}
+		return
 	}
 	stop := make(chan os.Signal, 1)
 	signal.Notify(stop, syscall.SIGTERM, syscall.SIGINT)
