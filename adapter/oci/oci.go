@@ -471,6 +471,13 @@ func create(ctx context.Context, cfg Config, copyFrom *os.Root) (*Sandbox, error
 		return fail(errs.Wrap(errs.Internal, op, "", err))
 	}
 	conn, pid, err := rt.start(ctx, containerID(id), filepath.Join(dir, "bundle"), reach)
+	if err != nil && strings.Contains(err.Error(), "container process is already dead") && ctx.Err() == nil {
+		// runc 1.1 now and then loses the container's process between its create and start on a
+		// loaded machine (its init is killed before it runs ours): a fresh try usually works.
+		rt.delete(ctx, containerID(id))
+		removeCgroups(cgroupPath(id))
+		conn, pid, err = rt.start(ctx, containerID(id), filepath.Join(dir, "bundle"), reach)
+	}
 	if err != nil {
 		return fail(err)
 	}
