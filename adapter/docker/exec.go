@@ -13,7 +13,7 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/sandboxer/sandboxer/adapter"
-	"github.com/sandboxer/sandboxer/adapter/docker/agent"
+	"github.com/sandboxer/sandboxer/adapter/agent"
 	"github.com/sandboxer/sandboxer/errs"
 )
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/sandboxer/sandboxer/adapter/docker"
 	"github.com/sandboxer/sandboxer/adapter/docker/image"
+	"github.com/sandboxer/sandboxer/internal/testenv"
 )
 
 // daemonErr is why the Docker tests skip (nil when the daemon answers and the image is built).
@@ -22,7 +23,7 @@ func TestMain(m *testing.M) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	daemonErr = setup(ctx)
 	cancel()
-	if daemonErr != nil && os.Getenv("SANDBOXER_TEST_REQUIRE") == "docker" {
+	if daemonErr != nil && testenv.Required("docker") {
 		fmt.Fprintln(os.Stderr, "SANDBOXER_TEST_REQUIRE=docker but the Docker daemon is not usable:", daemonErr)
 		os.Exit(1)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sandboxer/sandboxer/adapter/docker/image"
+	"github.com/sandboxer/sandboxer/internal/testenv"
 )
 
 // requireDocker skips without a daemon or the default image, except in CI where
@@ -25,7 +26,7 @@ func requireDocker(t *testing.T) {
 		return
 	}
 	msg := "docker daemon or image " + image.DefaultTag + " not available (sandboxer image build)"
-	if os.Getenv("SANDBOXER_TEST_REQUIRE") == "docker" {
+	if testenv.Required("docker") {
 		t.Fatalf("%s: %v", msg, err)
 	}
 	t.Skipf("%s: %v", msg, err)

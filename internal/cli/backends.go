@@ -45,6 +45,7 @@ var backends = map[string]backend{
 	"local":  localBackend,
 	"docker": dockerBackend,
 	"memory": memoryBackend,
+	"oci":    ociBackend,
 }
 
 // plannedBackends are adapter names of the contract that this build does not include, with the

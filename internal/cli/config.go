@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/sandboxer/sandboxer/adapter"
 	"github.com/sandboxer/sandboxer/adapter/docker/image"
+	"github.com/sandboxer/sandboxer/adapter/oci"
 )
 
 // Setting keys: the flag names, which are also the config file keys and, upper-cased with '-' as
@@ -42,6 +44,7 @@ const (
 	keyROBind         = "ro-bind"
 	keyRWBind         = "rw-bind"
 	keyMCPMaxMessage  = "mcp-max-message-bytes"
+	keyRuntime        = "runtime"
 )
 
 var knownKeys = map[string]bool{
@@ -49,7 +52,7 @@ var knownKeys = map[string]bool{
 	keyTimeout: true, keyJournal: true, keyStateDir: true, keyRunID: true, keyNodeID: true,
 	keyIteration: true, keyAttempt: true, keySandbox: true, keyStore: true,
 	keyIsolation: true, keyRequireIso: true, keyMemory: true, keyPids: true, keyCPUs: true,
-	keyROBind: true, keyRWBind: true, keyMCPMaxMessage: true,
+	keyROBind: true, keyRWBind: true, keyMCPMaxMessage: true, keyRuntime: true,
 }
 
 // configAliases are config file spellings accepted for a key (SPEC.md writes require_isolation).
@@ -106,7 +109,9 @@ type Settings struct {
 	// MCPMaxMessageBytes is the longest message `sandboxer mcp` reads (a longer one gets an
 	// error reply and is skipped).
 	MCPMaxMessageBytes int
-	ConfigFile         string // the file that was read, if any
+	// Runtime is the OCI runtime of the oci adapter (runc, runsc or crun).
+	Runtime    string
+	ConfigFile string // the file that was read, if any
 }
 
 // DefaultStateDir is $XDG_STATE_HOME/sandboxer, or ~/.local/state/sandboxer, or (without a home
@@ -162,6 +167,7 @@ func addCommonFlags(f *pflag.FlagSet) {
 	f.Float64(keyCPUs, 0, "local adapter: CPU time of the sandbox's commands together, in CPUs; 0 = no cap")
 	f.StringArray(keyROBind, nil, "local adapter: a host path commands also see, read-only (repeatable; refused when it holds a unix socket)")
 	f.StringArray(keyRWBind, nil, "local adapter: a host directory commands may also write (repeatable; refused when it holds a unix socket)")
+	f.String(keyRuntime, oci.Runc, "OCI runtime of the oci adapter: "+strings.Join(oci.Runtimes, "|"))
 }
 
 // load resolves the settings: defaults < config file < SANDBOXER_* environment < flags that were
@@ -224,6 +230,9 @@ func load(flags *pflag.FlagSet) (Settings, error) {
 	s.NodeID = v.GetString(keyNodeID)
 	s.Sandbox = v.GetString(keySandbox)
 	s.Store = v.GetString(keyStore)
+	if s.Runtime = v.GetString(keyRuntime); s.Runtime != "" && !slices.Contains(oci.Runtimes, s.Runtime) {
+		return Settings{}, fmt.Errorf("--%s %q: want one of %v", keyRuntime, s.Runtime, oci.Runtimes)
+	}
 	s.MaxOutputBytes, s.Timeout, s.Attempt = DefaultMaxOutputBytes, DefaultTimeout, 1
 	s.MCPMaxMessageBytes = DefaultMCPMaxMessageBytes
 	if has(keyAllowNetwork) {

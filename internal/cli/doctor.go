@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sandboxer/sandboxer/adapter"
+	"github.com/sandboxer/sandboxer/adapter/oci"
 	"github.com/sandboxer/sandboxer/internal/doctor"
 )
 
@@ -19,6 +20,8 @@ import (
 type doctorReport struct {
 	Checks   []doctor.Check  `json:"checks"`
 	Adapters []adapterReport `json:"adapters"`
+	// OCIRuntimes: each runtime of the oci adapter, found or not, and what it enforces here.
+	OCIRuntimes []oci.RuntimeReport `json:"ociRuntimes"`
 }
 
 type adapterReport struct {
@@ -36,7 +39,9 @@ func newDoctorCmd(std Streams) *cobra.Command {
 		Short: "Show what works on this machine and what each adapter enforces",
 		Long: `Probe this machine: ripgrep, the Docker daemon and the --image, network namespaces (a child
 is started in new user+network namespaces) and Landlock (the kernel's ABI version), then list
-each adapter of this build with the capabilities it declares here. Exit status 0 when every
+each adapter of this build with the capabilities it declares here, and each OCI runtime of the
+oci adapter (runc, runsc, crun): found or not, its version, and the isolation layers a probe
+sandbox had in force. Exit status 0 when every
 probe passed, 1 otherwise (the report is printed either way).`,
 		Args: exactArgs(0),
 		RunE: runE(func(c *cobra.Command, args []string) error {
@@ -52,6 +57,7 @@ probe passed, 1 otherwise (the report is printed either way).`,
 			for _, name := range allAdapterNames() {
 				rep.Adapters = append(rep.Adapters, describeAdapter(ctx, s, name))
 			}
+			rep.OCIRuntimes = oci.Probe(ctx, ociConfig(s, false))
 			if asJSON {
 				if err := printJSON(std, rep); err != nil {
 					return err
@@ -81,6 +87,7 @@ probe passed, 1 otherwise (the report is printed either way).`,
 					}
 					fmt.Fprintf(std.Out, "  %s\n", a.Enforces)
 				}
+				printOCIRuntimes(std, rep.OCIRuntimes)
 			}
 			for _, ch := range rep.Checks {
 				if !ch.OK {
@@ -94,6 +101,22 @@ probe passed, 1 otherwise (the report is printed either way).`,
 	c.Flags().String("config", "", configFlagUsage)
 	c.Flags().String(keyImage, DefaultImage, "image of the docker adapter to look for")
 	return c
+}
+
+// printOCIRuntimes lists the oci adapter's runtimes: found or not, version, and the layers a
+// probe sandbox had in force.
+func printOCIRuntimes(std Streams, reps []oci.RuntimeReport) {
+	for _, r := range reps {
+		fmt.Fprintf(std.Out, "\noci runtime %s: ", r.Name)
+		switch {
+		case r.Path == "":
+			fmt.Fprintf(std.Out, "not found: %s\n", r.Error)
+		case !r.Works:
+			fmt.Fprintf(std.Out, "%s (%s) cannot run a sandbox here: %s\n", r.Version, r.Path, r.Error)
+		default:
+			fmt.Fprintf(std.Out, "%s (%s), kernel %s\n  enforces: %s\n", r.Version, r.Path, r.Kernel, strings.Join(r.Layers, ", "))
+		}
+	}
 }
 
 // allAdapterNames lists the adapters of this build and those of the contract it lacks.

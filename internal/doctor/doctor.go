@@ -17,7 +17,7 @@ import (
 
 	"github.com/moby/moby/client"
 
-	"github.com/sandboxer/sandboxer/adapter/docker/agent"
+	"github.com/sandboxer/sandboxer/adapter/agent"
 	dimage "github.com/sandboxer/sandboxer/adapter/docker/image"
 	"golang.org/x/sys/unix"
 )

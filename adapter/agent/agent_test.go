@@ -17,7 +17,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/sandboxer/sandboxer/adapter/docker/agent"
+	"github.com/sandboxer/sandboxer/adapter/agent"
 )
 
 // serve runs an agent on the host over two pipes and returns a client of it. Closing the

@@ -23,8 +23,12 @@ const drainGrace = 500 * time.Millisecond
 // started (with the trees named by their Start.Tree) and returns. Frames to w are written whole,
 // each in one Write.
 func Serve(r io.Reader, w io.Writer) error {
+	return serve(r, w, nil)
+}
+
+func serve(r io.Reader, w io.Writer, rp *reaper) error {
 	prewarmThreads(8)
-	s := &server{w: w, procs: map[uint32]*proc{}}
+	s := &server{w: w, procs: map[uint32]*proc{}, reap: rp}
 	fr := &frameReader{r: r}
 	for {
 		f, err := fr.next()
@@ -93,6 +97,8 @@ type server struct {
 
 	mu    sync.Mutex
 	procs map[uint32]*proc
+
+	reap *reaper // PID 1 of a container: reaps orphans (see ServeInit)
 }
 
 type stdinChunk struct {
@@ -195,7 +201,16 @@ func (s *server) start(id uint32, st Start) {
 		defer inR.Close()
 		p.stdin = make(chan stdinChunk, 2*Window/MaxPayload+4)
 	}
-	err = cmd.Start()
+	if s.reap != nil {
+		s.reap.start(func() int {
+			if err = cmd.Start(); err != nil {
+				return 0
+			}
+			return cmd.Process.Pid
+		})
+	} else {
+		err = cmd.Start()
+	}
 	outW.Close()
 	errW.Close()
 	if err != nil {
@@ -248,6 +263,9 @@ func (s *server) wait(id uint32, p *proc, outR, errR *os.File) {
 	go s.pump(id, FrameStdout, outR, &streams)
 	go s.pump(id, FrameStderr, errR, &streams)
 	werr := p.cmd.Wait()
+	if s.reap != nil {
+		s.reap.done(p.cmd.Process.Pid)
+	}
 	if p.wrapped {
 		// Nothing the command started outlives it or keeps its output open.
 		syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)

@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/sandboxer/sandboxer/adapter/docker/agent"
+	"github.com/sandboxer/sandboxer/adapter/agent"
 )
 
 // workspace makes a root with a sub directory, links that stay inside (relative and absolute) and

@@ -1,9 +1,11 @@
-// Package agent is the small process spawner that runs inside a docker sandbox, and its client.
+// Package agent is the small process spawner that runs inside docker and oci sandboxes, and its
+// client. Both adapters own it: it lives beside them, not inside either.
 //
-// A daemon exec costs tens of milliseconds (the daemon, containerd and runc each take their turn),
-// so the docker adapter starts one long-lived agent per sandbox handle and sends every command to
-// it over a single attached stream: the container's own stdio when the adapter created the
-// container, or one exec when it attached to an existing one. The agent forks the command, streams
+// A daemon or runtime exec costs tens of milliseconds (the daemon, containerd and runc each take
+// their turn), so the docker and oci adapters start one long-lived agent per sandbox handle and
+// send every command to it over a single stream: the container's own stdio when the adapter
+// created the container (the agent is its main process), or one exec when it attached to an
+// existing one. The agent forks the command, streams
 // its stdout and stderr back, and reports its exit status; a command then costs one fork and a
 // round trip instead of a daemon exec.
 //
@@ -15,8 +17,8 @@
 // in the workspace jail, the program checked, its own session, a marker in its environment, the
 // tree killed when it exits), natively: no wrapper process, no fork for the cleanup or the kill.
 //
-// The package imports the standard library only: the image build compiles cmd/sandboxer-agent from
-// the embedded Source into a static binary.
+// The package imports the standard library only: the root file system recipe (package rootfs)
+// compiles cmd/sandboxer-agent from the embedded Source into a static binary.
 //
 // # Wire format
 //

@@ -1,0 +1,56 @@
+// Command sandboxer-agent is the process spawner of docker and oci sandboxes (see package agent). It
+// serves the agent protocol on stdin and stdout and logs to stderr.
+//
+//	sandboxer-agent               serve until stdin ends, then exit (started by an exec)
+//	sandboxer-agent -idle         serve, then stay as the container's main process until SIGTERM
+//	sandboxer-agent -init [-idle] serve as PID 1 of an oci container (see agent.ServeInit): deaf
+//	                              to signals from inside, reaping orphans; with -idle stay when
+//	                              stdin ends (until the runtime kills the container)
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/sandboxer/sandboxer/adapter/agent"
+)
+
+func main() {
+	args := os.Args[1:]
+	init := len(args) > 0 && args[0] == "-init"
+	if init {
+		args = args[1:]
+	}
+	idle := len(args) == 1 && args[0] == "-idle"
+	if len(args) > 0 && !idle {
+		fmt.Fprintln(os.Stderr, "usage: sandboxer-agent [-init] [-idle]")
+		os.Exit(2)
+	}
+	if init {
+		if err := agent.ServeInit(os.Stdin, os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, "sandboxer-agent:", err)
+		}
+		for idle {
+			time.Sleep(time.Hour) // PID 1 ignores every signal: the runtime's SIGKILL ends it
+		}
+		return
+	}
+	stop := make(chan os.Signal, 1)
+	signal.Notify(stop, syscall.SIGTERM, syscall.SIGINT)
+	served := make(chan error, 1)
+	go func() { served <- agent.Serve(os.Stdin, os.Stdout) }()
+	select {
+	case <-stop:
+		os.Exit(0)
+	case err := <-served:
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "sandboxer-agent:", err)
+		}
+	}
+	if idle {
+		<-stop
+	}
+}

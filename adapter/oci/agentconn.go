@@ -1,0 +1,214 @@
+package oci
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/sandboxer/sandboxer/adapter"
+	"github.com/sandboxer/sandboxer/adapter/agent"
+	"github.com/sandboxer/sandboxer/errs"
+)
+
+// agentConn is one stream to an agent in the container over three pipes: the container's own
+// stdio (the agent is its PID 1) or those of a runtime exec of the agent.
+type agentConn struct {
+	*agent.Client
+	p      *pipes
+	cmd    *exec.Cmd   // the runtime's exec, for an exec'd agent
+	stderr *headBuffer // what the agent (or the runtime) said on stderr, first KiB
+
+	closeOnce sync.Once
+}
+
+func newAgentConn(p *pipes, cmd *exec.Cmd) *agentConn {
+	a := &agentConn{p: p, cmd: cmd, stderr: newHeadBuffer(1024)}
+	go a.stderr.readFrom(p.errR)
+	a.Client = agent.NewClient(p.outR, p.inW, closerFunc(a.close))
+	if cmd != nil {
+		go cmd.Wait() // ends when the agent does: its stream closed, or the container died
+	}
+	return a
+}
+
+type closerFunc func() error
+
+func (f closerFunc) Close() error { return f() }
+
+// close ends the stream: the agent sees its stdin end, kills what it runs and exits (or, as a
+// persistent sandbox's PID 1, stays idle). Idempotent.
+func (a *agentConn) close() error {
+	a.closeOnce.Do(func() {
+		a.p.inW.Close()
+		a.p.outR.Close()
+	})
+	return nil
+}
+
+// alive reports whether the stream still works.
+func (a *agentConn) alive() bool {
+	select {
+	case <-a.Done():
+		return false
+	default:
+		return true
+	}
+}
+
+// agentClient returns the sandbox's agent stream, starting a runtime exec of the agent when the
+// sandbox has none (it was attached to, or its exec'd agent died).
+func (s *Sandbox) agentClient(ctx context.Context, op string) (*agentConn, error) {
+	s.amu.Lock()
+	defer s.amu.Unlock()
+	if s.agent != nil && s.agent.alive() {
+		return s.agent, nil
+	}
+	if s.agent != nil {
+		s.agent.Close()
+		s.agent = nil
+	}
+	if time.Since(s.agentFailed) < agentRetry {
+		return nil, s.agentErr
+	}
+	if !s.rt.running(ctx, containerID(s.rec.ID)) {
+		return nil, s.unavailable(op, "its container is not running")
+	}
+	a, err := s.rt.exec(ctx, containerID(s.rec.ID), filepath.Join(s.lay.sandbox(s.rec.ID), "bundle", execFile))
+	if err != nil {
+		s.agentFailed, s.agentErr = time.Now(), err
+		return nil, err
+	}
+	s.agent = a
+	return a, nil
+}
+
+func (s *Sandbox) unavailable(op, why string) error {
+	return errs.New(errs.SandboxUnavailable, op, "", "sandbox %s: %s", s.rec.ID, why)
+}
+
+// closeAgent closes the agent stream, if any; the agent kills what it still runs.
+func (s *Sandbox) closeAgent() {
+	s.amu.Lock()
+	defer s.amu.Unlock()
+	if s.agent != nil {
+		s.agent.Close()
+		s.agent = nil
+	}
+}
+
+// termGrace is the time between SIGTERM and SIGKILL when a command's tree is killed.
+const termGrace = 200 * time.Millisecond
+
+// killGrace bounds how long a killed command may take to report its exit before the call gives up
+// on it.
+const killGrace = 2 * time.Second
+
+// agentRetry is how long a sandbox whose agent exec failed reports that failure before it tries
+// again.
+const agentRetry = time.Second
+
+// rawExec is one process in the container: argv, optional stdin, stdout and stderr writers.
+type rawExec struct {
+	args           []string
+	env            []string
+	stdin          io.Reader
+	stdout, stderr io.Writer
+	wrap           *agent.Wrap
+}
+
+// run executes e through the agent and returns its exit code. The error is
+// errs.SandboxUnavailable when the sandbox or its agent is gone, or ctx.Err() when ctx ended
+// first (the tree was killed).
+func (s *Sandbox) run(ctx context.Context, op string, e rawExec) (int, error) {
+	if s.isStopped() {
+		return 0, s.errStopped(op)
+	}
+	a, err := s.agentClient(ctx, op)
+	if err != nil {
+		return 0, err
+	}
+	spec := agent.Spec{
+		Start:  agent.Start{Args: e.args, Env: e.env, Dir: adapter.DefaultWorkspace, Wrap: e.wrap},
+		Stdin:  e.stdin,
+		Stdout: e.stdout,
+		Stderr: e.stderr,
+	}
+	if e.wrap != nil {
+		spec.KillGrace = termGrace
+	}
+	ex, err := a.Run(ctx, spec, nil, killGrace)
+	switch {
+	case err == nil:
+		return ex.Code, nil
+	case errors.Is(err, agent.ErrClosed):
+		if s.isStopped() {
+			return 0, s.errStopped(op)
+		}
+		if !s.rt.running(context.WithoutCancel(ctx), containerID(s.rec.ID)) {
+			return 0, s.unavailable(op, "its container stopped during the call")
+		}
+		msg := a.stderr.String()
+		if msg == "" {
+			msg = err.Error()
+		}
+		return 0, errs.Wrap(errs.SandboxUnavailable, op, "", fmt.Errorf("the sandbox agent exited during the call (the next call starts another): %s", msg))
+	}
+	return ex.Code, err // the context ended; the tree was killed
+}
+
+// headBuffer keeps the first n bytes written to it. Safe for concurrent use.
+type headBuffer struct {
+	n    int
+	mu   sync.Mutex
+	buf  []byte
+	done chan struct{} // closed when readFrom has reached the end
+}
+
+func newHeadBuffer(n int) *headBuffer { return &headBuffer{n: n, done: make(chan struct{})} }
+
+func (h *headBuffer) Write(p []byte) (int, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if room := h.n - len(h.buf); room > 0 {
+		h.buf = append(h.buf, p[:min(room, len(p))]...)
+	}
+	return len(p), nil
+}
+
+// readFrom copies r into the buffer until r ends, then closes r.
+func (h *headBuffer) readFrom(r *os.File) {
+	io.Copy(h, r)
+	r.Close()
+	close(h.done)
+}
+
+// waitString waits up to d for the end of the stream, then returns what was kept.
+func (h *headBuffer) waitString(d time.Duration) string {
+	select {
+	case <-h.done:
+	case <-time.After(d):
+	}
+	return h.String()
+}
+
+func (h *headBuffer) String() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return string(h.buf)
+}
+
+// marker returns CODE when the buffer is exactly the wrapper's failure line for nonce.
+func (h *headBuffer) marker(nonce string) (string, bool) {
+	prefix := "sandboxer:" + nonce + ":"
+	b := h.String()
+	if len(b) < len(prefix)+2 || b[:len(prefix)] != prefix || b[len(b)-1] != '\n' {
+		return "", false
+	}
+	return b[len(prefix) : len(b)-1], true
+}

@@ -1,0 +1,34 @@
+package oci
+
+import "path/filepath"
+
+// Leftovers is leftovers, for the tests.
+var Leftovers = leftovers
+
+// CgroupFile returns the path of a file of sandbox id's cgroup for a controller (v1), or of the
+// v2 file when no v1 hierarchy has the controller; "" when neither exists.
+func CgroupFile(id, controller, v1, v2 string) string {
+	mounts, _ := cgroupMounts()
+	for _, m := range mounts {
+		for _, c := range m.controllers {
+			if c == controller {
+				return filepath.Join(m.dir, cgroupPath(id), v1)
+			}
+		}
+	}
+	for _, m := range mounts {
+		if m.v2 {
+			return filepath.Join(m.dir, cgroupPath(id), v2)
+		}
+	}
+	return ""
+}
+
+func AgentStderr(s *Sandbox) string {
+	s.amu.Lock()
+	defer s.amu.Unlock()
+	if s.agent == nil {
+		return "<no agent>"
+	}
+	return s.agent.stderr.String()
+}

@@ -1,0 +1,505 @@
+package oci
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/sandboxer/sandboxer/adapter"
+	"github.com/sandboxer/sandboxer/errs"
+)
+
+// File calls run on the host, through an os.Root opened on the workspace directory: no process
+// in the container, no round trip. The sandbox can plant symbolic links, so every path is
+// resolved by os.Root (which refuses a link that leads out and never follows one through a
+// mount of the host), and a link the container made with an absolute target ("/workspace/x",
+// which os.Root does not follow) is resolved here, component by component, inside the
+// workspace; the result is opened through os.Root again, so a link swapped in meanwhile can
+// only make the call fail. Files and directories the calls create belong to the sandbox user's
+// host uid, so commands in the container can change them.
+
+// tmpPrefix names the temporary files of writes; listings skip them.
+const tmpPrefix = ".sandboxer-tmp-"
+
+// rel is a caller's path relative to the workspace (lexically jailed).
+func rel(op, p string) (string, error) {
+	return adapter.Rel(op, adapter.DefaultWorkspace, p)
+}
+
+func (s *Sandbox) checkOpen(op string) error {
+	if s.isStopped() {
+		return s.errStopped(op)
+	}
+	return nil
+}
+
+// mapErr turns an error of an os.Root call into a coded error.
+func mapErr(op, p string, err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errs.CodeOf(err) != "":
+		return err
+	case isEscape(err):
+		return errs.Wrap(errs.PathEscape, op, p, err)
+	case errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ENOTDIR):
+		return errs.Wrap(errs.NotFound, op, p, err)
+	case errors.Is(err, syscall.ELOOP):
+		return errs.Wrap(errs.PathEscape, op, p, err)
+	case errors.Is(err, syscall.EISDIR):
+		return errs.Wrap(errs.InvalidInput, op, p, err)
+	}
+	return errs.Wrap(errs.Internal, op, p, err)
+}
+
+// escapeErr is the error os.Root returns for a path that leaves it. The standard library does not
+// export it, so it is captured once from a path that must escape.
+var escapeErr = sync.OnceValue(func() error {
+	r, err := os.OpenRoot(os.TempDir())
+	if err != nil {
+		return nil
+	}
+	defer r.Close()
+	_, err = r.Open("../")
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return nil
+})
+
+func isEscape(err error) bool {
+	e := escapeErr()
+	return e != nil && errors.Is(err, e)
+}
+
+// resolve follows every symbolic link of r (workspace-relative, clean) inside the workspace, as
+// the container would, and returns the path without links (components that do not exist are
+// taken as they are). A link that leads outside /workspace, dangling or not, is errs.PathEscape.
+func (s *Sandbox) resolve(op, p, r string) (string, error) {
+	done, rest, links := ".", r, 0
+	for rest != "" && rest != "." {
+		var c string
+		c, rest, _ = strings.Cut(rest, "/")
+		next := path.Join(done, c)
+		fi, err := s.ws.Lstat(next)
+		if err != nil || fi.Mode()&fs.ModeSymlink == 0 {
+			done = next
+			continue
+		}
+		if links++; links > 40 {
+			return "", errs.New(errs.PathEscape, op, p, "too many levels of symbolic links")
+		}
+		target, err := s.ws.Readlink(next)
+		if err != nil {
+			return "", mapErr(op, p, err)
+		}
+		var t string
+		if path.IsAbs(target) {
+			t, err = adapter.Rel(op, adapter.DefaultWorkspace, target)
+		} else {
+			t, err = adapter.Rel(op, adapter.DefaultWorkspace, path.Join(done, target))
+		}
+		if err != nil {
+			return "", errs.New(errs.PathEscape, op, p, "symlink leads outside the workspace")
+		}
+		done = "."
+		if rest != "" {
+			rest = t + "/" + rest
+		} else {
+			rest = t
+		}
+	}
+	return done, nil
+}
+
+// retry runs fn on r, and once more on r resolved when os.Root refused a link (an absolute
+// one, which may stay inside /workspace).
+func (s *Sandbox) retry(op, p, r string, fn func(r string) error) error {
+	err := fn(r)
+	if err == nil || !isEscape(err) {
+		return mapErr(op, p, err)
+	}
+	rr, rerr := s.resolve(op, p, r)
+	if rerr != nil {
+		return rerr
+	}
+	return mapErr(op, p, fn(rr))
+}
+
+// ReadFile reads a regular file of the workspace.
+func (s *Sandbox) ReadFile(ctx context.Context, p string) ([]byte, error) {
+	const op = "read"
+	if err := s.checkOpen(op); err != nil {
+		return nil, err
+	}
+	r, err := rel(op, p)
+	if err != nil {
+		return nil, err
+	}
+	var f *os.File
+	err = s.retry(op, p, r, func(r string) (err error) {
+		// O_NONBLOCK: a FIFO planted in the workspace must not hang the call.
+		f, err = s.ws.OpenFile(r, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, mapErr(op, p, err)
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, errs.New(errs.NotFound, op, p, "not a regular file (%s)", fi.Mode().Type())
+	}
+	data := make([]byte, 0, fi.Size()+1)
+	for {
+		n, err := f.Read(data[len(data):cap(data)])
+		data = data[:len(data)+n]
+		if err == io.EOF {
+			return data, nil
+		}
+		if err != nil {
+			return nil, mapErr(op, p, err)
+		}
+		if len(data) == cap(data) {
+			data = append(data, 0)[:len(data)]
+		}
+	}
+}
+
+// errFinalSymlink says the last component is a symlink: resolve it and write its target.
+var errFinalSymlink = errors.New("final component is a symlink")
+
+// WriteFile writes data atomically: a temporary file next to the target, then rename. Parent
+// directories are created; a symlink is written through when it stays inside.
+func (s *Sandbox) WriteFile(ctx context.Context, p string, data []byte) error {
+	const op = "write"
+	if err := s.checkOpen(op); err != nil {
+		return err
+	}
+	r, err := rel(op, p)
+	if err != nil {
+		return err
+	}
+	if r == "." {
+		return errs.New(errs.InvalidInput, op, p, "the workspace root is a directory")
+	}
+	err = s.writeIn(op, p, path.Dir(r), path.Base(r), data)
+	if errors.Is(err, errFinalSymlink) {
+		target, rerr := s.resolve(op, p, r)
+		if rerr != nil {
+			return rerr
+		}
+		if target == "." {
+			return errs.New(errs.InvalidInput, op, p, "the workspace root is a directory")
+		}
+		err = s.writeIn(op, p, path.Dir(target), path.Base(target), data)
+		if errors.Is(err, errFinalSymlink) { // replaced by a link meanwhile
+			return errs.New(errs.PathEscape, op, p, "the target changed into a symlink while writing")
+		}
+	}
+	return err
+}
+
+// writeIn writes name in directory dir (workspace-relative), creating dir.
+func (s *Sandbox) writeIn(op, p, dir, name string, data []byte) error {
+	var d *os.File
+	err := s.retry(op, p, dir, func(dir string) (err error) {
+		if err = s.mkdirAll(dir); err != nil {
+			return err
+		}
+		d, err = s.ws.Open(dir)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	fi, err := d.Stat()
+	if err != nil {
+		return mapErr(op, p, err)
+	}
+	if !fi.IsDir() {
+		return errs.New(errs.InvalidInput, op, p, "a parent is not a directory")
+	}
+	return s.writeAt(d, op, p, name, data)
+}
+
+// mkdirAll creates dir and its missing parents through the root, owned by the sandbox user.
+func (s *Sandbox) mkdirAll(dir string) error {
+	if dir == "." {
+		return nil
+	}
+	if fi, err := s.ws.Stat(dir); err == nil {
+		if !fi.IsDir() {
+			return syscall.ENOTDIR
+		}
+		return nil
+	}
+	if err := s.mkdirAll(path.Dir(dir)); err != nil {
+		return err
+	}
+	err := s.ws.Mkdir(dir, 0o755)
+	if errors.Is(err, fs.ErrExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return s.ws.Lchown(dir, s.rec.HostUID, s.rec.HostUID)
+}
+
+// writeAt replaces name in the open directory d atomically (a temporary file owned by the
+// sandbox user, then renameat), keeping the permissions of a file it replaces.
+func (s *Sandbox) writeAt(d *os.File, op, p, name string, data []byte) error {
+	fd := int(d.Fd())
+	perm := uint32(0o644)
+	var st unix.Stat_t
+	switch err := unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); {
+	case err == nil:
+		switch st.Mode & unix.S_IFMT {
+		case unix.S_IFREG:
+			perm = st.Mode & 0o7777
+		case unix.S_IFLNK:
+			return errFinalSymlink
+		default:
+			return errs.New(errs.InvalidInput, op, p, "not a regular file")
+		}
+	case errors.Is(err, unix.ENOENT):
+	default:
+		return mapErr(op, p, err)
+	}
+	for {
+		tmp := tmpPrefix + newID()
+		tfd, err := unix.Openat(fd, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, perm)
+		if errors.Is(err, unix.EEXIST) {
+			continue
+		}
+		if err != nil {
+			return mapErr(op, p, err)
+		}
+		f := os.NewFile(uintptr(tfd), tmp)
+		werr := f.Chown(s.rec.HostUID, s.rec.HostUID)
+		if werr == nil {
+			_, werr = f.Write(data)
+		}
+		if err := errors.Join(werr, f.Close()); err != nil {
+			unix.Unlinkat(fd, tmp, 0)
+			return mapErr(op, p, err)
+		}
+		if err := unix.Renameat(fd, tmp, fd, name); err != nil {
+			unix.Unlinkat(fd, tmp, 0)
+			return mapErr(op, p, err)
+		}
+		return nil
+	}
+}
+
+// StatFile reports one entry without following a final symlink; a link that leads outside the
+// workspace is refused like any other path.
+func (s *Sandbox) StatFile(ctx context.Context, p string) (adapter.FileInfo, error) {
+	const op = "stat"
+	if err := s.checkOpen(op); err != nil {
+		return adapter.FileInfo{}, err
+	}
+	r, err := rel(op, p)
+	if err != nil {
+		return adapter.FileInfo{}, err
+	}
+	dir, name := path.Dir(r), path.Base(r)
+	var fi fs.FileInfo
+	err = s.retry(op, p, dir, func(dir string) (err error) {
+		fi, err = s.ws.Lstat(path.Join(dir, name))
+		return err
+	})
+	if err != nil {
+		return adapter.FileInfo{}, err
+	}
+	if fi.Mode()&fs.ModeSymlink != 0 {
+		if _, err := s.resolve(op, p, r); err != nil {
+			return adapter.FileInfo{}, err
+		}
+	}
+	info := adapter.FileInfo{Path: r, Size: fi.Size(), Mode: fi.Mode(), ModTime: fi.ModTime()}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		info.Inode = st.Ino
+	}
+	return info, nil
+}
+
+// RemoveFile deletes one file, symlink (not its target) or empty directory.
+func (s *Sandbox) RemoveFile(ctx context.Context, p string) error {
+	const op = "remove"
+	if err := s.checkOpen(op); err != nil {
+		return err
+	}
+	r, err := rel(op, p)
+	if err != nil {
+		return err
+	}
+	if r == "." {
+		return errs.New(errs.InvalidInput, op, p, "cannot remove the workspace root")
+	}
+	dir, name := path.Dir(r), path.Base(r)
+	return s.retry(op, p, dir, func(dir string) error { return s.ws.Remove(path.Join(dir, name)) })
+}
+
+// ListFiles walks dir with directory file descriptors (openat with O_NOFOLLOW, fstatat without
+// following), so the walk can neither leave the workspace nor be redirected midway. The
+// temporary files of writes in progress are left out.
+func (s *Sandbox) ListFiles(ctx context.Context, dir string) ([]adapter.FileInfo, error) {
+	const op = "list"
+	if err := s.checkOpen(op); err != nil {
+		return nil, err
+	}
+	if dir == "" {
+		dir = "."
+	}
+	r, err := rel(op, dir)
+	if err != nil {
+		return nil, err
+	}
+	var d *os.File
+	var start string
+	err = s.retry(op, dir, r, func(r string) (err error) {
+		d, err = s.ws.Open(r)
+		start = r
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if fi, err := d.Stat(); err != nil || !fi.IsDir() {
+		d.Close()
+		return nil, errs.New(errs.NotFound, op, dir, "not a directory")
+	}
+	if start == "." {
+		start = ""
+	}
+	var out []adapter.FileInfo
+	if err := walkFD(ctx, d, start, &out); err != nil {
+		return nil, mapErr(op, dir, err)
+	}
+	return out, nil
+}
+
+// walkFD lists the regular files under the open directory d (closed on return).
+func walkFD(ctx context.Context, d *os.File, prefix string, out *[]adapter.FileInfo) error {
+	defer d.Close()
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	names, err := d.Readdirnames(-1)
+	if err != nil {
+		return err
+	}
+	fd := int(d.Fd())
+	for _, name := range names {
+		var st unix.Stat_t
+		if err := unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			if errors.Is(err, unix.ENOENT) { // removed while walking: it is simply gone
+				continue
+			}
+			return &fs.PathError{Op: "fstatat", Path: path.Join(prefix, name), Err: err}
+		}
+		rel := name
+		if prefix != "" {
+			rel = prefix + "/" + name
+		}
+		switch st.Mode & unix.S_IFMT {
+		case unix.S_IFREG:
+			if strings.HasPrefix(name, tmpPrefix) {
+				continue
+			}
+			*out = append(*out, adapter.FileInfo{
+				Path:    rel,
+				Size:    st.Size,
+				Mode:    fs.FileMode(st.Mode & 0o777),
+				ModTime: time.Unix(st.Mtim.Sec, st.Mtim.Nsec),
+				Inode:   st.Ino,
+			})
+		case unix.S_IFDIR:
+			cfd, err := unix.Openat(fd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+			if err != nil {
+				if errors.Is(err, unix.ENOENT) {
+					continue
+				}
+				return &fs.PathError{Op: "openat", Path: rel, Err: err}
+			}
+			if err := walkFD(ctx, os.NewFile(uintptr(cfd), rel), rel, out); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// prepareWorkspace makes the workspace directory (or takes the given one), owned by the sandbox
+// user, fills it from copyFrom (a workspace being forked) when set, and opens the root on it.
+func (s *Sandbox) prepareWorkspace(copyFrom *os.Root) error {
+	ws := s.rec.Workspace
+	uid := s.rec.HostUID
+	if s.rec.OwnWorkspace {
+		if err := os.MkdirAll(filepath.Dir(ws), 0o711); err != nil {
+			return err
+		}
+		if err := os.Mkdir(ws, 0o755); err != nil {
+			return err
+		}
+		if err := os.Lchown(ws, uid, uid); err != nil {
+			return err
+		}
+	} else if err := os.MkdirAll(ws, 0o755); err != nil {
+		return err
+	}
+	if copyFrom != nil {
+		if err := os.CopyFS(ws, copyFrom.FS()); err != nil {
+			return fmt.Errorf("copy: %w", err)
+		}
+	}
+	if copyFrom != nil || !s.rec.OwnWorkspace {
+		// Everything in it becomes the sandbox user's. The container is not running yet, so
+		// nothing moves under the walk.
+		err := filepath.WalkDir(ws, func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			return os.Lchown(p, uid, uid)
+		})
+		if err != nil {
+			return err
+		}
+	}
+	root, err := os.OpenRoot(ws)
+	if err != nil {
+		return err
+	}
+	s.ws = root
+	return nil
+}
+
+// Fork starts a new sandbox with the same configuration whose workspace is a copy of this one's
+// at this moment (copied on the host through the workspace's root, symlinks as links). The
+// source is not changed.
+func (s *Sandbox) Fork(ctx context.Context) (adapter.Sandbox, error) {
+	if err := s.checkOpen("fork"); err != nil {
+		return nil, err
+	}
+	cfg := s.cfg
+	cfg.Workspace = ""
+	return create(ctx, cfg, s.ws)
+}

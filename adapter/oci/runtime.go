@@ -1,0 +1,240 @@
+package oci
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+
+	"github.com/sandboxer/sandboxer/errs"
+)
+
+// installHint says how to get a runtime on Debian.
+var installHint = map[string]string{
+	Runc:  "apt-get install runc",
+	Runsc: "apt-get install runsc",
+	Crun:  "apt-get install crun",
+}
+
+// runtimeBin is one OCI runtime binary with sandboxer's own state directory as its --root.
+type runtimeBin struct {
+	name  string
+	path  string
+	root  string
+	flags []string // global flags after --root
+}
+
+// findRuntime locates cfg's runtime. A missing binary is errs.SandboxUnavailable naming it.
+func findRuntime(cfg Config) (*runtimeBin, error) {
+	name := cfg.runtime()
+	if os.Geteuid() != 0 {
+		return nil, errs.New(errs.SandboxUnavailable, "oci", "", "the oci adapter runs its runtime as root (rootless containers are not supported)")
+	}
+	path := cfg.RuntimePath
+	if path == "" {
+		p, err := exec.LookPath(name)
+		if err != nil {
+			return nil, errs.New(errs.SandboxUnavailable, "oci", "",
+				"OCI runtime %q not found on PATH (%s)", name, installHint[name])
+		}
+		path = p
+	} else if fi, err := os.Stat(path); err != nil || fi.IsDir() || fi.Mode().Perm()&0o111 == 0 {
+		return nil, errs.New(errs.SandboxUnavailable, "oci", "", "OCI runtime %q: %s is not an executable file", name, path)
+	}
+	r := &runtimeBin{name: name, path: path, root: layoutOf(cfg.stateDir()).runtimeRoot(name)}
+	if name == Runsc {
+		// gVisor's network stack: none (loopback only) or the host's.
+		if cfg.AllowNetwork {
+			r.flags = append(r.flags, "--network=host")
+		} else {
+			r.flags = append(r.flags, "--network=none")
+		}
+	}
+	return r, nil
+}
+
+func (r *runtimeBin) command(ctx context.Context, args ...string) *exec.Cmd {
+	full := append([]string{"--root", r.root}, r.flags...)
+	cmd := exec.CommandContext(ctx, r.path, append(full, args...)...)
+	cmd.WaitDelay = 5 * time.Second
+	return cmd
+}
+
+// output runs the runtime and returns its standard output; a failure carries its stderr.
+func (r *runtimeBin) output(ctx context.Context, args ...string) ([]byte, error) {
+	cmd := r.command(ctx, args...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return out, fmt.Errorf("%s %s: %w: %s", r.name, args[0], err, strings.TrimSpace(stderr.String()))
+	}
+	return out, nil
+}
+
+// state returns the runtime's view of container cid; a container the runtime does not know has
+// the empty status.
+func (r *runtimeBin) state(ctx context.Context, cid string) (specs.State, error) {
+	var st specs.State
+	out, err := r.output(ctx, "state", cid)
+	if err != nil {
+		msg := strings.ToLower(err.Error())
+		if strings.Contains(msg, "not exist") || strings.Contains(msg, "no such file") {
+			return specs.State{}, nil
+		}
+		return st, errs.Wrap(errs.SandboxUnavailable, "oci state", "", err)
+	}
+	if err := json.Unmarshal(out, &st); err != nil {
+		return st, errs.Wrap(errs.Internal, "oci state", "", fmt.Errorf("%s state: %w", r.name, err))
+	}
+	return st, nil
+}
+
+// running reports whether container cid is running.
+func (r *runtimeBin) running(ctx context.Context, cid string) bool {
+	st, err := r.state(ctx, cid)
+	return err == nil && st.Status == specs.StateRunning
+}
+
+// delete kills container cid with everything in it and deletes it. A container that does not
+// exist is not an error.
+func (r *runtimeBin) delete(ctx context.Context, cid string) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	_, err := r.output(ctx, "delete", "--force", cid)
+	if err != nil {
+		if st, serr := r.state(ctx, cid); serr == nil && st.Status == "" {
+			return nil
+		}
+		return errs.Wrap(errs.SandboxUnavailable, "oci delete", "", err)
+	}
+	return nil
+}
+
+// pipes are the three pipes of an agent: the agent's stdin, stdout and stderr, as the sandbox
+// (in*, out*, err*) and as the container (the other ends) hold them.
+type pipes struct {
+	inR, inW, outR, outW, errR, errW *os.File
+}
+
+func newPipes() (*pipes, error) {
+	var p pipes
+	var err error
+	if p.inR, p.inW, err = os.Pipe(); err != nil {
+		return nil, err
+	}
+	if p.outR, p.outW, err = os.Pipe(); err != nil {
+		p.inR.Close()
+		p.inW.Close()
+		return nil, err
+	}
+	if p.errR, p.errW, err = os.Pipe(); err != nil {
+		p.inR.Close()
+		p.inW.Close()
+		p.outR.Close()
+		p.outW.Close()
+		return nil, err
+	}
+	return &p, nil
+}
+
+// closeChild closes the ends the child process got.
+func (p *pipes) closeChild() {
+	p.inR.Close()
+	p.outW.Close()
+	p.errW.Close()
+}
+
+// closeOwn closes this process's ends.
+func (p *pipes) closeOwn() {
+	p.inW.Close()
+	p.outR.Close()
+	p.errR.Close()
+}
+
+// start runs the bundle as container cid, detached, with the agent (the container's process)
+// serving this process over the container's stdio, and returns the connection to it and the
+// host pid of the container's process (the sandbox's for runsc; 0 if unknown) (reach says
+// how the runtime gets to the root file system from a user namespace). The
+// runtime's own diagnostics go to the container's stderr, which is read into the connection's
+// stderr head: a failed start says why.
+func (r *runtimeBin) start(ctx context.Context, cid, bundleDir string, reach reachPlan) (*agentConn, int, error) {
+	const op = "oci create"
+	p, err := newPipes()
+	if err != nil {
+		return nil, 0, errs.Wrap(errs.Internal, op, "", err)
+	}
+	// The start itself is not cut off midway (a half-made container is worse than a late one);
+	// the caller deletes the container when ctx ended meanwhile.
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+	defer cancel()
+	pidFile := filepath.Join(bundleDir, "init.pid")
+	cmd := r.command(cctx, "run", "--detach", "--pid-file", pidFile, "--bundle", bundleDir, cid)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = p.inR, p.outW, p.errW
+	cmd.Dir = bundleDir
+	conn := newAgentConn(p, nil)
+	err = reach.start(cmd)
+	p.closeChild()
+	if err == nil {
+		err = cmd.Wait()
+	}
+	if err != nil {
+		conn.Close()
+		msg := conn.stderr.waitString(2 * time.Second)
+		return nil, 0, errs.New(errs.SandboxUnavailable, op, "", "%s run: %v: %s", r.name, err, strings.TrimSpace(msg))
+	}
+	if ctx.Err() != nil {
+		conn.Close()
+		return nil, 0, ctx.Err()
+	}
+	b, _ := os.ReadFile(pidFile)
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	return conn, pid, nil
+}
+
+// exec starts another agent in running container cid with the process of processFile (the
+// container's own user, capabilities and environment) and returns the connection to it. The
+// runtime's exec runs as long as the agent does; closing the connection ends both.
+func (r *runtimeBin) exec(ctx context.Context, cid, processFile string) (*agentConn, error) {
+	p, err := newPipes()
+	if err != nil {
+		return nil, errs.Wrap(errs.Internal, "oci exec", "", err)
+	}
+	// Not bound to ctx: the agent outlives the call that started it.
+	cmd := r.command(context.Background(), "exec", "--process", processFile, cid)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = p.inR, p.outW, p.errW
+	cmd.Dir = filepath.Dir(processFile)
+	err = cmd.Start()
+	p.closeChild()
+	if err != nil {
+		p.closeOwn()
+		return nil, errs.Wrap(errs.SandboxUnavailable, "oci exec", "", fmt.Errorf("%s exec: %w", r.name, err))
+	}
+	return newAgentConn(p, cmd), nil
+}
+
+// version returns the first line of the runtime's --version.
+func (r *runtimeBin) version(ctx context.Context) (string, error) {
+	cmd := exec.CommandContext(ctx, r.path, "--version")
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("%s --version: %w", r.name, err)
+	}
+	line, _, _ := strings.Cut(string(out), "\n")
+	return strings.TrimSpace(line), nil
+}
+
+// errMissing says whether err is a runtime that is not installed.
+func errMissing(err error) bool {
+	var e *errs.Error
+	return errors.As(err, &e) && e.Code == errs.SandboxUnavailable && strings.Contains(e.Msg, "not found on PATH")
+}

@@ -1,0 +1,101 @@
+package main_test
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sandboxer/sandboxer/internal/testenv"
+)
+
+// requireRuntime skips without the OCI runtime (or without root, which the oci adapter needs),
+// except where SANDBOXER_TEST_REQUIRE=oci makes that a failure.
+func requireRuntime(t *testing.T, rt string) {
+	t.Helper()
+	_, err := exec.LookPath(rt)
+	if err == nil && os.Geteuid() != 0 {
+		err = os.ErrPermission
+	}
+	if err == nil {
+		return
+	}
+	if testenv.Required("oci") {
+		t.Fatalf("OCI runtime %s not usable: %v", rt, err)
+	}
+	t.Skipf("OCI runtime %s not usable (SANDBOXER_TEST_REQUIRE=oci fails instead): %v", rt, err)
+}
+
+func TestOCIAdapter(t *testing.T) {
+	t.Parallel()
+	requireRuntime(t, "runc")
+	requireRuntime(t, "runsc")
+	e := newEnv(t)
+	// The first call unpacks the root file system into the state directory, compiling the agent
+	// with the Go toolchain: give it the build cache of this run rather than an empty one.
+	if out, err := exec.Command("go", "env", "GOCACHE").Output(); err == nil {
+		e.vars = append(e.vars, "GOCACHE="+strings.TrimSpace(string(out)))
+	}
+	// Whatever an invocation killed by its timeout left behind.
+	t.Cleanup(func() { e.run("", nil, "sandbox", "prune") })
+
+	// Ephemeral, under gVisor: its kernel answers uname.
+	r := e.run("", nil, "tool", "bash", "--adapter", "oci", "--runtime", "runsc", "--input", `{"cmd":"uname","args":["-r"]}`)
+	require.Equal(t, 0, r.code, r.stdout+r.stderr)
+	assert.Equal(t, "4.4.0", strings.TrimSpace(decodeReply(t, r).Output), "gVisor's kernel")
+	// Under runc (the default): the network is an empty namespace, enforced.
+	r = e.run("", nil, "tool", "bash", "--adapter", "oci", "--input", `{"cmd":"sh","args":["-c","tail -n +3 /proc/net/dev | cut -d: -f1"]}`)
+	require.Equal(t, 0, r.code, r.stdout+r.stderr)
+	assert.Equal(t, "lo", strings.TrimSpace(decodeReply(t, r).Output))
+	assert.Contains(t, r.stdout, `"enforced":true`)
+	assert.Contains(t, r.stdout, `"userns"`)
+	r = e.run("", nil, "tool", "bash", "--adapter", "oci", "--runtime", "kata", "--input", `{"cmd":"true"}`)
+	assert.Equal(t, 2, r.code, "an unknown runtime is a usage error: %s", r.stderr)
+
+	// Long-lived: files survive across invocations; a fork copies them; rm removes everything.
+	r = e.run("", nil, "sandbox", "create", "--adapter", "oci")
+	require.Equal(t, 0, r.code, r.stderr)
+	id := idRe.FindStringSubmatch(r.stdout)[1]
+	t.Cleanup(func() { e.run("", nil, "sandbox", "rm", id) })
+	r = e.run("", nil, "tool", "write", "--sandbox", id, "--input", `{"path":"dir/f.txt","content":"kept"}`)
+	require.Equal(t, 0, r.code, r.stdout+r.stderr)
+	r = e.run("", nil, "tool", "grep", "--sandbox", id, "--input", `{"pattern":"kep"}`)
+	require.Equal(t, 0, r.code, r.stdout+r.stderr)
+	assert.Equal(t, "dir/f.txt:1:kept\n", decodeReply(t, r).Output)
+	r = e.run("", nil, "exec", "--sandbox", id, "--", "sh", "-c", "cat dir/f.txt; echo more >> dir/f.txt")
+	assert.Equal(t, 0, r.code, r.stderr)
+	assert.Equal(t, "kept", r.stdout)
+
+	r = e.run("", nil, "sandbox", "fork", id)
+	require.Equal(t, 0, r.code, r.stderr)
+	fork := idRe.FindStringSubmatch(r.stdout)[1]
+	t.Cleanup(func() { e.run("", nil, "sandbox", "rm", fork) })
+	r = e.run("", nil, "exec", "--sandbox", fork, "--", "sh", "-c", "cat dir/f.txt; echo fork > dir/f.txt")
+	assert.Equal(t, 0, r.code, r.stderr)
+	assert.Equal(t, "keptmore\n", r.stdout)
+	r = e.run("", nil, "exec", "--sandbox", id, "--", "cat", "dir/f.txt")
+	assert.Equal(t, "keptmore\n", r.stdout, "the source is unchanged")
+
+	r = e.run("", nil, "sandbox", "ls", "--json")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Equal(t, 2, strings.Count(r.stdout, `"adapter":"oci"`), r.stdout)
+	assert.Equal(t, 2, strings.Count(r.stdout, `"alive":true`), r.stdout)
+	r = e.run("", nil, "sandbox", "prune")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.NotContains(t, r.stdout, id, "a live sandbox is not pruned")
+
+	for _, sb := range []string{id, fork} {
+		r = e.run("", nil, "sandbox", "rm", sb)
+		require.Equal(t, 0, r.code, r.stderr)
+	}
+	r = e.run("", nil, "tool", "read", "--sandbox", id, "--input", `{"path":"dir/f.txt"}`)
+	assert.Equal(t, "SANDBOX_UNAVAILABLE", code(decodeReply(t, r)), "the sandbox is gone")
+	for _, d := range []string{"sandboxes", "workspaces"} {
+		ents, _ := os.ReadDir(filepath.Join(e.state, "oci", d))
+		assert.Empty(t, ents, "nothing left in %s", d)
+	}
+}

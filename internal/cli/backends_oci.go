@@ -1,0 +1,90 @@
+package cli
+
+import (
+	"context"
+	"errors"
+
+	"github.com/sandboxer/sandboxer/adapter"
+	"github.com/sandboxer/sandboxer/adapter/oci"
+	"github.com/sandboxer/sandboxer/errs"
+	"github.com/sandboxer/sandboxer/internal/state"
+)
+
+func ociConfig(s Settings, persist bool) oci.Config {
+	return oci.Config{Runtime: s.Runtime, StateDir: s.StateDir, AllowNetwork: s.AllowNetwork, Persist: persist}
+}
+
+// ociBackend: one OCI container per sandbox, run by runc, runsc or crun (--runtime) without a
+// daemon, everything under the state directory. An ephemeral sandbox's container and workspace
+// are removed when the invocation ends; a long-lived one is created with Persist and found again
+// by its oci id, which the record keeps as Backend (its workspace directory as Workspace). The
+// runtime a sandbox was created with is the adapter's own record: --runtime only picks it at
+// create.
+var ociBackend = backend{
+	enforces: "each sandbox is an OCI container run by --runtime (runc by default, runsc for gVisor's " +
+		"user-space kernel, crun) without a daemon: an empty network namespace unless --allow-network " +
+		"(then the host's network namespace, weaker than docker's bridge), a user namespace mapping the " +
+		"container's root to an unprivileged host uid (runc, crun), a non-root user, all capabilities " +
+		"dropped, no-new-privileges, the default seccomp profile (runc, crun), a read-only root file " +
+		"system with a private /tmp, masked /proc paths, memory/CPU/pids cgroup limits; each result " +
+		"lists the layers checked in force.",
+	open: func(ctx context.Context, s Settings) (adapter.Sandbox, error) {
+		return oci.New(ctx, ociConfig(s, false))
+	},
+	create: func(ctx context.Context, s Settings, st state.Dir, rec *state.Record) error {
+		sb, err := oci.New(ctx, ociConfig(s, true))
+		if err != nil {
+			return err
+		}
+		rec.Backend, rec.Workspace = sb.ID(), sb.Workspace()
+		return sb.Detach()
+	},
+	attach: func(ctx context.Context, s Settings, st state.Dir, rec state.Record) (adapter.Sandbox, error) {
+		sb, err := oci.Attach(ctx, ociConfig(s, true), rec.Backend)
+		if errors.Is(err, errs.NotFound) {
+			return nil, errs.New(errs.SandboxUnavailable, "attach", "", "sandbox %s: its container is gone", rec.ID)
+		}
+		return sb, err
+	},
+	detach: func(ctx context.Context, sb adapter.Sandbox) error {
+		if o, ok := sb.(*oci.Sandbox); ok {
+			return o.Detach()
+		}
+		return nil
+	},
+	destroy: func(ctx context.Context, s Settings, rec state.Record) error {
+		err := oci.Remove(ctx, ociConfig(s, true), rec.Backend)
+		if errors.Is(err, errs.NotFound) {
+			return nil
+		}
+		return err
+	},
+	alive: func(ctx context.Context, s Settings, rec state.Record) (bool, error) {
+		infos, err := oci.List(ctx, ociConfig(s, true))
+		if err != nil {
+			return false, err
+		}
+		for _, i := range infos {
+			if i.ID == rec.Backend {
+				return i.Status == "running", nil
+			}
+		}
+		return false, nil
+	},
+	fork: func(ctx context.Context, s Settings, st state.Dir, src adapter.Sandbox, rec *state.Record) error {
+		o, ok := src.(*oci.Sandbox)
+		if !ok {
+			return errs.New(errs.Internal, "fork", "", "not an oci sandbox")
+		}
+		child, err := o.Fork(ctx)
+		if err != nil {
+			return err
+		}
+		c := child.(*oci.Sandbox)
+		rec.Backend, rec.Workspace = c.ID(), c.Workspace()
+		return c.Detach()
+	},
+	prune: func(ctx context.Context, s Settings) ([]string, error) {
+		return oci.Prune(ctx, ociConfig(s, false), oci.PruneOptions{})
+	},
+}
