@@ -234,22 +234,24 @@ func (h *helperProc) send(req request, files []*os.File) (chan reply, error) {
 // isolation holds a sandbox's helpers (one with the network cut off, one with the host network),
 // its private temporary directory and its cgroups.
 type isolation struct {
-	cfg      Config
-	disabled map[string]bool
-	rules    fsRules
-	tmp      string
-	exe      string       // this binary, for per-command inits
-	cg       *cgroupPool  // nil without per-command cgroups
-	limits   *limitGroups // nil without resource limits (none configured, or none possible)
-	limitErr error        // why the configured limits cannot be set here
+	cfg       Config
+	disabled  map[string]bool
+	workspace string
+	tmp       string
+	rules     fsRules      // set by prepare
+	exe       string       // this binary, for per-command inits; set by prepare
+	cg        *cgroupPool  // nil without per-command cgroups; set by prepare
+	limits    *limitGroups // nil without resource limits (none configured, or none possible); set by prepare
+	limitErr  error        // why the configured limits cannot be set here
 	// unprivErr is why commands cannot run as HostUID here (set after a failed start).
 	unprivErr error
 
-	mu      sync.Mutex
-	tmpMade bool
-	helpers [2]*helperProc // [0]: network off, [1]: network on
-	errs    [2]error
-	stopped bool
+	mu       sync.Mutex
+	prepared bool // cg and limits are made (prepare)
+	tmpMade  bool
+	helpers  [2]*helperProc // [0]: network off, [1]: network on
+	errs     [2]error
+	stopped  bool
 }
 
 func newIsolation(cfg Config, workspace string) (*isolation, error) {
@@ -259,11 +261,22 @@ func newIsolation(cfg Config, workspace string) (*isolation, error) {
 	}
 	// The private TMPDIR is made when the first command runs (ensureTmp), so a sandbox that only
 	// moves files, or is never stopped, leaves nothing behind.
-	tmp := filepath.Join(os.TempDir(), "sandboxer-tmp-"+randomSuffix())
-	iso.tmp = tmp
-	read := append(slices.Clone(DefaultReadPaths), cfg.ReadPaths...)
-	deny := append(DefaultDenyRead(), cfg.DenyRead...)
-	write := append([]string{workspace, tmp}, cfg.WritePaths...)
+	iso.tmp = filepath.Join(os.TempDir(), "sandboxer-tmp-"+randomSuffix())
+	iso.workspace = workspace
+	return iso, nil
+}
+
+// prepare computes the sandbox's rules and makes its cgroups and limits, once, before its first
+// helper starts: a sandbox that only moves files pays for none of it, and makes nothing (nor the
+// janitor that would look after it). Called with iso.mu held.
+func (iso *isolation) prepare() {
+	if iso.prepared {
+		return
+	}
+	iso.prepared = true
+	read := append(slices.Clone(DefaultReadPaths), iso.cfg.ReadPaths...)
+	deny := append(DefaultDenyRead(), iso.cfg.DenyRead...)
+	write := append([]string{iso.workspace, iso.tmp}, iso.cfg.WritePaths...)
 	iso.rules = buildRules(read, deny, write, DefaultDevices)
 	if exe, err := os.Executable(); err == nil {
 		iso.exe = cleanAbs(exe)
@@ -276,10 +289,9 @@ func newIsolation(cfg Config, workspace string) (*isolation, error) {
 		}
 		iso.cg = newCgroupPool(owner) // nil when this process cannot make cgroups
 	}
-	if v := cfg.limitValues(); !v.none() && !iso.disabled[LayerLimits] {
+	if v := iso.cfg.limitValues(); !v.none() && !iso.disabled[LayerLimits] {
 		iso.limits, iso.limitErr = newLimitGroups(v, iso.cg)
 	}
-	return iso, nil
 }
 
 // viewSystemPaths are the host directories a command's file system view holds read-only (those
@@ -348,6 +360,7 @@ func (iso *isolation) helper(network bool) (*helperProc, error) {
 	if iso.errs[i] != nil && iso.helpers[i] == nil {
 		return nil, iso.errs[i] // it could not start: do not pay for a failed start per command
 	}
+	iso.prepare()
 	// A cgroup namespace too: commands see their cgroup as the root of the tree (and, in the file
 	// system view, no cgroup file at all to clone a process into).
 	flags := uintptr(syscall.CLONE_NEWUSER | syscall.CLONE_NEWPID | syscall.CLONE_NEWNS | unix.CLONE_NEWCGROUP)

@@ -235,6 +235,10 @@ func New(cfg Config) (*Sandbox, error) {
 // Dir returns the workspace directory (absolute, symlinks resolved).
 func (s *Sandbox) Dir() string { return s.dir }
 
+// Workspace is Capabilities().Workspace, the workspace directory, without the kernel probe that
+// Capabilities costs (adapter.Workspaced).
+func (s *Sandbox) Workspace() string { return s.dir }
+
 // ID returns the workspace directory: a local sandbox is found again by its directory.
 func (s *Sandbox) ID() string { return s.dir }
 
