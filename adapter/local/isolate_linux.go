@@ -1030,6 +1030,9 @@ func (s *Sandbox) startIsolated(c adapter.Command, prog, dir string, env []strin
 // itself, or a pipe fed by a goroutine. The returned function closes the caller's copy.
 func stdinFile(r io.Reader) (*os.File, func(), error) {
 	if r == nil {
+		if f := devNull(); f != nil {
+			return f, func() {}, nil // shared, never closed
+		}
 		f, err := os.Open(os.DevNull)
 		if err != nil {
 			return nil, nil, err
