@@ -24,3 +24,7 @@ func pipeCloexec(fds []int) error { return unix.Pipe2(fds, unix.O_CLOEXEC) }
 
 // newWakeFD makes the eventfd that collect's poll loop wakes on when the call's context ends.
 func newWakeFD() (int, error) { return unix.Eventfd(0, unix.EFD_CLOEXEC) }
+
+// KernelIsolation says whether this build of the adapter can apply kernel isolation at all (Linux):
+// Probe says which layers this machine allows.
+const KernelIsolation = true

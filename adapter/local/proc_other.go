@@ -33,3 +33,7 @@ func pipeCloexec(fds []int) error {
 
 // newWakeFD: there is no eventfd. Never reached: without a pidfd, collect does not poll.
 func newWakeFD() (int, error) { return -1, unix.ENOSYS }
+
+// KernelIsolation says whether this build of the adapter can apply kernel isolation at all: not
+// here (isolate_other.go).
+const KernelIsolation = false
