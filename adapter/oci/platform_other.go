@@ -20,7 +20,7 @@ var errNotLinux = errors.New("the oci adapter needs Linux (runc, runsc and crun 
 	runtime.GOOS + " use the docker adapter (Docker Desktop) or the memory adapter")
 
 // needLinux refuses: see errNotLinux.
-func needLinux() error { return errs.Wrap(errs.SandboxUnavailable, "oci", "", errNotLinux) }
+func needLinux() error { return errs.New(errs.SandboxUnavailable, "oci", "", "%s", errNotLinux) }
 
 func defaultSeccomp(*specs.Spec) (*specs.LinuxSeccomp, error) { return nil, errNotLinux }
 
