@@ -56,7 +56,7 @@ probe passed, 1 otherwise (the report is printed either way).`,
 			ctx := c.Context()
 			daemon, img := doctor.Docker(ctx, s.Image)
 			rep := doctorReport{Checks: []doctor.Check{
-				configCheck(s), doctor.Ripgrep(ctx), daemon, img, doctor.NetworkNamespace(ctx), doctor.Landlock(),
+				configCheck(s), doctor.Platform(), doctor.Ripgrep(ctx), daemon, img, doctor.NetworkNamespace(ctx), doctor.Landlock(),
 			}}
 			for _, name := range allAdapterNames() {
 				rep.Adapters = append(rep.Adapters, describeAdapter(ctx, s, name))
