@@ -31,11 +31,11 @@ func (s *Sandbox) Symlink(ctx context.Context, p, target string) error {
 	if target == "" || strings.IndexByte(target, 0) >= 0 {
 		return errs.New(errs.InvalidInput, op, p, "a link target must be non-empty and hold no NUL byte")
 	}
-	dir, err := s.fs.Resolve(path.Dir(a), Workspace, true)
-	if err != nil {
+	if err := s.fs.MkdirAllJailed(path.Dir(a), Workspace, 0o755); err != nil {
 		return fsErr(op, p, err)
 	}
-	if err := s.fs.MkdirAll(dir, 0o755); err != nil {
+	dir, err := s.fs.Resolve(path.Dir(a), Workspace, true)
+	if err != nil {
 		return fsErr(op, p, err)
 	}
 	link := path.Join(dir, path.Base(a))
