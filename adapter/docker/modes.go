@@ -2,7 +2,6 @@ package docker
 
 import (
 	"context"
-	"strings"
 
 	"github.com/sandboxer/sandboxer/adapter"
 	"github.com/sandboxer/sandboxer/errs"
@@ -18,8 +17,8 @@ func (s *Sandbox) Symlink(ctx context.Context, p, target string) error {
 	if r == "." {
 		return errs.New(errs.InvalidInput, op, p, "is the workspace root")
 	}
-	if target == "" || strings.IndexByte(target, 0) >= 0 {
-		return errs.New(errs.InvalidInput, op, p, "a link target must be non-empty and hold no NUL byte")
+	if err := adapter.CheckLinkTarget(op, p, target); err != nil {
+		return err
 	}
 	_, err = s.script(ctx, op, p, symlinkScript, []string{r, target}, nil, nil)
 	return err

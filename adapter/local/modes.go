@@ -6,7 +6,6 @@ import (
 	"os"
 	"path"
 	"strconv"
-	"strings"
 
 	"golang.org/x/sys/unix"
 
@@ -28,8 +27,8 @@ func (s *Sandbox) Symlink(ctx context.Context, p, target string) error {
 	if r == "." {
 		return errs.New(errs.InvalidInput, op, p, "the workspace root is a directory")
 	}
-	if target == "" || strings.IndexByte(target, 0) >= 0 {
-		return errs.New(errs.InvalidInput, op, p, "a link target must be non-empty and hold no NUL byte")
+	if err := adapter.CheckLinkTarget(op, p, target); err != nil {
+		return err
 	}
 	d, err := s.openDir(op, p, path.Dir(r), true)
 	if err != nil {

@@ -5,7 +5,6 @@ import (
 	"io/fs"
 	"path"
 	"strconv"
-	"strings"
 	"sync/atomic"
 
 	"github.com/sandboxer/sandboxer/adapter"
@@ -28,8 +27,8 @@ func (s *Sandbox) Symlink(ctx context.Context, p, target string) error {
 	if a == Workspace {
 		return errs.New(errs.InvalidInput, op, p, "the workspace root is a directory")
 	}
-	if target == "" || strings.IndexByte(target, 0) >= 0 {
-		return errs.New(errs.InvalidInput, op, p, "a link target must be non-empty and hold no NUL byte")
+	if err := adapter.CheckLinkTarget(op, p, target); err != nil {
+		return err
 	}
 	if err := s.fs.MkdirAllJailed(path.Dir(a), Workspace, 0o755); err != nil {
 		return fsErr(op, p, err)
