@@ -305,6 +305,10 @@ func (s *Sync) Hydrate(ctx context.Context) (Report, error) {
 		e := hydrated[p]
 		// A replaced file keeps its mode in some adapters: set the bit whenever it may differ.
 		if f, was := before[p]; e.Exec || was && f.Executable() {
+			if mw == nil { // an executable file was replaced and kept its bit: no base to trust
+				delete(s.known, p)
+				continue
+			}
 			if err := mw.SetExecutable(ctx, p, e.Exec); err != nil {
 				modeErr = errors.Join(modeErr, err)
 				delete(s.known, p) // the file is there, its mode unknown: no base
