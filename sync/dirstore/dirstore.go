@@ -1,12 +1,13 @@
 // Package dirstore is a filesync.Store kept as plain files a person can read: each collection is a
 // directory holding the files themselves under files/ and a manifest.json listing every entry's
-// path, SHA-256, size and update time.
+// path, kind, executable bit, SHA-256, size and update time.
 //
 // Layout of a store rooted at DIR:
 //
 //	DIR/.format                       marker and format version
 //	DIR/.lock                         flock(2) taken by every operation (several processes may share a store)
-//	DIR/<collection>/manifest.json    {"version":2,"entries":[{"path":...,"kind":...,"exec":...,"hash":...,"size":...,"updatedAt":...}, ...]}
+//	DIR/<collection>/manifest.json    {"version":2,"entries":[{"path":...,"hash":...,"size":...,"updatedAt":...}, ...]}
+//	                                  plus "kind":"symlink" for a link and "exec":true for an executable file
 //	DIR/<collection>/files/<path>     the content, byte for byte: mode 0755 for an executable file,
 //	                                  0644 otherwise; a symbolic link is a regular file (0644) holding
 //	                                  its target text, never a link (nothing reading the store follows it)
@@ -187,7 +188,7 @@ type manifestDoc struct {
 
 type manifestEntry struct {
 	Path      string    `json:"path"`
-	Kind      string    `json:"kind,omitempty"` // "" (version 1) is a file
+	Kind      string    `json:"kind,omitempty"` // omitted for a file
 	Exec      bool      `json:"exec,omitempty"`
 	Hash      string    `json:"hash"`
 	Size      int64     `json:"size"`
@@ -288,7 +289,11 @@ func (s *Store) writeManifest(c string, m *manifest) error {
 			buf.WriteByte(',')
 		}
 		buf.WriteString("\n")
-		b, err := json.Marshal(manifestEntry{Path: e.Path, Kind: e.Kind, Exec: e.Exec, Hash: e.Hash, Size: e.Size, UpdatedAt: e.UpdatedAt})
+		kind := e.Kind
+		if kind == filesync.KindFile {
+			kind = "" // the default: the manifest stays as small as version 1's for plain files
+		}
+		b, err := json.Marshal(manifestEntry{Path: e.Path, Kind: kind, Exec: e.Exec, Hash: e.Hash, Size: e.Size, UpdatedAt: e.UpdatedAt})
 		if err != nil {
 			return err
 		}

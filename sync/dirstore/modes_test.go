@@ -43,6 +43,7 @@ func TestFilesOnDisk(t *testing.T) {
 	man, err := os.ReadFile(filepath.Join(dir, "files", "manifest.json"))
 	require.NoError(t, err)
 	assert.Contains(t, string(man), `"version":2`)
+	assert.NotContains(t, string(man), `"kind":"file"`, "the default kind is left out")
 	assert.Contains(t, string(man), `"kind":"symlink"`)
 }
 
