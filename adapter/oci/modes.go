@@ -122,27 +122,7 @@ func (s *Sandbox) SetExecutable(ctx context.Context, p string, exec bool) error 
 		return err
 	}
 	defer d.Close()
-	fd, err := unix.Openat(int(d.Fd()), path.Base(r), unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
-	if errors.Is(err, unix.ELOOP) {
-		return errs.New(errs.NotFound, op, p, "a symbolic link, not a regular file")
-	}
-	if err != nil {
-		return mapErr(op, p, err)
-	}
-	f := os.NewFile(uintptr(fd), r)
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return mapErr(op, p, err)
-	}
-	if !fi.Mode().IsRegular() {
-		return errs.New(errs.NotFound, op, p, "not a regular file (%s)", fi.Mode().Type())
-	}
-	perm := os.FileMode(0o644)
-	if exec {
-		perm = 0o755
-	}
-	return mapErr(op, p, f.Chmod(perm))
+	return mapErr(op, p, adapter.SetExecutableAt(d, op, p, path.Base(r), exec))
 }
 
 var _ adapter.ModeWriter = (*Sandbox)(nil)
