@@ -68,9 +68,18 @@ var janitor = sync.OnceValue(func() *janitorConn {
 	return j
 })
 
+// noJanitor leaves crashes to Prune (set by tests of Prune, through export_test.go).
+var noJanitor bool
+
 // lookAfter asks the janitor to remove sandbox id of stateDir if this process dies before
-// released(id, stateDir).
-func lookAfter(id, stateDir string) { janitor().send("+" + id + " " + stateDir) }
+// released(id, stateDir), and reports whether it did.
+func lookAfter(id, stateDir string) bool {
+	if noJanitor {
+		return false
+	}
+	janitor().send("+" + id + " " + stateDir)
+	return true
+}
 
 // released tells the janitor that sandbox id is gone.
 func released(id, stateDir string) { janitor().send("-" + id + " " + stateDir) }

@@ -447,8 +447,7 @@ func create(ctx context.Context, cfg Config, copyFrom *os.Root) (*Sandbox, error
 	}
 	if !cfg.Persist {
 		// Removed by the janitor if this process dies before Stop.
-		lookAfter(id, cfg.stateDir())
-		s.lookedAfter = true
+		s.lookedAfter = lookAfter(id, cfg.stateDir())
 	}
 	if err := s.prepareWorkspace(copyFrom); err != nil {
 		return fail(errs.Wrap(errs.Internal, op, "", fmt.Errorf("workspace: %w", err)))
