@@ -5,11 +5,11 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
+
+	janitorpkg "github.com/sandboxer/sandboxer/adapter/internal/janitor"
 )
 
 // The janitor removes the sandboxes that are not persistent when the process that made them dies
@@ -17,12 +17,10 @@ import (
 // containers, but the runtime's state of each container, its cgroups, its directory and its
 // workspace need somebody alive to go: without the janitor they wait for Prune.
 //
-// It is this binary again (argv[0] janitorArg0), started with the first sandbox to look after,
-// in a session of its own. Its stdin is a pipe whose write end only this process holds
-// (close-on-exec: no runtime or command inherits it). This process writes "+ID STATEDIR" when it
-// has written a sandbox's record and "-ID STATEDIR" when Stop has removed the sandbox; when the
-// pipe ends, this process is gone, and the janitor removes what is still registered, then exits.
-// (adapter/local has a janitor of the same design for its directories and cgroups.)
+// It is started with the first sandbox to look after (package adapter/internal/janitor, which
+// adapter/local's janitor uses too). This process writes "+ID STATEDIR" when it has written a
+// sandbox's record and "-ID STATEDIR" when Stop has removed the sandbox; when the pipe ends, this
+// process is gone, and the janitor removes what is still registered, then exits.
 
 const (
 	janitorArg0 = "sandboxer-oci-janitor"
@@ -35,37 +33,9 @@ func init() {
 	}
 }
 
-type janitorConn struct {
-	mu sync.Mutex
-	w  *os.File // nil if the janitor could not start
-}
-
-var janitor = sync.OnceValue(func() *janitorConn {
-	j := &janitorConn{}
-	r, w, err := os.Pipe()
-	if err != nil {
-		return j
-	}
-	j.w = w
-	// Started off the caller's path: what is registered meanwhile waits in the pipe.
-	go func() {
-		defer r.Close()
-		cmd := &exec.Cmd{
-			Path: "/proc/self/exe",
-			Args: []string{janitorArg0},
-			// PATH: a runtime whose recorded path moved is looked up again.
-			Env:         []string{janitorEnv + "=1", "PATH=" + os.Getenv("PATH")},
-			Stdin:       r,
-			Stderr:      os.Stderr,
-			SysProcAttr: &syscall.SysProcAttr{Setsid: true},
-		}
-		if err := cmd.Start(); err != nil {
-			return // writes then fail with EPIPE, which send ignores
-		}
-		r.Close()
-		_ = cmd.Wait() // it exits when this process is gone, or never before
-	}()
-	return j
+// PATH: a runtime whose recorded path moved is looked up again.
+var janitor = sync.OnceValue(func() *janitorpkg.Conn {
+	return janitorpkg.Start(janitorArg0, []string{janitorEnv + "=1", "PATH=" + os.Getenv("PATH")})
 })
 
 // noJanitor leaves crashes to Prune (set by tests of Prune, through export_test.go).
@@ -77,21 +47,12 @@ func lookAfter(id, stateDir string) bool {
 	if noJanitor {
 		return false
 	}
-	janitor().send("+" + id + " " + stateDir)
+	janitor().Send("+" + id + " " + stateDir)
 	return true
 }
 
 // released tells the janitor that sandbox id is gone.
-func released(id, stateDir string) { janitor().send("-" + id + " " + stateDir) }
-
-func (j *janitorConn) send(line string) {
-	if j.w == nil || strings.ContainsAny(line, "\n") {
-		return
-	}
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	_, _ = j.w.WriteString(line + "\n")
-}
+func released(id, stateDir string) { janitor().Send("-" + id + " " + stateDir) }
 
 // janitorMain is the janitor: it collects registrations until its stdin ends, then removes the
 // sandboxes that are left.
