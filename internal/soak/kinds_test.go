@@ -30,7 +30,7 @@ type kind struct {
 	// alive is how many sandboxes an owner has at a time when not the default (docker's are slow
 	// to make: more at once make more in the time).
 	alive int
-	// batches, when not 0, is fewer batches than the others get (1 under -short).
+	// batches, when not 0, is fewer batches than the others get (also under -short).
 	batches int
 }
 
@@ -57,9 +57,9 @@ var kinds = []kind{
 		return sb, sb.ContainerID(), nil
 	}},
 	ociKind(oci.Runc, 0),
-	// gVisor's sandboxes take seconds to start: 100 of them do not fit in the soak's five minutes
-	// on a loaded 2-core machine, 20 do.
-	ociKind(oci.Runsc, 2),
+	// gVisor's sandboxes take seconds to start and much CPU: 100 of them do not fit in the soak's
+	// five minutes on a loaded 2-core machine, 10 do.
+	ociKind(oci.Runsc, 1),
 	{name: "memory", open: func(context.Context, string) (adapter.Sandbox, string, error) {
 		sb, err := memory.New(memory.Config{})
 		if err != nil {

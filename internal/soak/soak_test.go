@@ -85,10 +85,7 @@ func TestSoak(t *testing.T) {
 				}
 				n := batches
 				if k.batches != 0 {
-					n = k.batches
-					if testing.Short() {
-						n = 1
-					}
+					n = min(n, k.batches)
 				}
 				kstart := time.Now()
 				for b := range n {
