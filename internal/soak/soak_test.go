@@ -172,16 +172,11 @@ func (r *run) batch(t *testing.T, k kind, b int) {
 			break
 		}
 	}
-	go func() { _, _ = bufio.NewReader(out).WriteTo(discard{}) }() // what it wrote meanwhile
 	_ = cmd.Wait()
 	if !killed {
 		t.Errorf("%s batch %d: the owner ended before its last sandbox's long command started; stderr:\n%s", k.name, b, stderr.Bytes())
 	}
 }
-
-type discard struct{}
-
-func (discard) Write(p []byte) (int, error) { return len(p), nil }
 
 // leftovers lists what the owners left: processes (children of this subreaper, or marked),
 // containers, cgroups, mounts, files in the temporary directories. It reaps zombie children.
