@@ -3,6 +3,7 @@ package soak_test
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"io/fs"
@@ -37,7 +38,7 @@ type run struct {
 	mu     sync.Mutex
 	owners map[string][]int    // kind -> pids of its owners
 	ids    map[string][]string // kind -> ids of its sandboxes
-	tmps   []string            // the owners' TMPDIRs
+	tmps   map[string][]string // kind -> the TMPDIRs of its owners
 }
 
 // TestSoak: for each adapter, batches of perBatch sandboxes made and destroyed by an owner
@@ -63,7 +64,7 @@ func TestSoak(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := &run{root: root, state: filepath.Join(root, "oci-state"), mark: fmt.Sprintf("soakmark-%d", os.Getpid()),
-		owners: map[string][]int{}, ids: map[string][]string{}}
+		owners: map[string][]int{}, ids: map[string][]string{}, tmps: map[string][]string{}}
 	if err := os.Mkdir(r.state, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -92,23 +93,32 @@ func TestSoak(t *testing.T) {
 					r.batch(t, k, b)
 				}
 				t.Logf("%s: %d sandboxes in %d owners killed, %s", k.name, n*perBatch, n, time.Since(kstart).Round(time.Millisecond))
+				r.expectClean(t, k.name)
 			})
 		})
 	}
 	wg.Wait()
 	t.Logf("all batches: %s", time.Since(start).Round(time.Millisecond))
+	// Everything of every adapter, and no orphan of any.
+	r.expectClean(t, "")
+}
+
+// expectClean fails t when what the owners of kind (all kinds: "") left is not gone within
+// grace.
+func (r *run) expectClean(t *testing.T, kind string) {
 	killed := time.Now()
 	var left []string
 	for {
-		left = r.leftovers()
+		left = r.leftovers(kind)
 		if len(left) == 0 || time.Since(killed) > grace {
 			break
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	t.Logf("clean %s after the last batch", time.Since(killed).Round(time.Millisecond))
 	if len(left) > 0 {
 		t.Errorf("left behind %s after the last owner's kill:\n  %s", grace, strings.Join(left, "\n  "))
+	} else {
+		t.Logf("%s clean %s after the last owner's kill", cmp.Or(kind, "all"), time.Since(killed).Round(time.Millisecond))
 	}
 }
 
@@ -130,7 +140,7 @@ func (r *run) batch(t *testing.T, k kind, b int) {
 		t.Fatal(err)
 	}
 	r.mu.Lock()
-	r.tmps = append(r.tmps, tmp)
+	r.tmps[k.name] = append(r.tmps[k.name], tmp)
 	r.mu.Unlock()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestSoakOwner$", "-test.count=1")
 	cmd.Env = append(os.Environ(), ownerEnv+"="+k.name, stateEnv+"="+r.state,
@@ -178,13 +188,130 @@ func (r *run) batch(t *testing.T, k kind, b int) {
 	}
 }
 
-// leftovers lists what the owners left: processes (children of this subreaper, or marked),
-// containers, cgroups, mounts, files in the temporary directories. It reaps zombie children.
-func (r *run) leftovers() []string {
+// leftovers lists what the owners of kind (all kinds: "") left: processes (marked, and for all
+// kinds the children of this subreaper), containers, cgroups, mounts, files in the temporary
+// directories. It reaps zombie children.
+func (r *run) leftovers(kind string) []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	sel := func(name string) bool { return kind == "" || kind == name }
 	var out []string
-	// Processes: every orphan came here; a zombie is reaped, a live one is a leftover.
+	if kind == "" {
+		out = append(out, orphans()...)
+		out = append(out, marked(r.mark+"-")...)
+	} else {
+		for b := range r.owners[kind] {
+			out = append(out, marked(fmt.Sprintf("%s-%s-%d-", r.mark, kind, b))...)
+		}
+	}
+
+	// Containers.
+	if sel("docker") && len(r.owners["docker"]) > 0 {
+		out = append(out, r.dockerLeftovers()...)
+	}
+	if ents, err := os.ReadDir(filepath.Join(r.state, "oci", "runtime")); err == nil {
+		for _, e := range ents {
+			rt := e.Name()
+			if !sel("oci-" + rt) {
+				continue
+			}
+			list, err := exec.Command(rt, "--root", filepath.Join(r.state, "oci", "runtime", rt), "list", "--quiet").CombinedOutput()
+			if err != nil {
+				out = append(out, fmt.Sprintf("%s list: %v: %s", rt, err, list))
+			} else if s := strings.TrimSpace(string(list)); s != "" {
+				out = append(out, fmt.Sprintf("%s containers: %s", rt, strings.Join(strings.Fields(s), " ")))
+			}
+		}
+	}
+
+	// Cgroups: the local adapter's are sandboxer-OWNERPID-*, the oci adapter's sandboxer-ID.
+	var names []string
+	for _, name := range []string{"local", "local-off"} {
+		for _, pid := range r.owners[name] {
+			if sel(name) {
+				names = append(names, fmt.Sprintf("sandboxer-%d-", pid))
+			}
+		}
+	}
+	var ids []string // of the sandboxes of kind
+	for name, list := range r.ids {
+		if !sel(name) {
+			continue
+		}
+		ids = append(ids, list...)
+		if strings.HasPrefix(name, "oci-") {
+			for _, id := range list {
+				names = append(names, "sandboxer-"+id)
+			}
+		}
+	}
+	for _, dir := range cgroupRoots() {
+		filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+			if err != nil || !d.IsDir() {
+				return nil
+			}
+			for _, n := range names {
+				if d.Name() == n || (strings.HasSuffix(n, "-") && strings.HasPrefix(d.Name(), n)) {
+					out = append(out, "cgroup "+p)
+				}
+			}
+			return nil
+		})
+	}
+
+	// Mounts: none under the test's directory (of kind: under its TMPDIRs), none naming a sandbox.
+	under := []string{r.root}
+	if kind != "" {
+		under = r.tmps[kind]
+	}
+	if mi, err := os.ReadFile("/proc/self/mountinfo"); err == nil {
+		for _, line := range strings.Split(string(mi), "\n") {
+			if slices.ContainsFunc(under, func(d string) bool { return strings.Contains(line, d) }) ||
+				slices.ContainsFunc(ids, func(id string) bool { return strings.Contains(line, id) }) {
+				out = append(out, "mount "+line)
+			}
+		}
+	}
+
+	// Temporary directories: the owners' TMPDIRs are empty, the oci state directory holds only
+	// the shared root file system (and the empty directories of its layout).
+	for name, tmps := range r.tmps {
+		for _, tmp := range tmps {
+			ents, _ := os.ReadDir(tmp)
+			for _, e := range ents {
+				if sel(name) {
+					out = append(out, "in TMPDIR: "+filepath.Join(tmp, e.Name()))
+				}
+			}
+		}
+	}
+	filepath.WalkDir(r.state, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		rel, _ := filepath.Rel(r.state, p)
+		switch {
+		case rel == "oci/rootfs":
+			return fs.SkipDir
+		case d.IsDir() && slices.Contains([]string{".", "oci", "oci/sandboxes", "oci/workspaces", "oci/runtime"}, rel):
+		case d.IsDir() && filepath.Dir(rel) == "oci/runtime":
+		case kind != "" && !slices.ContainsFunc(ids, func(id string) bool { return strings.Contains(d.Name(), id) }):
+			// another kind's
+		default:
+			out = append(out, "in the oci state directory: "+p)
+			if d.IsDir() {
+				return fs.SkipDir
+			}
+		}
+		return nil
+	})
+	return out
+}
+
+// orphans lists the live children of this process (a subreaper: every orphan comes to it), and
+// reaps the dead ones.
+func orphans() []string {
+	var out []string
 	self := os.Getpid()
 	procs, _ := os.ReadDir("/proc")
 	for _, p := range procs {
@@ -217,95 +344,6 @@ func (r *run) leftovers() []string {
 			continue
 		}
 	}
-	out = append(out, marked(r.mark)...)
-
-	// Containers.
-	if len(r.owners["docker"]) > 0 {
-		out = append(out, r.dockerLeftovers()...)
-	}
-	if ents, err := os.ReadDir(filepath.Join(r.state, "oci", "runtime")); err == nil {
-		for _, e := range ents {
-			rt := e.Name()
-			list, err := exec.Command(rt, "--root", filepath.Join(r.state, "oci", "runtime", rt), "list", "--quiet").CombinedOutput()
-			if err != nil {
-				out = append(out, fmt.Sprintf("%s list: %v: %s", rt, err, list))
-			} else if s := strings.TrimSpace(string(list)); s != "" {
-				out = append(out, fmt.Sprintf("%s containers: %s", rt, strings.Join(strings.Fields(s), " ")))
-			}
-		}
-	}
-
-	// Cgroups: the local adapter's are sandboxer-OWNERPID-*, the oci adapter's sandboxer-ID.
-	var names []string
-	for _, name := range []string{"local", "local-off"} {
-		for _, pid := range r.owners[name] {
-			names = append(names, fmt.Sprintf("sandboxer-%d-", pid))
-		}
-	}
-	for name, ids := range r.ids {
-		if strings.HasPrefix(name, "oci-") {
-			for _, id := range ids {
-				names = append(names, "sandboxer-"+id)
-			}
-		}
-	}
-	for _, dir := range cgroupRoots() {
-		filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-			if err != nil || !d.IsDir() {
-				return nil
-			}
-			for _, n := range names {
-				if d.Name() == n || (strings.HasSuffix(n, "-") && strings.HasPrefix(d.Name(), n)) {
-					out = append(out, "cgroup "+p)
-				}
-			}
-			return nil
-		})
-	}
-
-	// Mounts: none under the test's directory, none naming a sandbox.
-	if mi, err := os.ReadFile("/proc/self/mountinfo"); err == nil {
-		for _, line := range strings.Split(string(mi), "\n") {
-			if strings.Contains(line, r.root) {
-				out = append(out, "mount "+line)
-				continue
-			}
-			for _, ids := range r.ids {
-				for _, id := range ids {
-					if strings.Contains(line, id) {
-						out = append(out, "mount "+line)
-					}
-				}
-			}
-		}
-	}
-
-	// Temporary directories: the owners' TMPDIRs are empty, the oci state directory holds only
-	// the shared root file system (and the empty directories of its layout).
-	for _, tmp := range r.tmps {
-		ents, _ := os.ReadDir(tmp)
-		for _, e := range ents {
-			out = append(out, "in TMPDIR: "+filepath.Join(tmp, e.Name()))
-		}
-	}
-	filepath.WalkDir(r.state, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return nil
-		}
-		rel, _ := filepath.Rel(r.state, p)
-		switch {
-		case rel == "oci/rootfs":
-			return fs.SkipDir
-		case d.IsDir() && slices.Contains([]string{".", "oci", "oci/sandboxes", "oci/workspaces", "oci/runtime"}, rel):
-		case d.IsDir() && filepath.Dir(rel) == "oci/runtime":
-		default:
-			out = append(out, "in the oci state directory: "+p)
-			if d.IsDir() {
-				return fs.SkipDir
-			}
-		}
-		return nil
-	})
 	return out
 }
 
