@@ -7,13 +7,14 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
+
+	janitorpkg "github.com/sandboxer/sandboxer/adapter/internal/janitor"
 )
 
 // The janitor removes what this process leaves behind when it dies without stopping its
@@ -23,11 +24,11 @@ import (
 // they leave on disk and in the cgroup trees, and what a plain command started (only the command
 // itself has a parent-death signal), needs somebody alive.
 //
-// It is this binary again (argv[0] janitorArg0), started with the first thing to look after, in a
-// session of its own. Its stdin is a pipe whose write end only this process holds (close-on-exec:
-// no command inherits it). This process writes "+KIND PATH" when it makes something and "-PATH"
-// when it has released it; when the pipe ends, this process is gone, and the janitor releases
-// whatever is still registered, then exits.
+// It is this binary again (argv[0] janitorArg0, started by adapter/internal/janitor with the
+// first thing to look after), in a session of its own. Its stdin is a pipe whose write end only
+// this process holds (close-on-exec: no command inherits it). This process writes "+KIND PATH"
+// when it makes something and "-PATH" when it has released it; when the pipe ends, this process
+// is gone, and the janitor releases whatever is still registered, then exits.
 
 const (
 	janitorArg0 = "sandboxer-local-janitor"
@@ -42,51 +43,9 @@ const (
 	janitorPG  = "pg"  // a plain command's process group (isolation off): killed
 )
 
-type janitorConn struct {
-	mu sync.Mutex
-	w  *os.File // nil if the janitor could not start
-}
-
-var janitor = sync.OnceValue(func() *janitorConn {
-	j := &janitorConn{}
-	r, w, err := os.Pipe()
-	if err != nil {
-		return j
-	}
-	j.w = w
-	// Started off the caller's path: what is registered meanwhile waits in the pipe.
-	go func() {
-		defer r.Close()
-		cmd := &exec.Cmd{
-			Path:        "/proc/self/exe",
-			Args:        []string{janitorArg0},
-			Env:         []string{janitorEnv + "=1"},
-			Stdin:       r,
-			SysProcAttr: &syscall.SysProcAttr{Setsid: true},
-		}
-		if err := cmd.Start(); err != nil {
-			return // writes then fail with EPIPE, which send ignores
-		}
-		r.Close()
-		_ = cmd.Wait() // it exits when this process is gone, or never before
-	}()
-	return j
+var janitor = sync.OnceValue(func() *janitorpkg.Conn {
+	return janitorpkg.Start(janitorArg0, []string{janitorEnv + "=1"})
 })
-
-// look registers path with the janitor.
-func (j *janitorConn) look(kind, path string) { j.send("+" + kind + " " + path) }
-
-// forget says path was released.
-func (j *janitorConn) forget(path string) { j.send("-" + path) }
-
-func (j *janitorConn) send(line string) {
-	if j.w == nil || strings.ContainsAny(line[1:], "\n") {
-		return
-	}
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	_, _ = j.w.WriteString(line + "\n")
-}
 
 // janitorMain is the janitor: it collects registrations until its stdin ends, then releases
 // what is left.
@@ -160,7 +119,7 @@ func removeCgroup(dir string) {
 
 // lookAfter asks the janitor to remove path (of kind janitorDir, janitorCg2 or janitorCg1) if
 // this process dies before released(path).
-func lookAfter(kind, path string) { janitor().look(kind, path) }
+func lookAfter(kind, path string) { janitor().Send("+" + kind + " " + path) }
 
 // released tells the janitor that path is gone.
-func released(path string) { janitor().forget(path) }
+func released(path string) { janitor().Send("-" + path) }

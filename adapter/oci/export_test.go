@@ -5,6 +5,9 @@ import "path/filepath"
 // Leftovers is leftovers, for the tests.
 var Leftovers = leftovers
 
+// NoJanitor makes the sandboxes this process creates from now on wait for Prune when it dies.
+func NoJanitor() { noJanitor = true }
+
 // CgroupFile returns the path of a file of sandbox id's cgroup for a controller (v1), or of the
 // v2 file when no v1 hierarchy has the controller; "" when neither exists.
 func CgroupFile(id, controller, v1, v2 string) string {

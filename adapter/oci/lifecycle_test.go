@@ -1,6 +1,7 @@
 package oci_test
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"io/fs"
@@ -198,10 +199,59 @@ func TestPruneHelper(t *testing.T) {
 	if rt == "" {
 		t.Skip("helper process for TestPrune")
 	}
+	oci.NoJanitor() // a crash that its janitor did not see either (TestJanitor sees to the other)
 	sb, err := oci.New(ctxT(t), oci.Config{Runtime: rt, StateDir: os.Getenv("SANDBOXER_OCI_STATE")})
 	require.NoError(t, err)
 	fmt.Println("ORPHAN", sb.ID(), sb.Workspace())
 	os.Exit(0) // no Stop: a crash as far as the sandbox knows
+}
+
+// TestJanitorHelper is not a test on its own: TestJanitor runs the test binary with it to get a
+// sandbox whose owner is killed by SIGKILL in the middle of a call.
+func TestJanitorHelper(t *testing.T) {
+	rt := os.Getenv("SANDBOXER_OCI_ORPHAN")
+	if rt == "" || os.Getenv("SANDBOXER_OCI_KILLED") == "" {
+		t.Skip("helper process for TestJanitor")
+	}
+	sb, err := oci.New(ctxT(t), oci.Config{Runtime: rt, StateDir: os.Getenv("SANDBOXER_OCI_STATE")})
+	require.NoError(t, err)
+	fmt.Println("SANDBOX", sb.ID(), sb.Workspace())
+	res, err := sb.ExecuteCommand(ctxT(t), adapter.Command{Args: []string{"sh", "-c", "echo started; sleep 600"}, Stdout: os.Stdout})
+	t.Fatal("the call was to be cut short by SIGKILL", res, err)
+}
+
+// TestJanitor kills a sandbox's owner with SIGKILL mid-call: the janitor removes the sandbox
+// (not persistent) within 10 s, without Prune: container, cgroups, directory, workspace.
+func TestJanitor(t *testing.T) {
+	eachRuntime(t, func(t *testing.T, rt string) {
+		t.Parallel()
+		ctx := ctxT(t)
+		cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestJanitorHelper$", "-test.count=1", "-test.v")
+		cmd.Env = append(os.Environ(), "SANDBOXER_OCI_ORPHAN="+rt, "SANDBOXER_OCI_KILLED=1", "SANDBOXER_OCI_STATE="+stateDir)
+		out, err := cmd.StdoutPipe()
+		require.NoError(t, err)
+		require.NoError(t, cmd.Start())
+		var id, ws string
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			if f := strings.Fields(sc.Text()); len(f) == 3 && f[0] == "SANDBOX" {
+				id, ws = f[1], f[2]
+				track(id)
+			}
+			if sc.Text() == "started" {
+				break
+			}
+		}
+		require.NotEmpty(t, id, "the helper made no sandbox")
+		require.NotEmpty(t, oci.Leftovers(ctx, oci.Config{StateDir: stateDir}, id), "the sandbox is there while its owner lives")
+		require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
+		_ = cmd.Wait()
+		require.Eventually(t, func() bool {
+			return len(oci.Leftovers(ctx, oci.Config{StateDir: stateDir}, id)) == 0
+		}, 10*time.Second, 100*time.Millisecond, "the sandbox outlived its killed owner by 10 s")
+		_, err = os.Stat(ws)
+		assert.ErrorIs(t, err, fs.ErrNotExist, "its workspace is gone")
+	})
 }
 
 func TestPrune(t *testing.T) {

@@ -369,6 +369,9 @@ type Sandbox struct {
 	layers []string // isolation layers checked in force
 	ws     *os.Root // the workspace
 	spec   *specs.Spec
+	// lookedAfter: this process made the sandbox, not persistent, and registered it with the
+	// janitor (janitor.go).
+	lookedAfter bool
 
 	mu      sync.Mutex
 	stopped bool
@@ -441,6 +444,10 @@ func create(ctx context.Context, cfg Config, copyFrom *os.Root) (*Sandbox, error
 	}
 	if err := lay.writeRecord(s.rec); err != nil {
 		return fail(errs.Wrap(errs.Internal, op, "", err))
+	}
+	if !cfg.Persist {
+		// Removed by the janitor if this process dies before Stop.
+		s.lookedAfter = lookAfter(id, cfg.stateDir())
 	}
 	if err := s.prepareWorkspace(copyFrom); err != nil {
 		return fail(errs.Wrap(errs.Internal, op, "", fmt.Errorf("workspace: %w", err)))
@@ -619,7 +626,11 @@ func (s *Sandbox) destroy(ctx context.Context) error {
 	if s.ws != nil {
 		s.ws.Close()
 	}
-	return removeSandbox(ctx, s.rt, s.lay, s.rec)
+	err := removeSandbox(ctx, s.rt, s.lay, s.rec)
+	if err == nil && s.lookedAfter {
+		released(s.rec.ID, s.cfg.stateDir())
+	}
+	return err
 }
 
 // removeSandbox kills and deletes the container of rec, removes its cgroups, its workspace (when

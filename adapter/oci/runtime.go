@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -70,7 +71,16 @@ func (r *runtimeBin) command(ctx context.Context, args ...string) *exec.Cmd {
 	full := append([]string{"--root", r.root}, r.flags...)
 	cmd := exec.CommandContext(ctx, r.path, append(full, args...)...)
 	cmd.WaitDelay = 5 * time.Second
+	cmd.Env = runtimeEnv()
 	return cmd
+}
+
+// runtimeEnv is this process's environment without TMPDIR: runsc makes files in the temporary
+// directory that its unprivileged sandbox process opens, and a private TMPDIR (in a directory
+// others cannot search, as a test's or a CI job's often is) makes every start fail ("cannot read
+// client sync file"). The runtimes get the system's /tmp.
+func runtimeEnv() []string {
+	return slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "TMPDIR=") })
 }
 
 // output runs the runtime and returns its standard output; a failure carries its stderr.
