@@ -3,6 +3,7 @@
 package local
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -698,6 +699,7 @@ type cgroupPool struct {
 type cgroupDir struct {
 	path   string
 	dir    *os.File // the cgroup's directory, for clone3(CLONE_INTO_CGROUP)
+	events *os.File // its cgroup.events, read (one pread) to see whether it is empty
 	killed atomic.Bool
 }
 
@@ -850,16 +852,24 @@ func (p *cgroupPool) get() (*cgroupDir, error) {
 		return nil, err
 	}
 	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_DIRECTORY, 0)
+	var events *os.File
 	if err == nil {
-		if err = p.delegate(path); err != nil {
+		events, err = os.Open(filepath.Join(path, "cgroup.events"))
+		if err == nil {
+			err = p.delegate(path)
+		}
+		if err != nil {
 			f.Close()
+			if events != nil {
+				events.Close()
+			}
 		}
 	}
 	if err != nil {
 		_ = os.Remove(path)
 		return nil, err
 	}
-	d := &cgroupDir{path: path, dir: f}
+	d := &cgroupDir{path: path, dir: f, events: events}
 	p.all = append(p.all, d)
 	return d, nil
 }
@@ -900,7 +910,16 @@ func (d *cgroupDir) kill() {
 	_ = os.WriteFile(filepath.Join(d.path, "cgroup.kill"), []byte("1"), 0)
 }
 
-func (d *cgroupDir) empty() bool { return cgroupEmpty(d.path) }
+// empty reports whether no process is left in the cgroup: "populated 0" in its cgroup.events
+// (one pread, where reading cgroup.procs costs an open, a read and a close per command).
+func (d *cgroupDir) empty() bool {
+	var buf [64]byte
+	n, err := d.events.ReadAt(buf[:], 0)
+	if n == 0 && err != nil {
+		return cgroupEmpty(d.path)
+	}
+	return bytes.Contains(buf[:n], []byte("populated 0"))
+}
 
 // cgroupEmpty reports whether no process is left in the cgroup at path (or it is gone).
 func cgroupEmpty(path string) bool {
@@ -911,6 +930,7 @@ func cgroupEmpty(path string) bool {
 // release closes the directory and removes the (empty) cgroup.
 func (d *cgroupDir) release() {
 	d.dir.Close()
+	d.events.Close()
 	_ = os.Remove(d.path)
 }
 
