@@ -6,7 +6,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/sandboxer/sandboxer/adapter"
 	"github.com/sandboxer/sandboxer/adapter/local"
@@ -122,4 +124,49 @@ func BenchmarkWriteFile4KiB(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkExecTruePair runs ExecuteCommand of /bin/true and a bare exec.Command("/bin/true").Run()
+// alternately, 1 ms apart, so that both meet the machine's load alike (on a shared 2-core VM the
+// separate runs of BenchmarkExecTrue drift by more than the figure), and reports the median of
+// each (median-ns, bare-median-ns) and their ratio, x-bare. isolation=auto-without-fs-view is the
+// file system view's cost (the difference to isolation=auto).
+//
+//	go test -run '^$' -bench ExecTruePair -benchtime 2000x -count 3 ./adapter/local/
+func BenchmarkExecTruePair(b *testing.B) {
+	for _, mode := range []string{local.IsolationOff, local.IsolationAuto, "auto-without-fs-view"} {
+		b.Run("isolation="+mode, func(b *testing.B) {
+			cfg := local.Config{Isolation: mode}
+			if mode == "auto-without-fs-view" {
+				cfg = local.Config{DisableLayers: []string{local.LayerFSView}}
+			}
+			sb := benchSandboxConfig(b, cfg)
+			ctx := context.Background()
+			cmd := adapter.Command{Args: []string{"/bin/true"}}
+			if res, err := sb.ExecuteCommand(ctx, cmd); err != nil || res.ExitCode != 0 {
+				b.Fatal(err, res.ExitCode)
+			}
+			var lat, bare []time.Duration
+			for b.Loop() {
+				start := time.Now()
+				if err := exec.Command("/bin/true").Run(); err != nil {
+					b.Fatal(err)
+				}
+				bare = append(bare, time.Since(start))
+				time.Sleep(time.Millisecond)
+				start = time.Now()
+				if res, err := sb.ExecuteCommand(ctx, cmd); err != nil || res.ExitCode != 0 {
+					b.Fatal(err, res.ExitCode)
+				}
+				lat = append(lat, time.Since(start))
+				time.Sleep(time.Millisecond)
+			}
+			slices.Sort(lat)
+			slices.Sort(bare)
+			m, base := lat[len(lat)/2], bare[len(bare)/2]
+			b.ReportMetric(float64(m.Nanoseconds()), "median-ns")
+			b.ReportMetric(float64(base.Nanoseconds()), "bare-median-ns")
+			b.ReportMetric(float64(m)/float64(base), "x-bare")
+		})
+	}
 }
