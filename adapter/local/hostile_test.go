@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -351,29 +352,4 @@ func TestRootOnlyFilesStayRootOnly(t *testing.T) {
 		require.NoError(t, err)
 		assert.EqualValues(t, 0, fi.Sys().(*syscall.Stat_t).Uid, "%s is the caller's on disk", p)
 	}
-}
-
-// TestUnprivilegedFallsBackWithoutIdmap: a writable directory on a file system without idmapped
-// mounts (ramfs) keeps the sandbox usable with the host's root, reports the layer missing, and
-// fails closed under RequireIsolation.
-func TestUnprivilegedFallsBackWithoutIdmap(t *testing.T) {
-	t.Parallel()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root (to mount a ramfs, and to run commands as HostUID at all)")
-	}
-	requireLayers(t, local.LayerUnprivileged, local.LayerFSView)
-	extra := t.TempDir()
-	require.NoError(t, unix.Mount("ramfs", extra, "ramfs", 0, "mode=0755"))
-	t.Cleanup(func() { unix.Unmount(extra, unix.MNT_DETACH) })
-
-	sb := newIsolated(t, local.Config{WritePaths: []string{extra}})
-	res := run(t, sb, adapter.Command{Args: []string{"sh", "-c", "echo x > " + extra + "/f && cat " + extra + "/f"}})
-	assert.Equal(t, "x\n", string(res.Stdout), "%s", res.Stderr)
-	assert.NotContains(t, res.Isolation.Layers, local.LayerUnprivileged)
-	assert.Contains(t, res.Isolation.Layers, local.LayerFSView)
-
-	strict := newIsolated(t, local.Config{WritePaths: []string{extra}, RequireIsolation: true})
-	_, err := strict.ExecuteCommand(context.Background(), adapter.Command{Args: []string{"true"}})
-	require.ErrorIs(t, err, errs.IsolationUnavailable)
-	assert.Contains(t, err.Error(), local.LayerUnprivileged)
 }
