@@ -190,12 +190,24 @@ type FileInfo struct {
 	Mode    fs.FileMode // type bits and permissions
 	ModTime time.Time
 	Inode   uint64 // 0 where the adapter has no inodes
+	// Link is a symbolic link's target text, as stored (not resolved); "" for anything else.
+	Link string
 }
+
+// IsLink reports whether the entry is a symbolic link.
+func (f FileInfo) IsLink() bool { return f.Mode&fs.ModeSymlink != 0 }
+
+// Executable reports whether a regular file has its owner's executable bit (git's model: the
+// file is 0755, else 0644).
+func (f FileInfo) Executable() bool { return f.Mode.IsRegular() && f.Mode&0o100 != 0 }
 
 // Lister walks the workspace.
 type Lister interface {
-	// ListFiles returns every regular file under dir ("" or "." for the whole workspace), with
-	// paths relative to the workspace root, without following symlinks (they are not listed).
+	// ListFiles returns every regular file and every symbolic link under dir ("" or "." for the
+	// whole workspace), with paths relative to the workspace root. Symbolic links are never
+	// followed: each is listed with fs.ModeSymlink in Mode and its target text in Link, wherever
+	// it points. Directories, devices, FIFOs and sockets are not listed. Mode carries the
+	// permission bits (the executable bit: FileInfo.Executable).
 	// A walk that cannot complete returns an error and no partial list: callers such as FileSync
 	// must never mistake an unreadable directory for deleted files.
 	ListFiles(ctx context.Context, dir string) ([]FileInfo, error)
@@ -203,7 +215,9 @@ type Lister interface {
 
 // Statter reports one entry without following a final symlink.
 type Statter interface {
-	// StatFile errors: errs.PathInvalid, errs.PathEscape, errs.NotFound, errs.SandboxUnavailable.
+	// StatFile reports the kind and permission bits in Mode and, for a symbolic link, its
+	// target text in Link. Errors: errs.PathInvalid, errs.PathEscape (also a final symlink
+	// that leads outside the workspace), errs.NotFound, errs.SandboxUnavailable.
 	StatFile(ctx context.Context, path string) (FileInfo, error)
 }
 
@@ -233,15 +247,30 @@ type BulkReader interface {
 // that read every file anyway (FileSync's full flush): no separate listing, and the work spread
 // over several goroutines.
 type TreeReader interface {
-	// ReadTree walks dir ("" or "." for the whole workspace) as Lister.ListFiles does (regular
-	// files only; symlinks neither followed nor listed; files that vanish during the walk are
-	// skipped) and calls fn with each file's stat and content. Files for which want(path) is
-	// false are not read and fn is not called for them (want nil: every file). want and fn may
+	// ReadTree walks dir ("" or "." for the whole workspace) as Lister.ListFiles does (files
+	// that vanish during the walk are skipped) and calls fn with each file's stat and content.
+	// A symbolic link is passed with its FileInfo (Link set) and nil data, never followed; a
+	// regular file larger than ReadLimit(ctx) is passed with nil data, unread. Files for which
+	// want(path) is false are not read and fn is not called for them (want nil: every file). want and fn may
 	// be called from up to workers goroutines at once (workers < 1 means 1); data is valid only
 	// during the call. Errors: a walk or read that cannot complete returns an error (errs.* as
 	// ListFiles and ReadFile, or a context error), and the caller must then treat the files fn
 	// saw as an incomplete list; an error from fn stops the walk and is returned.
 	ReadTree(ctx context.Context, dir string, workers int, want func(path string) bool, fn func(info FileInfo, data []byte) error) error
+}
+
+// ModeWriter makes what FileSync keeps besides content: symbolic links and the executable bit.
+type ModeWriter interface {
+	// Symlink makes path a symbolic link whose target text is target, replacing a file or a
+	// link there (atomically where the backend can), and creating parent directories as needed.
+	// The parent is resolved as WriteFile resolves it (a parent leading outside is
+	// errs.PathEscape); target is stored as given, not resolved: the caller decides whether it
+	// may be made. Errors: errs.InvalidInput (empty target or NUL), errs.PathInvalid,
+	// errs.PathEscape, errs.SandboxUnavailable; a directory at path is errs.InvalidInput.
+	Symlink(ctx context.Context, path, target string) error
+	// SetExecutable makes the regular file at path 0755 (exec) or 0644, not following a final
+	// symlink. Errors as StatFile; anything but a regular file is errs.NotFound.
+	SetExecutable(ctx context.Context, path string, exec bool) error
 }
 
 // BulkWriter writes many files in one round trip. Each file is written atomically; the set as a

@@ -65,3 +65,17 @@ func (w *LimitedWriter) Write(p []byte) (int, error) {
 
 // Exceeded reports whether a write went past the limit.
 func (w *LimitedWriter) Exceeded() bool { return w.exceeded }
+
+// CheckLinkTarget validates the target text of a symbolic link to make (ModeWriter.Symlink):
+// non-empty, without NUL. Where it leads is the caller's business.
+func CheckLinkTarget(op, p, target string) error {
+	for i := 0; i < len(target); i++ {
+		if target[i] == 0 {
+			return errs.New(errs.InvalidInput, op, p, "a link target must hold no NUL byte")
+		}
+	}
+	if target == "" {
+		return errs.New(errs.InvalidInput, op, p, "a link target must not be empty")
+	}
+	return nil
+}

@@ -67,6 +67,8 @@ func Run(t *testing.T, h Harness) {
 	t.Run("Files/PathEscape", s.testPathEscape)
 	t.Run("Files/SymlinkInsideIsAllowed", s.testSymlinkInside)
 	t.Run("Files/Optional", s.testOptionalFileInterfaces)
+	t.Run("Files/KindsAndExecutableBit", s.testKindsAndModes)
+	t.Run("Files/ModeWriter", s.testModeWriter)
 	t.Run("Exec/ExitCodes", s.testExitCodes)
 	t.Run("Exec/SignalExitCode", s.testSignalExit)
 	t.Run("Exec/StreamsApart", s.testStreams)

@@ -109,11 +109,15 @@ func (s *Sandbox) StatFile(ctx context.Context, p string) (adapter.FileInfo, err
 	if _, err := s.script(ctx, op, p, statScript, []string{r}, nil, &buf); err != nil {
 		return adapter.FileInfo{}, err
 	}
-	fi, err := parseStat(strings.TrimSpace(buf.String()))
+	line, link, _ := strings.Cut(buf.String(), "\n")
+	fi, err := parseStat(strings.TrimSpace(line))
 	if err != nil {
 		return adapter.FileInfo{}, errs.Wrap(errs.Internal, op, p, err)
 	}
 	fi.Path = r
+	if fi.IsLink() {
+		fi.Link = strings.TrimSuffix(link, "\n")
+	}
 	return fi, nil
 }
 
@@ -131,7 +135,8 @@ func (s *Sandbox) RemoveFile(ctx context.Context, p string) error {
 	return err
 }
 
-// ListFiles walks dir in one exec (find plus batched stat) and returns its regular files.
+// ListFiles walks dir in one exec (find plus batched stat) and returns its regular files and
+// symbolic links (with their target text).
 func (s *Sandbox) ListFiles(ctx context.Context, dir string) ([]adapter.FileInfo, error) {
 	const op = "list"
 	if dir == "" {
@@ -152,27 +157,37 @@ func (s *Sandbox) ListFiles(ctx context.Context, dir string) ([]adapter.FileInfo
 	if code != 0 {
 		return nil, codeErr(op, dir, code, statText)
 	}
-	nameList := strings.Split(names.String(), "\x00")
-	nameList = nameList[:len(nameList)-1]
-	lines := strings.Split(strings.TrimSuffix(string(statText), "\n"), "\n")
-	if len(nameList) == 0 {
+	tokens := strings.Split(names.String(), "\x00")
+	tokens = tokens[:len(tokens)-1]
+	if len(tokens) == 0 {
 		return []adapter.FileInfo{}, nil
 	}
-	if len(lines) != len(nameList) {
-		return nil, errs.New(errs.Internal, op, dir, "walk changed under the listing (%d names, %d stats)", len(nameList), len(lines))
-	}
-	out := make([]adapter.FileInfo, 0, len(nameList))
-	for i, n := range nameList {
-		n = path.Clean(n)
-		if strings.HasPrefix(path.Base(n), tmpPrefix) || strings.Contains(n, "/"+tmpPrefix) || strings.HasPrefix(n, tmpPrefix) {
-			continue
+	lines := strings.Split(strings.TrimSuffix(string(statText), "\n"), "\n")
+	out := make([]adapter.FileInfo, 0, len(lines))
+	for _, line := range lines {
+		if len(tokens) == 0 {
+			return nil, errs.New(errs.Internal, op, dir, "walk changed under the listing (more stats than names)")
 		}
-		fi, err := parseStat(lines[i])
+		n := path.Clean(tokens[0])
+		tokens = tokens[1:]
+		fi, err := parseStat(line)
 		if err != nil {
 			return nil, errs.Wrap(errs.Internal, op, dir, err)
 		}
+		if fi.IsLink() {
+			if len(tokens) == 0 {
+				return nil, errs.New(errs.Internal, op, dir, "walk changed under the listing (a link without its target)")
+			}
+			fi.Link, tokens = tokens[0], tokens[1:]
+		}
+		if strings.HasPrefix(path.Base(n), tmpPrefix) || strings.Contains(n, "/"+tmpPrefix) || strings.HasPrefix(n, tmpPrefix) {
+			continue
+		}
 		fi.Path = n
 		out = append(out, fi)
+	}
+	if len(tokens) != 0 {
+		return nil, errs.New(errs.Internal, op, dir, "walk changed under the listing (more names than stats)")
 	}
 	return out, nil
 }
@@ -253,9 +268,11 @@ func indexOf(msg []byte) int {
 }
 
 // ReadFiles reads many files with one exec per batch of paths: the container resolves each path
-// in the jail and streams one tar of all of them.
+// in the jail and streams one tar of all of them, read as it arrives: a file over
+// adapter.ReadLimit(ctx) stops the exec (errs.FileTooLarge) before its content is held.
 func (s *Sandbox) ReadFiles(ctx context.Context, paths []string, fn func(path string, data []byte) error) error {
 	const op = "read"
+	limit := adapter.ReadLimit(ctx)
 	rels := make([]string, len(paths))
 	for i, p := range paths {
 		r, err := rel(op, p)
@@ -269,10 +286,29 @@ func (s *Sandbox) ReadFiles(ctx context.Context, paths []string, fn func(path st
 		for j, i := range b {
 			args[j] = rels[i]
 		}
-		var tarOut bytes.Buffer
+		content := map[string][]byte{}
+		pr, pw := io.Pipe()
+		rctx, cancel := context.WithCancel(ctx)
+		parsed := make(chan error, 1)
+		go func() {
+			err := readTar(pr, limit, content)
+			if err != nil {
+				cancel() // stop the exec; its writes fail from now on
+				pr.CloseWithError(err)
+			} else {
+				io.Copy(io.Discard, pr) // the archive's padding, until the exec ends
+			}
+			parsed <- err
+		}()
 		stderr := adapter.NewCappedBuffer(64 << 20)
 		argv := append([]string{"/bin/sh", "-c", readManyScript, "sandboxer"}, args...)
-		code, err := s.run(ctx, op, rawExec{args: argv, env: baseEnv, stdout: &tarOut, stderr: stderr})
+		code, err := s.run(rctx, op, rawExec{args: argv, env: baseEnv, stdout: pw, stderr: stderr})
+		pw.Close()
+		perr := <-parsed
+		cancel()
+		if errs.CodeOf(perr) == errs.FileTooLarge {
+			return perr
+		}
 		if err != nil {
 			return err
 		}
@@ -284,31 +320,12 @@ func (s *Sandbox) ReadFiles(ctx context.Context, paths []string, fn func(path st
 			}
 			return codeErr(op, p, code, msg)
 		}
+		if perr != nil {
+			return errs.Wrap(errs.Internal, op, "", perr)
+		}
 		reals := strings.Split(string(msg), "\x00")
 		if len(reals) < len(b) {
 			return errs.New(errs.Internal, op, "", "bulk read: %s", msg)
-		}
-		content := map[string][]byte{}
-		tr := tar.NewReader(&tarOut)
-		for {
-			h, err := tr.Next()
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				return errs.Wrap(errs.Internal, op, "", err)
-			}
-			name := path.Clean(h.Name)
-			switch h.Typeflag {
-			case tar.TypeReg:
-				data, err := io.ReadAll(tr)
-				if err != nil {
-					return errs.Wrap(errs.Internal, op, "", err)
-				}
-				content[name] = data
-			case tar.TypeLink:
-				content[name] = content[path.Clean(h.Linkname)]
-			}
 		}
 		for j, i := range b {
 			data, ok := content[path.Clean(reals[j])]
@@ -321,6 +338,35 @@ func (s *Sandbox) ReadFiles(ctx context.Context, paths []string, fn func(path st
 		}
 	}
 	return nil
+}
+
+// readTar reads a tar stream into content (name to data). A regular file whose header says more
+// than limit bytes is errs.FileTooLarge, before any of it is read.
+func readTar(r io.Reader, limit int64, content map[string][]byte) error {
+	tr := tar.NewReader(r)
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		name := path.Clean(h.Name)
+		switch h.Typeflag {
+		case tar.TypeReg:
+			if h.Size > limit {
+				return adapter.FileTooLarge("read", name, h.Size, limit)
+			}
+			data := make([]byte, h.Size)
+			if _, err := io.ReadFull(tr, data); err != nil {
+				return err
+			}
+			content[name] = data
+		case tar.TypeLink:
+			content[name] = content[path.Clean(h.Linkname)]
+		}
+	}
 }
 
 // WriteFiles writes many files with one exec per batch: a tar on stdin is unpacked into a

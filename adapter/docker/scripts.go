@@ -136,13 +136,40 @@ mv -f -- "$_t" "$R" || { rm -f -- "$_t"; exit 8; }
 
 // statScript: argv path; resolves the parent and reports the final component itself (a symlink is
 // reported as a symlink, but one that leads outside the workspace is refused like any other path).
-// stdout: "size rawmode inode date time zone".
+// stdout: "size rawmode inode date time zone", a newline, and a symlink's target text.
 const statScript = jailFn + `
 case $1 in */*) jail "${1%/*}" || exit $?; R=$R/${1##*/};; .) R=/workspace;; *) R=/workspace/$1;; esac
 [ -e "$R" ] || [ -L "$R" ] || exit 4
 _l=$R
 if [ -L "$_l" ]; then jail "$1" || exit $?; fi
-exec stat -c '%s %f %i %y' -- "$_l"
+stat -c '%s %f %i %y' -- "$_l" || exit 8
+[ -L "$_l" ] && exec readlink -- "$_l"
+exit 0
+`
+
+// symlinkScript: argv path target. Makes path a symbolic link to target (the text as given): the
+// parent resolved in the jail and created, the link made under a temporary name and renamed over
+// what is there (a link there is removed first, so the rename cannot land inside a directory it
+// points to). A directory in the way exits 6.
+const symlinkScript = jailFn + `
+case $1 in */*) jail "${1%/*}" || exit $?; R=$R/${1##*/};; *) R=/workspace/$1;; esac
+[ -d "$R" ] && [ ! -L "$R" ] && exit 6
+_d=${R%/*}
+[ -d "$_d" ] || mkdir -p -- "$_d" 2>/dev/null || exit 7
+_t=$_d/.sandboxer-tmp-$$
+ln -s -- "$2" "$_t" || exit 8
+[ -L "$R" ] && rm -f -- "$R"
+mv -f -- "$_t" "$R" || { rm -f -- "$_t"; exit 8; }
+`
+
+// chmodScript: argv path 0|1. Makes the regular file at path 0644 or 0755 (1); anything else,
+// a symbolic link among them, exits 4.
+const chmodScript = jailFn + `
+case $1 in */*) jail "${1%/*}" || exit $?; R=$R/${1##*/};; *) R=/workspace/$1;; esac
+[ -L "$R" ] && exit 4
+[ -f "$R" ] || exit 4
+_m=644; [ "$2" = 1 ] && _m=755
+chmod "$_m" -- "$R" || exit 8
 `
 
 // removeScript: argv path; removes a file, a symlink (not its target) or an empty directory.
@@ -152,17 +179,25 @@ case $1 in */*) jail "${1%/*}" || exit $?; R=$R/${1##*/};; .) exit 9;; *) R=/wor
 if [ -d "$R" ] && [ ! -L "$R" ]; then rmdir -- "$R" || exit 8; else rm -f -- "$R" || exit 8; fi
 `
 
-// listScript: argv dir. stdout: NUL-terminated names of regular files (not following symlinks);
-// stderr: one "size rawmode inode date time zone" line per name, in the same order. A file that
-// disappears between the walk and its stat (a concurrent write's temporary file, a removal) is
-// left out; the adapter's own temporary files are never listed.
+// listScript: argv dir. stdout: NUL-terminated names of regular files and symbolic links (not
+// following them), each link's name followed by its NUL-terminated target text; stderr: one
+// "size rawmode inode date time zone" line per name, in the same order. A file that disappears
+// between the walk and its stat (a concurrent write's temporary file, a removal) is left out;
+// the adapter's own temporary files are never listed.
 const listScript = jailFn + `
 jail "$1" || exit $?
 [ -d "$R" ] || exit 4
 cd /workspace || exit 8
 _r=${R#/workspace}; _r=.${_r}
-exec find "$_r" -type f ! -name '.sandboxer-tmp-*' -exec sh -c '
-for _f; do stat -c "%s %f %i %y" -- "$_f" >&2 2>/dev/null && printf "%s\0" "$_f"; done
+exec find "$_r" \( -type f -o -type l \) ! -name '.sandboxer-tmp-*' -exec sh -c '
+for _f; do
+	if [ -L "$_f" ]; then
+		_t=$(readlink -- "$_f") || continue
+		stat -c "%s %f %i %y" -- "$_f" >&2 2>/dev/null && printf "%s\0%s\0" "$_f" "$_t"
+	else
+		stat -c "%s %f %i %y" -- "$_f" >&2 2>/dev/null && printf "%s\0" "$_f"
+	fi
+done
 ' sh {} +
 `
 

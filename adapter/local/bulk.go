@@ -160,7 +160,7 @@ func (s *Sandbox) ReadFiles(ctx context.Context, paths []string, fn func(path st
 			dirName = dir
 		}
 		var data []byte
-		data, buf, err = readAt(d, p, name, buf)
+		data, buf, err = readAt(d, p, name, buf, adapter.ReadLimit(ctx))
 		if errors.Is(err, errFinalSymlink) {
 			data, err = s.ReadFile(ctx, p)
 		}
@@ -176,7 +176,7 @@ func (s *Sandbox) ReadFiles(ctx context.Context, paths []string, fn func(path st
 
 // readAt reads name from the open directory d into buf (grown as needed) and returns the data
 // and the buffer for reuse.
-func readAt(d *os.File, p, name string, buf []byte) (data, spare []byte, err error) {
+func readAt(d *os.File, p, name string, buf []byte, limit int64) (data, spare []byte, err error) {
 	fd, err := unix.Openat(int(d.Fd()), name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 	if errors.Is(err, unix.ELOOP) {
 		return nil, buf, errFinalSymlink
@@ -192,12 +192,16 @@ func readAt(d *os.File, p, name string, buf []byte) (data, spare []byte, err err
 	if st.Mode&unix.S_IFMT != unix.S_IFREG {
 		return nil, buf, errs.New(errs.NotFound, "read", p, "not a regular file")
 	}
-	return readFD(fd, p, &st, buf)
+	return readFD(fd, p, &st, buf, limit)
 }
 
 // readFD reads the open regular file fd, whose fstat is st, into buf (grown as needed) and
-// returns the data and the buffer for reuse.
-func readFD(fd int, p string, st *unix.Stat_t, buf []byte) (data, spare []byte, err error) {
+// returns the data and the buffer for reuse. A file over limit (its fstat size, checked before
+// anything is allocated, or what it grew to while being read) is errs.FileTooLarge.
+func readFD(fd int, p string, st *unix.Stat_t, buf []byte, limit int64) (data, spare []byte, err error) {
+	if st.Size > limit {
+		return nil, buf, adapter.FileTooLarge("read", p, st.Size, limit)
+	}
 	if need := int(st.Size) + 1; cap(buf) < need {
 		buf = make([]byte, need)
 	}
@@ -205,6 +209,9 @@ func readFD(fd int, p string, st *unix.Stat_t, buf []byte) (data, spare []byte, 
 	n := 0
 	for {
 		if n == len(buf) { // the file grew while being read
+			if int64(n) > limit {
+				return nil, buf, adapter.FileTooLarge("read", p, int64(n), limit)
+			}
 			grown := make([]byte, 2*len(buf)+512)
 			copy(grown, buf[:n])
 			buf = grown

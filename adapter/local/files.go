@@ -39,6 +39,11 @@ func (s *Sandbox) StatFile(ctx context.Context, p string) (adapter.FileInfo, err
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
 		info.Inode = st.Ino
 	}
+	if info.IsLink() {
+		if info.Link, err = s.root.Readlink(r); err != nil {
+			return adapter.FileInfo{}, mapErr("stat", p, err)
+		}
+	}
 	return info, nil
 }
 
@@ -91,7 +96,8 @@ func (s *Sandbox) ListFiles(ctx context.Context, dir string) ([]adapter.FileInfo
 	return out, nil
 }
 
-// walkFD lists the regular files under the open directory d (closed on return).
+// walkFD lists the regular files and symbolic links under the open directory d (closed on
+// return).
 func walkFD(ctx context.Context, d *os.File, prefix string, out *[]adapter.FileInfo) error {
 	defer d.Close()
 	if err := ctx.Err(); err != nil {
@@ -123,6 +129,15 @@ func walkFD(ctx context.Context, d *os.File, prefix string, out *[]adapter.FileI
 				ModTime: timespec(st.Mtim),
 				Inode:   st.Ino,
 			})
+		case unix.S_IFLNK:
+			info, err := linkInfo(fd, name, rel, &st)
+			if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.EINVAL) { // gone, or no longer a link
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			*out = append(*out, info)
 		case unix.S_IFDIR:
 			cfd, err := unix.Openat(fd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 			if err != nil {
@@ -140,6 +155,24 @@ func walkFD(ctx context.Context, d *os.File, prefix string, out *[]adapter.FileI
 }
 
 func timespec(ts unix.Timespec) time.Time { return time.Unix(ts.Sec, ts.Nsec) }
+
+// linkInfo reports the symbolic link name of the directory open as fd, whose lstat is st.
+func linkInfo(fd int, name, rel string, st *unix.Stat_t) (adapter.FileInfo, error) {
+	buf := make([]byte, 256)
+	for {
+		n, err := unix.Readlinkat(fd, name, buf)
+		if err != nil {
+			return adapter.FileInfo{}, &fs.PathError{Op: "readlinkat", Path: rel, Err: err}
+		}
+		if n < len(buf) {
+			return adapter.FileInfo{Path: rel, Size: st.Size, Mode: fs.ModeSymlink | 0o777, ModTime: timespec(st.Mtim), Inode: st.Ino, Link: string(buf[:n])}, nil
+		}
+		if len(buf) > 1<<16 {
+			return adapter.FileInfo{}, &fs.PathError{Op: "readlinkat", Path: rel, Err: unix.ENAMETOOLONG}
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+}
 
 // treeQueueMax bounds the directories queued (each holding an open descriptor) during ReadTree;
 // past it a worker walks a subdirectory itself, depth first.
@@ -169,7 +202,7 @@ func (s *Sandbox) ReadTree(ctx context.Context, dir string, workers int, want fu
 	if err != nil {
 		return err
 	}
-	t := &tree{ctx: ctx, want: want, fn: fn, dirs: []treeDir{{f, prefix}}}
+	t := &tree{ctx: ctx, limit: adapter.ReadLimit(ctx), want: want, fn: fn, dirs: []treeDir{{f, prefix}}}
 	t.cond = sync.NewCond(&t.mu)
 	var wg sync.WaitGroup
 	for range max(workers, 1) {
@@ -210,6 +243,7 @@ type treeDir struct {
 // tree is the shared state of one ReadTree: a queue of open directories and the first error.
 type tree struct {
 	ctx    context.Context
+	limit  int64 // adapter.ReadLimit(ctx): larger files are passed unread
 	want   func(string) bool
 	fn     func(adapter.FileInfo, []byte) error
 	mu     sync.Mutex
@@ -346,11 +380,39 @@ func (w *treeWorker) entry(d treeDir, fd int, name []byte, typ byte) error {
 			typ = unix.DT_REG
 		case unix.S_IFDIR:
 			typ = unix.DT_DIR
+		case unix.S_IFLNK:
+			typ = unix.DT_LNK
 		default:
 			return nil
 		}
 	}
 	switch typ {
+	case unix.DT_LNK: // passed with its target text, never followed
+		if w.t.want != nil && !w.t.want(rel) {
+			return nil
+		}
+		var st unix.Stat_t
+		err := unix.Fstatat(fd, string(name), &st, unix.AT_SYMLINK_NOFOLLOW)
+		if errors.Is(err, unix.ENOENT) {
+			return nil
+		}
+		if err != nil {
+			return &fs.PathError{Op: "fstatat", Path: rel, Err: err}
+		}
+		if st.Mode&unix.S_IFMT != unix.S_IFLNK {
+			return nil // replaced since getdents; the next walk sees what it is
+		}
+		info, err := linkInfo(fd, string(name), rel, &st)
+		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.EINVAL) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if err := w.t.fn(info, nil); err != nil {
+			return fnError{err}
+		}
+		return nil
 	case unix.DT_DIR:
 		cfd, err := unix.Openat(fd, string(name), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 		if err != nil {
@@ -412,9 +474,16 @@ func (w *treeWorker) readPlain(dfd int, name, rel string) (sub treeDir, isDir bo
 		unix.Close(ffd)
 		return treeDir{}, false, nil
 	}
-	data, buf, err := readFD(ffd, rel, &st, w.buf)
+	if st.Size > w.t.limit { // passed unread
+		unix.Close(ffd)
+		return treeDir{}, false, w.emit(rel, &st, nil)
+	}
+	data, buf, err := readFD(ffd, rel, &st, w.buf, w.t.limit)
 	w.buf = buf
 	unix.Close(ffd)
+	if errs.CodeOf(err) == errs.FileTooLarge { // grew past the limit while being read
+		return treeDir{}, false, w.emit(rel, &st, nil)
+	}
 	if err != nil {
 		return treeDir{}, false, err
 	}

@@ -18,7 +18,6 @@ import (
 
 	"github.com/sandboxer/sandboxer/adapter"
 	"github.com/sandboxer/sandboxer/adapter/local"
-	"github.com/sandboxer/sandboxer/errs"
 )
 
 // The attacks of hostile_test.go whose checks need Linux's keyrings or its pty calls.
@@ -130,29 +129,4 @@ func openPTY(t *testing.T) (master, slave *os.File) {
 	s, err := os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|unix.O_NOCTTY, 0)
 	require.NoError(t, err)
 	return m, s
-}
-
-// TestUnprivilegedFallsBackWithoutIdmap: a writable directory on a file system without idmapped
-// mounts (ramfs) keeps the sandbox usable with the host's root, reports the layer missing, and
-// fails closed under RequireIsolation.
-func TestUnprivilegedFallsBackWithoutIdmap(t *testing.T) {
-	t.Parallel()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root (to mount a ramfs, and to run commands as HostUID at all)")
-	}
-	requireLayers(t, local.LayerUnprivileged, local.LayerFSView)
-	extra := t.TempDir()
-	require.NoError(t, unix.Mount("ramfs", extra, "ramfs", 0, "mode=0755"))
-	t.Cleanup(func() { unix.Unmount(extra, unix.MNT_DETACH) })
-
-	sb := newIsolated(t, local.Config{WritePaths: []string{extra}})
-	res := run(t, sb, adapter.Command{Args: []string{"sh", "-c", "echo x > " + extra + "/f && cat " + extra + "/f"}})
-	assert.Equal(t, "x\n", string(res.Stdout), "%s", res.Stderr)
-	assert.NotContains(t, res.Isolation.Layers, local.LayerUnprivileged)
-	assert.Contains(t, res.Isolation.Layers, local.LayerFSView)
-
-	strict := newIsolated(t, local.Config{WritePaths: []string{extra}, RequireIsolation: true})
-	_, err := strict.ExecuteCommand(context.Background(), adapter.Command{Args: []string{"true"}})
-	require.ErrorIs(t, err, errs.IsolationUnavailable)
-	assert.Contains(t, err.Error(), local.LayerUnprivileged)
 }

@@ -4,6 +4,7 @@ package local
 
 import (
 	"errors"
+	"github.com/sandboxer/sandboxer/errs"
 	"io/fs"
 	"os"
 	"runtime"
@@ -344,7 +345,10 @@ func (w *treeWorker) readBatch(b []treeFile) error {
 		case howPlain:
 			if err == nil {
 				var data []byte
-				data, w.buf, err = readFD(int(f.fd), f.rel, &f.st, w.buf)
+				data, w.buf, err = readFD(int(f.fd), f.rel, &f.st, w.buf, w.t.limit)
+				if errs.CodeOf(err) == errs.FileTooLarge { // passed unread
+					data, err = nil, nil
+				}
 				if err == nil {
 					err = w.emit(f.rel, &f.st, data)
 				}

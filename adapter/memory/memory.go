@@ -420,7 +420,13 @@ func (s *Sandbox) StatFile(ctx context.Context, p string) (adapter.FileInfo, err
 			return adapter.FileInfo{}, fsErr("stat", p, err)
 		}
 	}
-	return fileInfo(resolved, info), nil
+	fi := fileInfo(resolved, info)
+	if fi.IsLink() {
+		if fi.Link, err = s.fs.Readlink(resolved); err != nil {
+			return adapter.FileInfo{}, fsErr("stat", p, err)
+		}
+	}
+	return fi, nil
 }
 
 func fileInfo(abs string, info fs.FileInfo) adapter.FileInfo {
@@ -447,7 +453,7 @@ func (s *Sandbox) RemoveFile(ctx context.Context, p string) error {
 	return fsErr("remove", p, s.fs.RemoveJailed(a, Workspace))
 }
 
-// ListFiles returns every regular file under dir (symlinks are not listed or followed), with
+// ListFiles returns every regular file and symlink under dir (symlinks are not followed), with
 // the inode number and modification time FileSync's stat cache keys on. The list is one
 // consistent snapshot. Errors as StatFile.
 func (s *Sandbox) ListFiles(ctx context.Context, dir string) ([]adapter.FileInfo, error) {
@@ -471,8 +477,15 @@ func (s *Sandbox) ListFiles(ctx context.Context, dir string) ([]adapter.FileInfo
 	}
 	out := make([]adapter.FileInfo, 0, len(entries))
 	for _, e := range entries {
-		if e.Info.Mode().IsRegular() {
+		switch {
+		case e.Info.Mode().IsRegular():
 			out = append(out, fileInfo(e.Path, e.Info))
+		case e.Info.Mode()&fs.ModeSymlink != 0:
+			fi := fileInfo(e.Path, e.Info)
+			if fi.Link, err = s.fs.Readlink(e.Path); err != nil {
+				continue // removed since the walk
+			}
+			out = append(out, fi)
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })

@@ -165,8 +165,16 @@ func (s *Sandbox) ReadFile(ctx context.Context, p string) ([]byte, error) {
 	if !fi.Mode().IsRegular() {
 		return nil, errs.New(errs.NotFound, op, p, "not a regular file (%s)", fi.Mode().Type())
 	}
+	// The size of the file opened (a symlink's target), checked before anything is allocated.
+	limit := adapter.ReadLimit(ctx)
+	if fi.Size() > limit {
+		return nil, adapter.FileTooLarge(op, p, fi.Size(), limit)
+	}
 	data := make([]byte, 0, fi.Size()+1)
 	for {
+		if int64(len(data)) > limit { // it grew while being read
+			return nil, adapter.FileTooLarge(op, p, int64(len(data)), limit)
+		}
 		n, err := f.Read(data[len(data):cap(data)])
 		data = data[:len(data)+n]
 		if err == io.EOF {
@@ -338,6 +346,15 @@ func (s *Sandbox) StatFile(ctx context.Context, p string) (adapter.FileInfo, err
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
 		info.Inode = st.Ino
 	}
+	if info.IsLink() {
+		err = s.retry(op, p, dir, func(dir string) (err error) {
+			info.Link, err = s.ws.Readlink(path.Join(dir, name))
+			return err
+		})
+		if err != nil {
+			return adapter.FileInfo{}, err
+		}
+	}
 	return info, nil
 }
 
@@ -397,7 +414,8 @@ func (s *Sandbox) ListFiles(ctx context.Context, dir string) ([]adapter.FileInfo
 	return out, nil
 }
 
-// walkFD lists the regular files under the open directory d (closed on return).
+// walkFD lists the regular files and symbolic links under the open directory d (closed on
+// return).
 func walkFD(ctx context.Context, d *os.File, prefix string, out *[]adapter.FileInfo) error {
 	defer d.Close()
 	if err := ctx.Err(); err != nil {
@@ -432,6 +450,19 @@ func walkFD(ctx context.Context, d *os.File, prefix string, out *[]adapter.FileI
 				ModTime: time.Unix(st.Mtim.Sec, st.Mtim.Nsec),
 				Inode:   st.Ino,
 			})
+		case unix.S_IFLNK:
+			if strings.HasPrefix(name, tmpPrefix) {
+				continue
+			}
+			target, err := readlinkat(fd, name)
+			if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.EINVAL) { // gone, or no longer a link
+				continue
+			}
+			if err != nil {
+				return &fs.PathError{Op: "readlinkat", Path: rel, Err: err}
+			}
+			*out = append(*out, adapter.FileInfo{Path: rel, Size: st.Size, Mode: fs.ModeSymlink | 0o777,
+				ModTime: time.Unix(st.Mtim.Sec, st.Mtim.Nsec), Inode: st.Ino, Link: target})
 		case unix.S_IFDIR:
 			cfd, err := unix.Openat(fd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 			if err != nil {

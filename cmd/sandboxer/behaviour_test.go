@@ -312,6 +312,23 @@ func TestStoreHydrateAndFlush(t *testing.T) {
 	assert.NotContains(t, r.stdout, "a.md")
 }
 
+// The report of issue 19 through the CLI: chmod +x and ln -s in one workspace, a second hydrated
+// from the same store runs the script and keeps the link; a link out is never stored; a file over
+// --sync-max-file-bytes is skipped, not stored.
+func TestStoreKeepsExecutableBitAndLinks(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	store := filepath.Join(e.base, "store.db")
+	r := e.run("", nil, "exec", "--store", store, "--sync-max-file-bytes", "1KiB", "--", "sh", "-c",
+		"printf '#!/bin/sh\necho ran\n' > run.sh && chmod +x run.sh && ln -s run.sh link && ln -s /etc/passwd out && head -c 2048 /dev/zero > big")
+	require.Equal(t, 0, r.code, r.stdout+r.stderr)
+
+	e2 := newEnv(t)
+	r = e2.run("", nil, "exec", "--store", store, "--", "sh", "-c", "./run.sh && readlink link && ./link && ls")
+	require.Equal(t, 0, r.code, r.stdout+r.stderr)
+	assert.Equal(t, "ran\nrun.sh\nran\nlink\nrun.sh\n", r.stdout, "out (a link out) and big (over the limit) were not stored")
+}
+
 func TestDoctor(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)

@@ -17,6 +17,7 @@ import (
 	"github.com/sandboxer/sandboxer/adapter"
 	"github.com/sandboxer/sandboxer/adapter/docker/image"
 	"github.com/sandboxer/sandboxer/adapter/oci"
+	"github.com/sandboxer/sandboxer/sync/filesync"
 )
 
 // Setting keys: the flag names, which are also the config file keys and, upper-cased with '-' as
@@ -36,6 +37,7 @@ const (
 	keyAttempt        = "attempt"
 	keySandbox        = "sandbox"
 	keyStore          = "store"
+	keySyncMaxFile    = "sync-max-file-bytes"
 	keyIsolation      = "isolation"
 	keyRequireIso     = "require-isolation"
 	keyMemory         = "memory"
@@ -50,7 +52,7 @@ const (
 var knownKeys = map[string]bool{
 	keyAdapter: true, keyRoot: true, keyImage: true, keyAllowNetwork: true, keyMaxOutputBytes: true,
 	keyTimeout: true, keyJournal: true, keyStateDir: true, keyRunID: true, keyNodeID: true,
-	keyIteration: true, keyAttempt: true, keySandbox: true, keyStore: true,
+	keyIteration: true, keyAttempt: true, keySandbox: true, keyStore: true, keySyncMaxFile: true,
 	keyIsolation: true, keyRequireIso: true, keyMemory: true, keyPids: true, keyCPUs: true,
 	keyROBind: true, keyRWBind: true, keyMCPMaxMessage: true, keyRuntime: true,
 }
@@ -95,6 +97,8 @@ type Settings struct {
 	Attempt        int
 	Sandbox        string
 	Store          string
+	// SyncMaxFileBytes is the largest file --store syncs either way (filesync.Options.MaxFileBytes).
+	SyncMaxFileBytes int64
 	// Isolation ("auto" or "off") and RequireIsolation configure the local adapter's kernel
 	// isolation; RequireIsolation refuses a command when a layer cannot be applied.
 	Isolation        string
@@ -160,6 +164,7 @@ func addCommonFlags(f *pflag.FlagSet) {
 	f.Int(keyAttempt, 1, "retry attempt of the task (>1 adds the retry warning)")
 	f.String(keySandbox, "", "id of a long-lived sandbox (see `sandboxer sandbox create`)")
 	f.String(keyStore, "", "FileSync store to hydrate the workspace from and flush back to")
+	f.String(keySyncMaxFile, "100MiB", "--store: the largest file synced either way (bytes, or with KiB, MiB, GiB); larger ones are skipped and reported")
 	f.String(keyIsolation, "auto", "local adapter kernel isolation: auto (every layer the kernel allows) or off")
 	f.Bool(keyRequireIso, false, "refuse a command when an isolation layer cannot be applied (fail closed)")
 	f.String(keyMemory, "2GiB", "local adapter: memory limit of the sandbox's commands together (bytes, or with KiB, MiB, GiB); 0 = none")
@@ -234,6 +239,12 @@ func load(flags *pflag.FlagSet) (Settings, error) {
 		return Settings{}, fmt.Errorf("--%s %q: want one of %v", keyRuntime, s.Runtime, oci.Runtimes)
 	}
 	s.MaxOutputBytes, s.Timeout, s.Attempt = DefaultMaxOutputBytes, DefaultTimeout, 1
+	s.SyncMaxFileBytes = filesync.DefaultMaxFileBytes
+	if has(keySyncMaxFile) {
+		if s.SyncMaxFileBytes, err = sizeSetting(v, keySyncMaxFile); err != nil || s.SyncMaxFileBytes == 0 {
+			return Settings{}, fmt.Errorf("--%s %v: want a size of at least one byte, like 100MiB", keySyncMaxFile, v.Get(keySyncMaxFile))
+		}
+	}
 	s.MCPMaxMessageBytes = DefaultMCPMaxMessageBytes
 	if has(keyAllowNetwork) {
 		if s.AllowNetwork, err = boolSetting(v, keyAllowNetwork); err != nil {

@@ -49,3 +49,38 @@ func TestMCPMaxMessageBytesSetting(t *testing.T) { // not parallel: it sets the 
 		assert.Error(t, err, bad)
 	}
 }
+
+// sync-max-file-bytes follows the same layers; a size with a unit, and 0 or garbage are usage
+// errors.
+func TestSyncMaxFileBytesSetting(t *testing.T) { // not parallel: it sets the environment
+	cfg := filepath.Join(t.TempDir(), "sandboxer.yaml")
+	load := func(args ...string) (Settings, error) {
+		t.Helper()
+		c := newMCPCmd(Streams{})
+		require.NoError(t, c.Flags().Parse(args))
+		return load(c.Flags())
+	}
+	t.Setenv("SANDBOXER_CONFIG", "")
+	t.Setenv("SANDBOXER_SYNC_MAX_FILE_BYTES", "")
+	require.NoError(t, os.WriteFile(cfg, []byte("adapter: memory\n"), 0o644))
+	s, err := load("--config", cfg)
+	require.NoError(t, err)
+	assert.EqualValues(t, 100<<20, s.SyncMaxFileBytes)
+
+	require.NoError(t, os.WriteFile(cfg, []byte("sync-max-file-bytes: 2MiB\n"), 0o644))
+	s, err = load("--config", cfg)
+	require.NoError(t, err)
+	assert.EqualValues(t, 2<<20, s.SyncMaxFileBytes, "config file")
+	t.Setenv("SANDBOXER_SYNC_MAX_FILE_BYTES", "4096")
+	s, err = load("--config", cfg)
+	require.NoError(t, err)
+	assert.EqualValues(t, 4096, s.SyncMaxFileBytes, "environment over config file")
+	s, err = load("--config", cfg, "--sync-max-file-bytes", "1GiB")
+	require.NoError(t, err)
+	assert.EqualValues(t, 1<<30, s.SyncMaxFileBytes, "flag over environment")
+	for _, bad := range []string{"0", "-1", "lots"} {
+		t.Setenv("SANDBOXER_SYNC_MAX_FILE_BYTES", bad)
+		_, err = load("--config", cfg)
+		assert.Error(t, err, bad)
+	}
+}

@@ -93,8 +93,9 @@ func hydrateStore(ctx context.Context, s Settings, sess *session, warn io.Writer
 	abs, _ := filepath.Abs(s.Store)
 	sum := sha256.Sum256([]byte(where + "\x00" + abs))
 	fsync, err := filesync.New(sess.Sandbox, store, filesync.Options{
-		Collections: colls,
-		StateFile:   filepath.Join(s.StateDir, "filesync", hex.EncodeToString(sum[:12])+".json"),
+		Collections:  colls,
+		StateFile:    filepath.Join(s.StateDir, "filesync", hex.EncodeToString(sum[:12])+".json"),
+		MaxFileBytes: s.SyncMaxFileBytes,
 	})
 	if err != nil {
 		store.Close()

@@ -1,13 +1,16 @@
 // Package dirstore is a filesync.Store kept as plain files a person can read: each collection is a
 // directory holding the files themselves under files/ and a manifest.json listing every entry's
-// path, SHA-256, size and update time.
+// path, kind, executable bit, SHA-256, size and update time.
 //
 // Layout of a store rooted at DIR:
 //
 //	DIR/.format                       marker and format version
 //	DIR/.lock                         flock(2) taken by every operation (several processes may share a store)
-//	DIR/<collection>/manifest.json    {"version":1,"entries":[{"path":...,"hash":...,"size":...,"updatedAt":...}, ...]}
-//	DIR/<collection>/files/<path>     the content, byte for byte
+//	DIR/<collection>/manifest.json    {"version":2,"entries":[{"path":...,"hash":...,"size":...,"updatedAt":...}, ...]}
+//	                                  plus "kind":"symlink" for a link and "exec":true for an executable file
+//	DIR/<collection>/files/<path>     the content, byte for byte: mode 0755 for an executable file,
+//	                                  0644 otherwise; a symbolic link is a regular file (0644) holding
+//	                                  its target text, never a link (nothing reading the store follows it)
 //	DIR/.journal, DIR/.staging/       only while a batch is being committed
 //
 // Crash safety: Apply writes the new contents to .staging (fsynced), then commits by renaming a
@@ -34,6 +37,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/sandboxer/sandboxer/adapter"
 	"github.com/sandboxer/sandboxer/errs"
 	"github.com/sandboxer/sandboxer/sync/filesync"
 	"golang.org/x/sys/unix"
@@ -172,13 +176,20 @@ func stampOf(fi fs.FileInfo) stamp {
 	return stamp{ino: ino, size: fi.Size(), mtime: fi.ModTime().UnixNano()}
 }
 
-type manifestFileV1 struct {
+// manifestVersion is the manifest format written: 2 added kind and exec (a version-1 manifest is
+// read as plain files; a reader that knows only version 1 refuses version 2 rather than take
+// links for files).
+const manifestVersion = 2
+
+type manifestDoc struct {
 	Version int             `json:"version"`
 	Entries []manifestEntry `json:"entries"`
 }
 
 type manifestEntry struct {
 	Path      string    `json:"path"`
+	Kind      string    `json:"kind,omitempty"` // omitted for a file
+	Exec      bool      `json:"exec,omitempty"`
 	Hash      string    `json:"hash"`
 	Size      int64     `json:"size"`
 	UpdatedAt time.Time `json:"updatedAt"`
@@ -210,16 +221,23 @@ func (s *Store) load(c string) (*manifest, error) {
 	if err != nil {
 		return nil, err
 	}
-	var mf manifestFileV1
+	var mf manifestDoc
 	if err := json.Unmarshal(b, &mf); err != nil {
 		return nil, fmt.Errorf("manifest %s: %w", mp, err)
 	}
-	if mf.Version != 1 {
+	if mf.Version != 1 && mf.Version != manifestVersion {
 		return nil, fmt.Errorf("manifest %s: unsupported version %d", mp, mf.Version)
 	}
 	m := &manifest{stamp: st, entries: make(map[string]filesync.Entry, len(mf.Entries)), dirs: map[string]int{}}
 	for _, e := range mf.Entries {
-		m.put(filesync.Entry{Collection: c, Path: e.Path, Hash: e.Hash, Size: e.Size, UpdatedAt: e.UpdatedAt})
+		kind := e.Kind
+		if kind == "" {
+			kind = filesync.KindFile
+		}
+		if kind != filesync.KindFile && kind != filesync.KindSymlink {
+			return nil, fmt.Errorf("manifest %s: entry %s has unknown kind %q", mp, e.Path, e.Kind)
+		}
+		m.put(filesync.Entry{Collection: c, Path: e.Path, Kind: kind, Exec: e.Exec && kind == filesync.KindFile, Hash: e.Hash, Size: e.Size, UpdatedAt: e.UpdatedAt})
 	}
 	s.manifests[c] = m
 	return m, nil
@@ -265,13 +283,17 @@ func (m *manifest) sorted() []filesync.Entry {
 // write replaces the collection's manifest.json atomically and durably.
 func (s *Store) writeManifest(c string, m *manifest) error {
 	var buf bytes.Buffer
-	buf.WriteString("{\"version\":1,\"entries\":[")
+	fmt.Fprintf(&buf, "{\"version\":%d,\"entries\":[", manifestVersion)
 	for i, e := range m.sorted() {
 		if i > 0 {
 			buf.WriteByte(',')
 		}
 		buf.WriteString("\n")
-		b, err := json.Marshal(manifestEntry{Path: e.Path, Hash: e.Hash, Size: e.Size, UpdatedAt: e.UpdatedAt})
+		kind := e.Kind
+		if kind == filesync.KindFile {
+			kind = "" // the default: the manifest stays as small as version 1's for plain files
+		}
+		b, err := json.Marshal(manifestEntry{Path: e.Path, Kind: kind, Exec: e.Exec, Hash: e.Hash, Size: e.Size, UpdatedAt: e.UpdatedAt})
 		if err != nil {
 			return err
 		}
@@ -353,16 +375,18 @@ func (s *Store) Read(ctx context.Context, collection, p string) ([]byte, error) 
 		if !ok || !e.HasContent() {
 			return errs.New(errs.NotFound, op, p, "no content in collection %s", collection)
 		}
-		out, err = os.ReadFile(s.filePath(collection, p))
+		out, err = readInto(s.filePath(collection, p), nil, adapter.ReadLimit(ctx))
 		if err != nil {
-			return errs.Wrap(errs.Internal, op, p, err)
+			return readErr(op, p, err)
 		}
 		return nil
 	})
 	return out, err
 }
 
-// Scan implements filesync.Store. It holds the store's lock for the whole scan.
+// Scan implements filesync.Store. It holds the store's lock for the whole scan. A file over
+// adapter.ReadLimit(ctx) (its size on disk, whatever the manifest says) is not read: fn gets the
+// entry, with that size, and nil.
 func (s *Store) Scan(ctx context.Context, collection string, fn func(filesync.Entry, []byte) error) error {
 	const op = "dirstore.scan"
 	if err := filesync.CheckCollection(op, collection); err != nil {
@@ -384,11 +408,18 @@ func (s *Store) Scan(ctx context.Context, collection string, fn func(filesync.En
 				}
 				continue
 			}
-			buf, err = readInto(s.filePath(collection, e.Path), buf[:0])
-			if err != nil {
-				return errs.Wrap(errs.Internal, op, e.Path, err)
+			data, err := readInto(s.filePath(collection, e.Path), buf[:0], adapter.ReadLimit(ctx))
+			var big *tooLarge
+			switch {
+			case errors.As(err, &big):
+				e.Size = big.size
+				data = nil
+			case err != nil:
+				return readErr(op, e.Path, err)
+			default:
+				buf = data
 			}
-			if err := fn(e, buf); err != nil {
+			if err := fn(e, data); err != nil {
 				return err
 			}
 		}
@@ -396,8 +427,25 @@ func (s *Store) Scan(ctx context.Context, collection string, fn func(filesync.En
 	})
 }
 
-// readInto reads a whole file into buf, growing it as needed.
-func readInto(name string, buf []byte) ([]byte, error) {
+// tooLarge is readInto's error for a file over the limit.
+type tooLarge struct{ size, limit int64 }
+
+func (e *tooLarge) Error() string {
+	return fmt.Sprintf("%d bytes, over the limit of %d", e.size, e.limit)
+}
+
+func readErr(op, p string, err error) error {
+	var big *tooLarge
+	if errors.As(err, &big) {
+		return adapter.FileTooLarge(op, p, big.size, big.limit)
+	}
+	return errs.Wrap(errs.Internal, op, p, err)
+}
+
+// readInto reads a whole file into buf, growing it as needed. The size of the opened file is
+// checked against limit before anything is allocated, and the read stops past limit (a file that
+// grows meanwhile).
+func readInto(name string, buf []byte, limit int64) ([]byte, error) {
 	f, err := os.Open(name)
 	if err != nil {
 		return nil, err
@@ -406,6 +454,9 @@ func readInto(name string, buf []byte) ([]byte, error) {
 	fi, err := f.Stat()
 	if err != nil {
 		return nil, err
+	}
+	if fi.Size() > limit {
+		return nil, &tooLarge{fi.Size(), limit}
 	}
 	if n := int(fi.Size()) + 1; cap(buf) < n {
 		buf = make([]byte, 0, n)
@@ -418,6 +469,9 @@ func readInto(name string, buf []byte) ([]byte, error) {
 		}
 		if err != nil {
 			return nil, err
+		}
+		if int64(len(buf)) > limit {
+			return nil, &tooLarge{int64(len(buf)), limit}
 		}
 		if len(buf) == cap(buf) {
 			buf = slices.Grow(buf, 4096)
@@ -469,6 +523,9 @@ type journalOp struct {
 	Path       string    `json:"path"`
 	Delete     bool      `json:"delete,omitempty"`
 	Staged     string    `json:"staged,omitempty"` // file name in .staging; "" for a metadata-only entry
+	Keep       bool      `json:"keep,omitempty"`   // the file keeps its content; only kind and exec change
+	Kind       string    `json:"kind,omitempty"`
+	Exec       bool      `json:"exec,omitempty"`
 	Hash       string    `json:"hash,omitempty"`
 	Size       int64     `json:"size,omitempty"`
 	UpdatedAt  time.Time `json:"updatedAt"`
@@ -496,10 +553,11 @@ func (s *Store) Apply(ctx context.Context, changes []filesync.Change) ([]filesyn
 		var accepted []filesync.Change
 		for _, c := range changes {
 			e, exists := mans[c.Collection].entries[c.Path]
+			v := e.Version()
 			switch {
-			case filesync.Settled(c, exists, e.Hash):
-			case !filesync.Holds(c.Base, exists, e.Hash):
-				conflicts = append(conflicts, filesync.Conflict{Collection: c.Collection, Path: c.Path, Base: c.Base, Ours: c.Hash, Theirs: e.Hash})
+			case filesync.Settled(c, exists, v):
+			case !filesync.Holds(c.Base, exists, v) || c.KeepContent && !filesync.KeepsContent(c, v):
+				conflicts = append(conflicts, filesync.Conflict{Collection: c.Collection, Path: c.Path, Base: c.Base, Ours: c.Version(), Theirs: v})
 			default:
 				accepted = append(accepted, c)
 			}
@@ -513,7 +571,7 @@ func (s *Store) Apply(ctx context.Context, changes []filesync.Change) ([]filesyn
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if err := s.commit(accepted); err != nil {
+		if err := s.commit(accepted, mans); err != nil {
 			return errs.Wrap(errs.Internal, op, s.dir, err)
 		}
 		return nil
@@ -570,7 +628,7 @@ func checkClashes(op string, mans map[string]*manifest, batch []filesync.Change)
 }
 
 // commit stages the batch, writes the journal (the commit point) and replays it.
-func (s *Store) commit(batch []filesync.Change) error {
+func (s *Store) commit(batch []filesync.Change, mans map[string]*manifest) error {
 	sd := filepath.Join(s.dir, stagingDir)
 	if err := os.MkdirAll(sd, 0o755); err != nil {
 		return err
@@ -580,16 +638,21 @@ func (s *Store) commit(batch []filesync.Change) error {
 	type job struct {
 		name string
 		data []byte
+		exec bool
 	}
 	var jobs []job
 	for i, c := range batch {
 		o := journalOp{Collection: c.Collection, Path: c.Path, Delete: c.Delete, UpdatedAt: now}
 		if !c.Delete {
-			o.Hash = c.Hash
-			if !c.NoContent {
+			o.Hash, o.Kind, o.Exec = c.Hash, c.Kind, c.Exec
+			switch {
+			case c.KeepContent:
+				o.Keep = true
+				o.Size = mans[c.Collection].entries[c.Path].Size
+			case !c.NoContent:
 				o.Staged = fmt.Sprintf("%d", i)
 				o.Size = int64(len(c.Content))
-				jobs = append(jobs, job{filepath.Join(sd, o.Staged), c.Content})
+				jobs = append(jobs, job{filepath.Join(sd, o.Staged), c.Content, c.Exec})
 			}
 		}
 		j.Ops[i] = o
@@ -601,7 +664,7 @@ func (s *Store) commit(batch []filesync.Change) error {
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem }()
-			errc <- writeFileSync(jb.name, jb.data)
+			errc <- writeFileSync(jb.name, jb.data, filePerm(jb.exec))
 		}()
 	}
 	var firstErr error
@@ -693,6 +756,12 @@ func (s *Store) replay(j journal) (err error) {
 			continue
 		}
 		fp := s.filePath(o.Collection, o.Path)
+		if o.Keep {
+			if err := os.Chmod(fp, filePerm(o.Exec)); err != nil {
+				return err
+			}
+			continue
+		}
 		if o.Staged == "" {
 			// Metadata only: no file in files/.
 			if err := os.Remove(fp); err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -742,7 +811,11 @@ func (s *Store) replay(j journal) (err error) {
 			if o.Delete {
 				m.remove(o.Path)
 			} else {
-				m.put(filesync.Entry{Collection: c, Path: o.Path, Hash: o.Hash, Size: o.Size, UpdatedAt: o.UpdatedAt})
+				kind := o.Kind
+				if kind == "" {
+					kind = filesync.KindFile
+				}
+				m.put(filesync.Entry{Collection: c, Path: o.Path, Kind: kind, Exec: o.Exec, Hash: o.Hash, Size: o.Size, UpdatedAt: o.UpdatedAt})
 			}
 		}
 		if err := s.writeManifest(c, m); err != nil {
@@ -769,11 +842,25 @@ func (s *Store) pruneDirs(c, dir string, dirty map[string]struct{}) {
 	}
 }
 
-// writeFileSync writes a new file and fsyncs it.
-func writeFileSync(name string, data []byte) error {
+// filePerm is the mode of a stored file on disk: what the entry's executable bit says.
+func filePerm(exec bool) fs.FileMode {
+	if exec {
+		return 0o755
+	}
+	return 0o644
+}
+
+// writeFileSync writes a new file with mode perm (whatever the umask) and fsyncs it.
+func writeFileSync(name string, data []byte, perm ...fs.FileMode) error {
 	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return err
+	}
+	if len(perm) > 0 && perm[0] != 0o644 {
+		if err := f.Chmod(perm[0]); err != nil {
+			f.Close()
+			return err
+		}
 	}
 	if _, err := f.Write(data); err != nil {
 		f.Close()

@@ -45,6 +45,9 @@ const DefaultRacyWindow = 100 * time.Millisecond
 
 const coarseRacyWindow = 2 * time.Second
 
+// DefaultMaxFileBytes is the default Options.MaxFileBytes.
+const DefaultMaxFileBytes = 100 << 20
+
 // Options configure a Sync. Collections is required; the zero value of everything else is valid.
 type Options struct {
 	// Collections are the store's collections synced with the workspace, in priority order: a
@@ -70,6 +73,13 @@ type Options struct {
 	// Workers bounds the files read and hashed (or written, in Hydrate) at once; 0 means
 	// max(GOMAXPROCS, 2).
 	Workers int
+	// MaxFileBytes is the largest file synced either way (0 means DefaultMaxFileBytes). A larger
+	// workspace file is neither read nor uploaded nor deleted from the store, and a larger store
+	// entry is not loaded nor hydrated; both are listed in Report.Skipped with the reason. The
+	// size is checked on the stat of the file itself (or the store's own length of the content)
+	// before anything is allocated, so no file makes a flush or a hydrate allocate more than
+	// about Workers times this much.
+	MaxFileBytes int64
 	// OnBeforeCommand runs before each Exec. It may return a rewritten command, or an error to
 	// refuse it (the command does not run and nothing is flushed).
 	OnBeforeCommand func(ctx context.Context, cmd adapter.Command) (adapter.Command, error)
@@ -96,8 +106,8 @@ func (o Options) Validate() error {
 	if o.Mode != "" && o.Mode != ModeDiff && o.Mode != ModeFull {
 		return errs.New(errs.InvalidInput, op, "", "syncMode must be %q or %q, not %q", ModeDiff, ModeFull, o.Mode)
 	}
-	if o.RacyWindow < 0 || o.Workers < 0 {
-		return errs.New(errs.InvalidInput, op, "", "racyWindow and workers must not be negative")
+	if o.RacyWindow < 0 || o.Workers < 0 || o.MaxFileBytes < 0 {
+		return errs.New(errs.InvalidInput, op, "", "racyWindow, workers and maxFileBytes must not be negative")
 	}
 	return nil
 }
@@ -114,17 +124,41 @@ type Report struct {
 	Added   []string `json:"added,omitempty"`
 	Updated []string `json:"updated,omitempty"`
 	Deleted []string `json:"deleted,omitempty"`
-	// Skipped: Hydrate's entries without content or shadowed by an earlier collection; Flush's
-	// files that vanished between the walk and the read (they are looked at again next time).
-	Skipped   []string      `json:"skipped,omitempty"`
-	Conflicts []Conflict    `json:"conflicts,omitempty"`
-	Duration  time.Duration `json:"durationNs"`
+	// Skipped: Hydrate's entries without content, shadowed by an earlier collection, over
+	// MaxFileBytes, or symbolic links that would leave the workspace; Flush's files that vanished
+	// between the walk and the read (they are looked at again next time), files over
+	// MaxFileBytes, and symbolic links that are absolute or lead outside the workspace (never
+	// followed, never stored).
+	Skipped []string `json:"skipped,omitempty"`
+	// Reasons says why, for the skipped paths that were refused (too large, a link leading
+	// outside); paths skipped for the ordinary reasons above have none.
+	Reasons   map[string]string `json:"reasons,omitempty"`
+	Conflicts []Conflict        `json:"conflicts,omitempty"`
+	Duration  time.Duration     `json:"durationNs"`
 }
+
+// skip lists p in Skipped with a reason ("" for none).
+func (r *Report) skip(p, reason string) {
+	r.Skipped = append(r.Skipped, p)
+	if reason != "" {
+		if r.Reasons == nil {
+			r.Reasons = map[string]string{}
+		}
+		r.Reasons[p] = reason
+	}
+}
+
+// Reasons of skipped paths.
+const (
+	reasonLinkOutside = "symbolic link leads outside the workspace (absolute, above the root, through another link, or a loop): not followed, not synced"
+	reasonTooLarge    = "larger than the %d-byte limit (MaxFileBytes): not synced"
+	reasonNoModes     = "the sandbox cannot make symbolic links or set the executable bit (no adapter.ModeWriter)"
+)
 
 // known is what the sandbox and the store last agreed on for one path.
 type known struct {
 	Coll string `json:"c"`
-	Hash string `json:"h"`
+	Hash string `json:"h"` // the entry's version (see Version): its hash, "+x" or "+l"
 }
 
 // cached is the stat cache entry of one workspace file: its stat when it was hashed, and the hash.
@@ -182,6 +216,9 @@ func New(sb adapter.Sandbox, store Store, opts Options) (*Sync, error) {
 	if opts.Workers == 0 {
 		opts.Workers = max(runtime.GOMAXPROCS(0), 2)
 	}
+	if opts.MaxFileBytes == 0 {
+		opts.MaxFileBytes = DefaultMaxFileBytes
+	}
 	s := &Sync{sb: sb, store: store, opts: opts, known: map[string]known{}, cache: map[string]cached{}}
 	if opts.StateFile != "" {
 		if err := s.loadState(); err != nil {
@@ -193,28 +230,69 @@ func New(sb adapter.Sandbox, store Store, opts Options) (*Sync, error) {
 
 // Hydrate writes every entry of every collection into the workspace (entries without content
 // are skipped; a path held by several collections is written from the first) and records each
-// entry's hash as the base for later flushes. It overwrites workspace files at those paths and
-// leaves other files alone. Errors: the store's, and the sandbox's WriteFile errors; files written
-// before an error stay written and are recorded.
+// entry's version as the base for later flushes. A file gets the entry's executable bit; a
+// symbolic link is made only when its target, resolved through the links of the store and of the
+// workspace, stays inside the workspace: one that would leave it is not made, is listed in
+// Report.Skipped with the reason, and Hydrate then returns errs.PathEscape after writing
+// everything else. Hydrate replaces what is at each path (a link where a file goes is removed,
+// not written through) and leaves other files alone. Entries over Options.MaxFileBytes are
+// skipped with the reason, never loaded. Errors: the store's, and the sandbox's WriteFile
+// errors; files written before an error stay written and are recorded.
 func (s *Sync) Hydrate(ctx context.Context) (Report, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	start := time.Now()
 	rep := Report{Mode: s.opts.Mode}
+	// What is in the workspace now: links to replace rather than write through, executable bits
+	// to clear, links a hydrated link may lead through.
+	before := map[string]adapter.FileInfo{}
+	if files, err := s.list(ctx); err == nil {
+		for _, f := range files {
+			before[f.Path] = f
+		}
+	}
+	mw, _ := s.sb.(adapter.ModeWriter)
+	rm, _ := s.sb.(adapter.Remover)
 	w := newWriter(ctx, s.sb, s.opts.Workers)
 	hydrated := map[string]Entry{}
+	var links []Entry
+	targets := map[string]string{}
 	var scanErr error
+	limitCtx := adapter.WithReadLimit(ctx, s.opts.MaxFileBytes)
 	for _, c := range s.opts.Collections {
-		scanErr = s.store.Scan(ctx, c, func(e Entry, content []byte) error {
-			if content == nil {
-				rep.Skipped = append(rep.Skipped, e.Path)
+		scanErr = s.store.Scan(limitCtx, c, func(e Entry, content []byte) error {
+			if _, dup := hydrated[e.Path]; dup {
+				rep.skip(e.Path, "")
 				return nil
 			}
-			if _, dup := hydrated[e.Path]; dup {
-				rep.Skipped = append(rep.Skipped, e.Path)
+			if e.Size > s.opts.MaxFileBytes || content == nil && e.HasContent() {
+				rep.skip(e.Path, fmt.Sprintf(reasonTooLarge, s.opts.MaxFileBytes))
+				hydrated[e.Path] = Entry{} // shadows later collections, written nowhere
+				return nil
+			}
+			if content == nil {
+				rep.skip(e.Path, "")
 				return nil
 			}
 			hydrated[e.Path] = e
+			if e.Kind == KindSymlink || e.Exec {
+				if mw == nil {
+					rep.skip(e.Path, reasonNoModes)
+					hydrated[e.Path] = Entry{}
+					return nil
+				}
+			}
+			if e.Kind == KindSymlink {
+				links = append(links, e)
+				targets[e.Path] = string(content)
+				return nil
+			}
+			if f, ok := before[e.Path]; ok && f.IsLink() && rm != nil {
+				// Replace the link itself: WriteFile would write through it.
+				if err := rm.RemoveFile(ctx, e.Path); err != nil && errs.CodeOf(err) != errs.NotFound {
+					return err
+				}
+			}
 			return w.write(e.Path, content)
 		})
 		if scanErr != nil {
@@ -222,16 +300,57 @@ func (s *Sync) Hydrate(ctx context.Context) (Report, error) {
 		}
 	}
 	written, werr := w.close()
+	var modeErr error
 	for _, p := range written {
 		e := hydrated[p]
-		s.known[p] = known{Coll: e.Collection, Hash: e.Hash}
+		// A replaced file keeps its mode in some adapters: set the bit whenever it may differ.
+		if f, was := before[p]; e.Exec || was && f.Executable() {
+			if mw == nil { // an executable file was replaced and kept its bit: no base to trust
+				delete(s.known, p)
+				continue
+			}
+			if err := mw.SetExecutable(ctx, p, e.Exec); err != nil {
+				modeErr = errors.Join(modeErr, err)
+				delete(s.known, p) // the file is there, its mode unknown: no base
+				continue
+			}
+		}
+		s.known[p] = known{Coll: e.Collection, Hash: e.Version()}
 		delete(s.cache, p)
 		s.dirty = true
 	}
 	rep.Written = len(written)
-	if err := errors.Join(scanErr, werr); err != nil {
+	if err := errors.Join(scanErr, werr, modeErr); err != nil {
 		s.saveState()
 		return rep, err
+	}
+	// Links last, once every link they may lead through is known: the workspace's own, except
+	// where the store puts something else, and the store's.
+	all := map[string]string{}
+	for p, f := range before {
+		if _, replaced := hydrated[p]; !replaced && f.IsLink() {
+			all[p] = f.Link
+		}
+	}
+	for p, t := range targets {
+		all[p] = t
+	}
+	var escapes []string
+	for _, e := range links {
+		t := targets[e.Path]
+		if !LinkInside(e.Path, t, all) {
+			rep.skip(e.Path, reasonLinkOutside)
+			escapes = append(escapes, e.Path)
+			continue
+		}
+		if err := mw.Symlink(ctx, e.Path, t); err != nil {
+			s.saveState()
+			return rep, err
+		}
+		s.known[e.Path] = known{Coll: e.Collection, Hash: e.Version()}
+		delete(s.cache, e.Path)
+		s.dirty = true
+		rep.Written++
 	}
 	// Prime the stat cache with one walk, so that the first flush does not hash everything again.
 	// This assumes nothing else writes the workspace while Hydrate runs.
@@ -239,7 +358,7 @@ func (s *Sync) Hydrate(ctx context.Context) (Report, error) {
 	if files, err := s.list(ctx); err == nil {
 		for _, f := range files {
 			e, ok := hydrated[f.Path]
-			if !ok || f.Size != e.Size {
+			if !ok || f.IsLink() || e.Kind != KindFile || f.Size != e.Size || f.Executable() != e.Exec {
 				continue
 			}
 			s.cache[f.Path] = s.cacheEntry(f, e.Hash, listStart)
@@ -247,7 +366,16 @@ func (s *Sync) Hydrate(ctx context.Context) (Report, error) {
 	}
 	slices.Sort(rep.Skipped)
 	rep.Duration = time.Since(start)
-	return rep, s.saveState()
+	if err := s.saveState(); err != nil {
+		return rep, err
+	}
+	if len(escapes) > 0 {
+		slices.Sort(escapes)
+		e := errs.New(errs.PathEscape, "hydrate", escapes[0], "%d symbolic links of the store would lead outside the workspace; not made", len(escapes))
+		e.Details = map[string]any{"paths": escapes}
+		return rep, e
+	}
+	return rep, nil
 }
 
 // Flush walks the workspace and brings the store in line with it: new and changed files are

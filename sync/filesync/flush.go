@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -29,6 +30,9 @@ type hashed struct {
 	// again: the content differs but was not kept (over applyBudget during a one-pass walk);
 	// the file is read once more after the walk.
 	again bool
+	// unread: the one-pass walk passed the file without content (over the read limit, or a
+	// symbolic link); the flush decides what it is.
+	unread bool
 	// walked: read by the one-pass walk, which also looked the path up while nothing writes
 	// the maps (the walk runs on several goroutines, what follows on one): its base (base,
 	// isKnown) and whether the stat cache holds it.
@@ -39,7 +43,10 @@ type hashed struct {
 // pending is one change a flush will send to the store.
 type pending struct {
 	path string
-	hash string // "" for a delete
+	hash string // content hash; "" for a delete
+	kind string // KindFile or KindSymlink
+	exec bool
+	keep bool // the store keeps its content: only the executable bit changes (data is nil)
 	data []byte
 	coll string // owning collection; "" until resolveOwners picks one for a new path
 	base string // the agreed hash, or Absent when the sandbox never saw a store entry here
@@ -65,9 +72,15 @@ func (s *Sync) flush(ctx context.Context) (Report, error) {
 		return rep, walkErr(err) // nothing written, nothing deleted
 	}
 	// Decide from the stat cache what needs reading.
-	var toHash []adapter.FileInfo
+	var (
+		toHash   []adapter.FileInfo
+		links    []adapter.FileInfo // symbolic links: their target text is their content
+		modeOnly []pending          // files whose executable bit alone changed
+		tooLarge []string
+	)
 	seenKnown, seenCached := 0, 0
 	if walked != nil { // read already, filtered and looked up by the walk
+		n := 0
 		for _, r := range walked {
 			if r.isKnown {
 				seenKnown++
@@ -75,7 +88,17 @@ func (s *Sync) flush(ctx context.Context) (Report, error) {
 			if r.isCached {
 				seenCached++
 			}
+			switch {
+			case r.f.IsLink():
+				links = append(links, r.f)
+			case r.unread || r.f.Size > s.opts.MaxFileBytes:
+				tooLarge = append(tooLarge, r.f.Path)
+			default:
+				walked[n] = r
+				n++
+			}
 		}
+		walked = walked[:n]
 	} else {
 		n := 0
 		for _, f := range files {
@@ -92,8 +115,24 @@ func (s *Sync) flush(ctx context.Context) (Report, error) {
 			if isCached {
 				seenCached++
 			}
-			if s.opts.Mode == ModeDiff && statted && isCached && c.matches(f) && isKnown && k.Hash == c.Hash {
-				continue // unchanged since it was last hashed, and the store agreed then
+			if f.IsLink() {
+				links = append(links, f)
+				continue
+			}
+			if f.Size > s.opts.MaxFileBytes {
+				tooLarge = append(tooLarge, f.Path) // never read
+				continue
+			}
+			if s.opts.Mode == ModeDiff && statted && isCached && c.matches(f) && isKnown {
+				v := Version(KindFile, f.Executable(), c.Hash)
+				if k.Hash == v {
+					continue // unchanged since it was last hashed, and the store agreed then
+				}
+				if kk, _, h := SplitVersion(k.Hash); kk == KindFile && h == c.Hash {
+					// The content is the one agreed on: the executable bit alone changed.
+					modeOnly = append(modeOnly, pending{path: f.Path, hash: c.Hash, kind: KindFile, exec: f.Executable(), keep: true, coll: k.Coll, base: k.Hash})
+					continue
+				}
 			}
 			toHash = append(toHash, f)
 		}
@@ -108,14 +147,50 @@ func (s *Sync) flush(ctx context.Context) (Report, error) {
 		}
 	}
 
+	tooBig := fmt.Sprintf(reasonTooLarge, s.opts.MaxFileBytes)
+	for _, p := range tooLarge {
+		rep.skip(p, tooBig)
+		delete(s.cache, p)
+	}
+	// Symbolic links: stored with their target text when it leads inside the workspace.
+	batch := modeOnly
+	if len(links) > 0 {
+		all := make(map[string]string, len(links))
+		for _, f := range links {
+			all[f.Path] = f.Link
+		}
+		for _, f := range links {
+			delete(s.cache, f.Path)
+			if !LinkInside(f.Path, f.Link, all) || CheckLinkText("", f.Path, []byte(f.Link)) != nil {
+				rep.skip(f.Path, reasonLinkOutside)
+				continue
+			}
+			data := []byte(f.Link)
+			h := Hash(data)
+			k, ok := s.known[f.Path]
+			if ok && k.Hash == Version(KindSymlink, false, h) {
+				continue
+			}
+			pc := pending{path: f.Path, hash: h, kind: KindSymlink, data: data, coll: k.Coll, base: k.Hash}
+			if !ok {
+				pc.base = Absent
+			}
+			batch = append(batch, pc)
+		}
+	}
+
 	// Read and hash; apply in batches bounded by applyBudget.
-	var batch []pending
 	var batchBytes int
 	var applyErr error
 	handle := func(r hashed, stop func()) {
 		if r.err != nil {
-			if errs.CodeOf(r.err) == errs.NotFound {
-				rep.Skipped = append(rep.Skipped, r.f.Path) // vanished since the walk
+			switch errs.CodeOf(r.err) {
+			case errs.NotFound:
+				rep.skip(r.f.Path, "") // vanished since the walk
+				delete(s.cache, r.f.Path)
+				return
+			case errs.FileTooLarge: // grew past the limit since the walk
+				rep.skip(r.f.Path, tooBig)
 				delete(s.cache, r.f.Path)
 				return
 			}
@@ -134,12 +209,16 @@ func (s *Sync) flush(ctx context.Context) (Report, error) {
 		if !r.walked {
 			k, ok = s.known[r.f.Path]
 		}
-		if ok && k.Hash == r.hash {
+		exec := r.f.Executable()
+		if ok && k.Hash == Version(KindFile, exec, r.hash) {
 			return
 		}
-		pc := pending{path: r.f.Path, hash: r.hash, data: r.data, coll: k.Coll, base: k.Hash}
+		pc := pending{path: r.f.Path, hash: r.hash, kind: KindFile, exec: exec, data: r.data, coll: k.Coll, base: k.Hash}
 		if !ok {
 			pc.base = Absent
+		}
+		if r.data == nil && ok && hashOfVersion(k.Hash) == r.hash {
+			pc.keep = true // the agreed content: the executable bit alone changed
 		}
 		batch = append(batch, pc)
 		batchBytes += len(r.data)
@@ -189,7 +268,8 @@ func (s *Sync) flush(ctx context.Context) (Report, error) {
 			if _, ok := present[p]; ok || skipped[p] || !s.filtered(p) {
 				continue
 			}
-			batch = append(batch, pending{path: p, coll: k.Coll, base: k.Hash, del: true})
+			kind, _, _ := SplitVersion(k.Hash)
+			batch = append(batch, pending{path: p, kind: kind, coll: k.Coll, base: k.Hash, del: true})
 		}
 		for p := range s.cache {
 			if _, ok := present[p]; !ok {
@@ -231,7 +311,8 @@ func (s *Sync) apply(ctx context.Context, batch []pending, rep *Report) error {
 	}
 	changes := make([]Change, len(batch))
 	for i, p := range batch {
-		changes[i] = Change{Collection: p.coll, Path: p.path, Delete: p.del, Content: p.data, Hash: p.hash, Base: p.base}
+		changes[i] = Change{Collection: p.coll, Path: p.path, Delete: p.del, Content: p.data, Hash: p.hash, Base: p.base,
+			Kind: p.kind, Exec: p.exec, KeepContent: p.keep}
 	}
 	conflicts, err := s.store.Apply(ctx, changes)
 	if err != nil {
@@ -245,7 +326,7 @@ func (s *Sync) apply(ctx context.Context, batch []pending, rep *Report) error {
 	for i, p := range batch {
 		ch := changes[i]
 		if c, ok := lost[p.path]; ok {
-			c.Ours = p.hash
+			c.Ours = ch.Version()
 			if ch.Base == Absent {
 				c.Base = ""
 			}
@@ -265,10 +346,10 @@ func (s *Sync) apply(ctx context.Context, batch []pending, rep *Report) error {
 			delete(s.known, p.path)
 			rep.Deleted = append(rep.Deleted, p.path)
 		case ch.Base == Absent:
-			s.known[p.path] = known{Coll: ch.Collection, Hash: p.hash}
+			s.known[p.path] = known{Coll: ch.Collection, Hash: ch.Version()}
 			rep.Added = append(rep.Added, p.path)
 		default:
-			s.known[p.path] = known{Coll: ch.Collection, Hash: p.hash}
+			s.known[p.path] = known{Coll: ch.Collection, Hash: ch.Version()}
 			rep.Updated = append(rep.Updated, p.path)
 		}
 	}
@@ -362,16 +443,21 @@ func (s *Sync) readTree(ctx context.Context, tr adapter.TreeReader) ([]adapter.F
 	}
 	// s.known and s.cache are only read while the walk runs: nothing is applied before it
 	// returns.
-	err := tr.ReadTree(ctx, "", s.opts.Workers, want, func(f adapter.FileInfo, data []byte) error {
+	err := tr.ReadTree(adapter.WithReadLimit(ctx, s.opts.MaxFileBytes), "", s.opts.Workers, want, func(f adapter.FileInfo, data []byte) error {
 		k, isKnown := s.known[f.Path]
 		_, isCached := s.cache[f.Path]
-		hash, same := hashAgainst(data, k.Hash)
-		r := hashed{f: f, hash: hash, walked: true, isKnown: isKnown, isCached: isCached, base: k}
-		if !isKnown || !same {
-			if kept.Add(int64(len(data))) <= int64(applyBudget) {
-				r.data = append(make([]byte, 0, len(data)), data...)
-			} else {
-				r.again = true
+		r := hashed{f: f, walked: true, isKnown: isKnown, isCached: isCached, base: k}
+		if data == nil && (f.IsLink() || f.Size > 0) {
+			r.unread = true
+		} else {
+			var same bool
+			r.hash, same = hashAgainst(data, hashOfVersion(k.Hash))
+			if !isKnown || !same {
+				if kept.Add(int64(len(data))) <= int64(applyBudget) {
+					r.data = append(make([]byte, 0, len(data)), data...)
+				} else {
+					r.again = true
+				}
 			}
 		}
 		if i := used.Add(1) - 1; i < int64(len(slots)) {
@@ -397,7 +483,7 @@ func (s *Sync) readTree(ctx context.Context, tr adapter.TreeReader) ([]adapter.F
 // hashAll reads and hashes files with Options.Workers workers, through the sandbox's BulkReader
 // when it has one. stop cancels the outstanding work; the channel is closed when all is done.
 func (s *Sync) hashAll(ctx context.Context, files []adapter.FileInfo) (<-chan hashed, func()) {
-	ctx, cancel := context.WithCancel(ctx)
+	ctx, cancel := context.WithCancel(adapter.WithReadLimit(ctx, s.opts.MaxFileBytes))
 	out := make(chan hashed, 64)
 	if len(files) == 0 {
 		close(out)
@@ -413,9 +499,9 @@ func (s *Sync) hashAll(ctx context.Context, files []adapter.FileInfo) (<-chan ha
 			bases[f.Path] = k.Hash
 		}
 	}
-	keep := func(p, h string) bool {
+	keep := func(p, h string) bool { // content other than the agreed one (a mode change needs none)
 		b, ok := bases[p]
-		return !ok || b != h
+		return !ok || hashOfVersion(b) != h
 	}
 	send := func(r hashed) bool {
 		select {
@@ -465,11 +551,12 @@ func (s *Sync) hashAll(ctx context.Context, files []adapter.FileInfo) (<-chan ha
 					}
 					return
 				}
-				if errs.CodeOf(err) != errs.NotFound {
+				if c := errs.CodeOf(err); c != errs.NotFound && c != errs.FileTooLarge {
 					send(hashed{f: part[0], err: err})
 					return
 				}
-				// A file vanished, which stops a bulk read: finish this part file by file.
+				// A file vanished or grew past the limit, which stops a bulk read: finish this
+				// part file by file.
 				for _, f := range part {
 					if done[f.Path] {
 						continue
@@ -524,6 +611,12 @@ func (s *Sync) readOne(ctx context.Context, f adapter.FileInfo, keep func(p, h s
 		}
 	}
 	return r
+}
+
+// hashOfVersion is the content hash of a version.
+func hashOfVersion(v string) string {
+	_, _, h := SplitVersion(v)
+	return h
 }
 
 func hashOf(data []byte) string {

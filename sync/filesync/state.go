@@ -37,7 +37,7 @@ func (s *Sync) loadState() error {
 		configured[c] = true
 	}
 	for p, k := range st.Known {
-		if configured[k.Coll] && CheckPath("", p) == nil {
+		if configured[k.Coll] && CheckPath("", p) == nil && isVersion(k.Hash) {
 			s.known[p] = k
 		}
 	}

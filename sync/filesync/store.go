@@ -1,6 +1,7 @@
 package filesync
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -11,18 +12,61 @@ import (
 	"github.com/sandboxer/sandboxer/errs"
 )
 
+// Kinds of entries (git's model: a file, executable or not, or a symbolic link).
+const (
+	KindFile    = "file"
+	KindSymlink = "symlink"
+)
+
+// MaxLinkTarget bounds a symbolic link's target text (Linux's PATH_MAX).
+const MaxLinkTarget = 4096
+
 // Entry is the metadata of one stored file. Content is read separately (Store.Read, Store.Scan).
 type Entry struct {
-	Collection string    `json:"collection"`
-	Path       string    `json:"path"`      // slash-separated, relative to the workspace root
-	Hash       string    `json:"hash"`      // lower-case hex SHA-256 of the content; "" when the entry has no content
-	Size       int64     `json:"size"`      // content bytes
-	UpdatedAt  time.Time `json:"updatedAt"` // set by the store when the entry was last written
+	Collection string `json:"collection"`
+	Path       string `json:"path"` // slash-separated, relative to the workspace root
+	// Kind is KindFile or KindSymlink; a symlink's content is its target text.
+	Kind      string    `json:"kind"`
+	Exec      bool      `json:"exec,omitempty"` // a file with the executable bit (0755; else 0644)
+	Hash      string    `json:"hash"`           // lower-case hex SHA-256 of the content; "" when the entry has no content
+	Size      int64     `json:"size"`           // content bytes
+	UpdatedAt time.Time `json:"updatedAt"`      // set by the store when the entry was last written
 }
 
 // HasContent reports whether the entry holds content. An entry without content is metadata only:
 // Hydrate skips it and Flush never deletes it.
 func (e Entry) HasContent() bool { return e.Hash != "" }
+
+// Version is what compare-and-swap compares for this entry (see Version).
+func (e Entry) Version() string { return Version(e.Kind, e.Exec, e.Hash) }
+
+// Version names one state of an entry: its content hash for a plain file, the hash and "+x" for
+// an executable file, the hash and "+l" for a symbolic link (the hash of its target text), "" for
+// an entry without content. Change.Base and the hashes of a Conflict are versions, so that a
+// change of the executable bit alone, or a file replaced by a link to the same text, is a change.
+// A plain file's version is its hash: state saved before kinds existed stays valid.
+func Version(kind string, exec bool, hash string) string {
+	switch {
+	case hash == "":
+		return ""
+	case kind == KindSymlink:
+		return hash + "+l"
+	case exec:
+		return hash + "+x"
+	}
+	return hash
+}
+
+// SplitVersion is the inverse of Version.
+func SplitVersion(v string) (kind string, exec bool, hash string) {
+	switch {
+	case strings.HasSuffix(v, "+l"):
+		return KindSymlink, false, v[:len(v)-2]
+	case strings.HasSuffix(v, "+x"):
+		return KindFile, true, v[:len(v)-2]
+	}
+	return KindFile, false, v
+}
 
 // Base values for Change.Base besides a hash.
 const (
@@ -44,13 +88,29 @@ type Change struct {
 	Content []byte
 	// NoContent records a metadata-only entry (Hash "").
 	NoContent bool
+	// Kind is KindFile ("" means KindFile) or KindSymlink (Content is then the link's target
+	// text: 1 to MaxLinkTarget bytes, no NUL). Exec sets the executable bit of a file.
+	Kind string
+	Exec bool
+	// KeepContent says Content is not sent: the store keeps the content it holds, which must
+	// have Hash (else the change is a conflict), and applies Kind and Exec (a mode change alone,
+	// no re-upload).
+	KeepContent bool
 	// Hash is the SHA-256 hex of Content when the caller already has it; the store computes it
 	// when empty.
 	Hash string
-	// Base is what the store must hold for the change to apply: a content hash, Absent, or Any.
-	// A put whose content equals what the store holds, and a delete of an entry that is already
-	// gone, always succeed without writing.
+	// Base is what the store must hold for the change to apply: a version (see Version), Absent,
+	// or Any. A put whose version equals what the store holds, and a delete of an entry that is
+	// already gone, always succeed without writing.
 	Base string
+}
+
+// Version is the version the change puts ("" for a delete or an entry without content).
+func (c Change) Version() string {
+	if c.Delete || c.NoContent {
+		return ""
+	}
+	return Version(c.Kind, c.Exec, c.Hash)
 }
 
 // Conflict is a change that was not applied because the store did not hold its base.
@@ -60,11 +120,12 @@ type Conflict struct {
 	// Kind is "modify" (both sides changed the content), "add" (both sides created the path) or
 	// "delete" (one side deleted, the other changed the content).
 	Kind string `json:"kind"`
-	// Base is the hash both sides started from ("" when the path did not exist).
+	// Base is the version (see Version: the hash, with "+x" for an executable file and "+l" for
+	// a symbolic link) both sides started from ("" when the path did not exist).
 	Base string `json:"base"`
-	// Ours is the sandbox's hash ("" when the sandbox deleted the file).
+	// Ours is the sandbox's version ("" when the sandbox deleted the file).
 	Ours string `json:"ours"`
-	// Theirs is the store's hash now ("" when the store no longer has the entry).
+	// Theirs is the store's version now ("" when the store no longer has the entry).
 	Theirs string `json:"theirs"`
 }
 
@@ -176,12 +237,32 @@ func CheckChanges(op string, changes []Change) error {
 			return errs.New(errs.InvalidInput, op, c.Path, "two changes to the same entry in one batch")
 		}
 		seen[k] = struct{}{}
-		if c.Base != Any && c.Base != Absent && !isHash(c.Base) {
-			return errs.New(errs.InvalidInput, op, c.Path, "base must be a SHA-256 hex hash, Absent or Any")
+		if c.Base != Any && c.Base != Absent && !isVersion(c.Base) {
+			return errs.New(errs.InvalidInput, op, c.Path, "base must be a version (SHA-256 hex hash, optionally +x or +l), Absent or Any")
+		}
+		switch c.Kind {
+		case "":
+			c.Kind = KindFile
+		case KindFile:
+		case KindSymlink:
+			if c.Exec {
+				return errs.New(errs.InvalidInput, op, c.Path, "a symbolic link has no executable bit")
+			}
+			if !c.Delete && !c.NoContent {
+				if err := CheckLinkText(op, c.Path, c.Content); err != nil {
+					return err
+				}
+			}
+		default:
+			return errs.New(errs.InvalidInput, op, c.Path, "kind must be %q or %q, not %q", KindFile, KindSymlink, c.Kind)
+		}
+		if c.KeepContent && (c.Delete || c.NoContent || c.Kind != KindFile || !isHash(c.Hash)) {
+			return errs.New(errs.InvalidInput, op, c.Path, "keepContent needs a file's content hash")
 		}
 		switch {
 		case c.Delete || c.NoContent:
 			c.Hash = ""
+			c.Exec = false
 		case c.Hash == "":
 			c.Hash = Hash(c.Content)
 		case !isHash(c.Hash):
@@ -191,27 +272,48 @@ func CheckChanges(op string, changes []Change) error {
 	return nil
 }
 
-// Holds reports whether an entry state (exists, hash) satisfies base.
-func Holds(base string, exists bool, hash string) bool {
+// CheckLinkText validates a symbolic link's target text as a store keeps it: 1 to MaxLinkTarget
+// bytes without NUL (errs.InvalidInput). Where it leads is Sync's business (see LinkInside).
+func CheckLinkText(op, p string, target []byte) error {
+	if len(target) == 0 || len(target) > MaxLinkTarget || bytes.IndexByte(target, 0) >= 0 {
+		return errs.New(errs.InvalidInput, op, p, "a symbolic link's target must be 1-%d bytes without NUL", MaxLinkTarget)
+	}
+	return nil
+}
+
+// Holds reports whether an entry state (exists, version) satisfies base.
+func Holds(base string, exists bool, version string) bool {
 	switch base {
 	case Any:
 		return true
 	case Absent:
-		return !exists || hash == ""
+		return !exists || version == ""
 	}
-	return exists && hash == base
+	return exists && version == base
 }
 
-// Settled reports whether change c needs no write given what the store holds: the content is
-// already there, or the entry is already gone.
-func Settled(c Change, exists bool, hash string) bool {
+// Settled reports whether change c needs no write given what the store holds (exists, its
+// version): the same kind, mode and content are already there, or the entry is already gone.
+func Settled(c Change, exists bool, version string) bool {
 	switch {
 	case c.Delete:
 		return !exists
 	case c.NoContent:
-		return exists && hash == ""
+		return exists && version == ""
 	}
-	return exists && hash == c.Hash
+	return exists && version == c.Version()
+}
+
+// KeepsContent reports whether a KeepContent change c can apply to what the store holds (its
+// version): the store holds content with c's hash. Otherwise the change is a conflict.
+func KeepsContent(c Change, version string) bool {
+	_, _, h := SplitVersion(version)
+	return version != "" && h == c.Hash
+}
+
+func isVersion(s string) bool {
+	_, _, h := SplitVersion(s)
+	return isHash(h)
 }
 
 func isHash(s string) bool {

@@ -16,7 +16,8 @@ import (
 )
 
 // TestFullFlushOnePass covers the full flush over local's one-pass walk (adapter.TreeReader):
-// nested directories, binary content, symlinks not followed, the filter, deletions, a walk that
+// nested directories, binary content, symlinks stored as links (an outside one skipped, never
+// followed), the filter, deletions, a walk that
 // fails, and changes past the in-memory budget that are read again after the walk.
 func TestFullFlushOnePass(t *testing.T) {
 	ctx := context.Background()
@@ -50,15 +51,23 @@ func TestFullFlushOnePass(t *testing.T) {
 	require.NoError(t, err)
 	rep, err := s.Flush(ctx)
 	require.NoError(t, err)
-	assert.Equal(t, len(files), rep.Listed)
+	assert.Equal(t, len(files)+2, rep.Listed) // and the two links
 	assert.Equal(t, len(files), rep.Hashed)
-	assert.Len(t, rep.Added, len(files))
+	assert.Len(t, rep.Added, len(files)+1)
+	assert.Equal(t, []string{"linkdir"}, rep.Skipped)
+	assert.Contains(t, rep.Reasons["linkdir"], "outside")
 	for p, data := range files {
 		got, err := st.Read(ctx, "files", p)
 		require.NoError(t, err, p)
 		assert.Equal(t, data, got, p)
 	}
-	for _, p := range []string{"linkdir/secret", "linkfile", "skip.tmp"} {
+	e, err := st.Get(ctx, "files", "linkfile")
+	require.NoError(t, err)
+	assert.Equal(t, filesync.KindSymlink, e.Kind)
+	got, err := st.Read(ctx, "files", "linkfile")
+	require.NoError(t, err)
+	assert.Equal(t, "top", string(got))
+	for _, p := range []string{"linkdir/secret", "linkdir", "skip.tmp"} {
 		_, err := st.Get(ctx, "files", p)
 		assert.ErrorIs(t, err, errs.NotFound, p)
 	}
@@ -70,7 +79,7 @@ func TestFullFlushOnePass(t *testing.T) {
 	cancel()
 	_, err = s.Flush(cctx)
 	assert.ErrorIs(t, err, context.Canceled)
-	got, err := st.Read(ctx, "files", "top")
+	got, err = st.Read(ctx, "files", "top")
 	require.NoError(t, err)
 	assert.Equal(t, []byte("t"), got)
 	got, err = st.Read(ctx, "files", "bin")

@@ -83,6 +83,12 @@ var cases = []struct {
 	{"StateFileResume", testStateFile},
 	{"ConcurrentFlushes", testConcurrentFlushes},
 	{"HostilePaths", testHostilePaths},
+	{"ExecutableBit", testExecutable},
+	{"Symlinks", testSymlinks},
+	{"HostileStoreLinks", testHostileLinks},
+	{"ModeConflicts", testModeConflicts},
+	{"HydrateReplaces", testReplacesWhatIsThere},
+	{"SizeLimit", testSizeLimit},
 }
 
 var ctx = context.Background()

@@ -8,10 +8,12 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/sandboxer/sandboxer/adapter"
 	"github.com/sandboxer/sandboxer/errs"
 	"github.com/sandboxer/sandboxer/sync/filesync"
 	"github.com/stretchr/testify/assert"
@@ -53,6 +55,8 @@ func RunStore(t *testing.T, open OpenStore) {
 	t.Run("FileDirectoryClash", func(t *testing.T) { t.Parallel(); testClash(t, fresh(t)) })
 	t.Run("CollectionsAreSeparate", func(t *testing.T) { t.Parallel(); testCollections(t, fresh(t)) })
 	t.Run("ConcurrentWriters", func(t *testing.T) { t.Parallel(); testConcurrentApply(t, fresh(t)) })
+	t.Run("KindsAndExecutableBit", func(t *testing.T) { t.Parallel(); testKinds(t, fresh(t)) })
+	t.Run("ReadLimit", func(t *testing.T) { t.Parallel(); testReadLimit(t, fresh(t)) })
 	t.Run("Persistence", func(t *testing.T) {
 		t.Parallel()
 		dir := t.TempDir()
@@ -372,4 +376,104 @@ func testConcurrentApply(t *testing.T, st filesync.Store) {
 	got, err := st.Read(ctx, "files", "shared")
 	require.NoError(t, err)
 	assert.Equal(t, []byte{byte('a' + winners[0])}, got)
+}
+
+// testKinds: kinds and the executable bit are kept, compared and changed alone.
+func testKinds(t *testing.T, st filesync.Store) {
+	ctx := context.Background()
+	h := filesync.Hash([]byte("#!/bin/sh\n"))
+	_, err := st.Apply(ctx, []filesync.Change{
+		{Collection: "files", Path: "run.sh", Content: []byte("#!/bin/sh\n"), Exec: true},
+		{Collection: "files", Path: "link", Kind: filesync.KindSymlink, Content: []byte("run.sh")},
+		{Collection: "files", Path: "plain", Content: []byte("#!/bin/sh\n")},
+	})
+	require.NoError(t, err)
+	l, err := st.List(ctx, "files")
+	require.NoError(t, err)
+	require.Len(t, l, 3)
+	assert.Equal(t, []string{"link", "plain", "run.sh"}, []string{l[0].Path, l[1].Path, l[2].Path})
+	assert.Equal(t, filesync.KindSymlink, l[0].Kind)
+	assert.False(t, l[0].Exec)
+	assert.Equal(t, filesync.KindFile, l[1].Kind)
+	assert.False(t, l[1].Exec)
+	assert.Equal(t, filesync.KindFile, l[2].Kind)
+	assert.True(t, l[2].Exec)
+	assert.Equal(t, h+"+x", l[2].Version())
+	assert.Equal(t, h, l[1].Version())
+	assert.Equal(t, filesync.Hash([]byte("run.sh"))+"+l", l[0].Version())
+	var kinds []string
+	require.NoError(t, st.Scan(ctx, "files", func(e filesync.Entry, content []byte) error {
+		kinds = append(kinds, e.Kind+":"+string(content))
+		return nil
+	}))
+	assert.Equal(t, []string{"symlink:run.sh", "file:#!/bin/sh\n", "file:#!/bin/sh\n"}, kinds)
+
+	// The version is what compare-and-swap compares: the bare hash is not run.sh's base any more.
+	conf, err := st.Apply(ctx, []filesync.Change{{Collection: "files", Path: "run.sh", Content: []byte("new"), Base: h}})
+	require.NoError(t, err)
+	require.Len(t, conf, 1)
+	assert.Equal(t, h+"+x", conf[0].Theirs)
+	// The executable bit alone, without the content.
+	before := entry(t, st, "files", "run.sh")
+	conf, err = st.Apply(ctx, []filesync.Change{{Collection: "files", Path: "run.sh", Hash: h, KeepContent: true, Base: h + "+x"}})
+	require.NoError(t, err)
+	assert.Empty(t, conf)
+	after := entry(t, st, "files", "run.sh")
+	assert.False(t, after.Exec)
+	assert.Equal(t, before.Hash, after.Hash)
+	assert.Equal(t, before.Size, after.Size)
+	got, err := st.Read(ctx, "files", "run.sh")
+	require.NoError(t, err)
+	assert.Equal(t, "#!/bin/sh\n", string(got))
+	// KeepContent against other content is a conflict, even with Any.
+	conf, err = st.Apply(ctx, []filesync.Change{{Collection: "files", Path: "run.sh", Hash: filesync.Hash([]byte("x")), KeepContent: true, Exec: true}})
+	require.NoError(t, err)
+	require.Len(t, conf, 1)
+	// A file replaced by a link to the same text is a change.
+	conf, err = st.Apply(ctx, []filesync.Change{{Collection: "files", Path: "plain", Kind: filesync.KindSymlink, Content: []byte("#!/bin/sh\n"), Base: h}})
+	require.NoError(t, err)
+	assert.Empty(t, conf)
+	assert.Equal(t, filesync.KindSymlink, entry(t, st, "files", "plain").Kind)
+
+	for _, c := range []filesync.Change{
+		{Collection: "files", Path: "l", Kind: filesync.KindSymlink, Content: []byte("x"), Exec: true},
+		{Collection: "files", Path: "l", Kind: filesync.KindSymlink, Content: nil},
+		{Collection: "files", Path: "l", Kind: filesync.KindSymlink, Content: []byte("a\x00b")},
+		{Collection: "files", Path: "l", Kind: "fifo", Content: []byte("x")},
+		{Collection: "files", Path: "l", KeepContent: true},
+		{Collection: "files", Path: "l", Content: []byte("x"), Base: h + "+q"},
+	} {
+		_, err := st.Apply(ctx, []filesync.Change{c})
+		assert.ErrorIs(t, err, errs.InvalidInput, "%+v", c)
+	}
+}
+
+// testReadLimit: content over adapter.ReadLimit is never loaded.
+func testReadLimit(t *testing.T, st filesync.Store) {
+	ctx := context.Background()
+	_, err := st.Apply(ctx, []filesync.Change{put("files", "big", "0123456789"), put("files", "small", "01")})
+	require.NoError(t, err)
+	lctx := adapter.WithReadLimit(ctx, 5)
+	_, err = st.Read(lctx, "files", "big")
+	assert.ErrorIs(t, err, errs.FileTooLarge)
+	got, err := st.Read(lctx, "files", "small")
+	require.NoError(t, err)
+	assert.Equal(t, "01", string(got))
+	seen := map[string]string{}
+	require.NoError(t, st.Scan(lctx, "files", func(e filesync.Entry, content []byte) error {
+		if content == nil {
+			seen[e.Path] = fmt.Sprintf("nil %d", e.Size)
+		} else {
+			seen[e.Path] = string(content)
+		}
+		return nil
+	}))
+	assert.Equal(t, map[string]string{"big": "nil 10", "small": "01"}, seen)
+}
+
+func entry(t *testing.T, st filesync.Store, coll, p string) filesync.Entry {
+	t.Helper()
+	e, err := st.Get(context.Background(), coll, p)
+	require.NoError(t, err, "%s/%s", coll, p)
+	return e
 }

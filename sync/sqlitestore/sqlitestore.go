@@ -8,15 +8,20 @@
 // and the database consistent across a power loss (where the last commits may roll back).
 // Several processes may share one database; writers queue on SQLite's lock (busy timeout 10 s).
 //
-// Schema (PRAGMA user_version = 1), readable with the sqlite3 shell:
+// Schema (PRAGMA user_version = 2), readable with the sqlite3 shell:
 //
 //	CREATE TABLE entries (
 //	  id INTEGER PRIMARY KEY, collection TEXT NOT NULL, path TEXT NOT NULL,
 //	  hash TEXT NOT NULL,        -- SHA-256 hex, '' for an entry without content
 //	  size INTEGER NOT NULL,
 //	  updated_at TEXT NOT NULL,  -- RFC 3339 with nanoseconds, UTC
-//	  content BLOB,              -- NULL for an entry without content
+//	  content BLOB,              -- NULL for an entry without content; a symlink's target text
+//	  kind TEXT NOT NULL DEFAULT 'file',   -- 'file' or 'symlink' (version 2)
+//	  exec INTEGER NOT NULL DEFAULT 0,     -- 1: the file is executable (version 2)
 //	  UNIQUE (collection, path));
+//
+// Open migrates a version-1 database (no kind, no exec: every entry a plain file) in place, in one
+// transaction.
 package sqlitestore
 
 import (
@@ -28,6 +33,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/sandboxer/sandboxer/adapter"
 	"github.com/sandboxer/sandboxer/errs"
 	"github.com/sandboxer/sandboxer/sync/filesync"
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
@@ -42,9 +48,21 @@ CREATE TABLE IF NOT EXISTS entries (
   size INTEGER NOT NULL,
   updated_at TEXT NOT NULL,
   content BLOB,
+  kind TEXT NOT NULL DEFAULT 'file',
+  exec INTEGER NOT NULL DEFAULT 0,
   UNIQUE (collection, path)
 );
-PRAGMA user_version = 1;
+PRAGMA user_version = 2;
+`
+
+// schemaVersion is the version this store writes; Open migrates older ones.
+const schemaVersion = 2
+
+// migrate1to2 adds the entry kind and the executable bit; existing entries are plain files.
+const migrate1to2 = `
+ALTER TABLE entries ADD COLUMN kind TEXT NOT NULL DEFAULT 'file';
+ALTER TABLE entries ADD COLUMN exec INTEGER NOT NULL DEFAULT 0;
+PRAGMA user_version = 2;
 `
 
 // Store is an SQLite store. It is safe for concurrent use, also by several processes.
@@ -71,9 +89,15 @@ func Open(path string) (*Store, error) {
 		db.Close()
 		return nil, errs.Wrap(errs.Internal, op, path, err)
 	}
-	if version > 1 {
+	if version > schemaVersion {
 		db.Close()
-		return nil, errs.New(errs.InvalidInput, op, path, "database schema version %d is newer than this store (1)", version)
+		return nil, errs.New(errs.InvalidInput, op, path, "database schema version %d is newer than this store (%d)", version, schemaVersion)
+	}
+	if version == 1 {
+		if err := migrate(db); err != nil {
+			db.Close()
+			return nil, errs.Wrap(errs.Internal, op, path, fmt.Errorf("migrating schema 1 to 2: %w", err))
+		}
 	}
 	if version == 0 {
 		var tables int
@@ -91,6 +115,27 @@ func Open(path string) (*Store, error) {
 		}
 	}
 	return &Store{db: db, path: path}, nil
+}
+
+// migrate brings a version-1 database to version 2 in one write transaction (BEGIN IMMEDIATE), so
+// that two processes opening it at once migrate it once.
+func migrate(db *sql.DB) error {
+	tx, err := db.Begin()
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	var version int
+	if err := tx.QueryRow("PRAGMA user_version").Scan(&version); err != nil {
+		return err
+	}
+	if version != 1 {
+		return nil // another process migrated it meanwhile
+	}
+	if _, err := tx.Exec(migrate1to2); err != nil {
+		return err
+	}
+	return tx.Commit()
 }
 
 // Path returns the database file.
@@ -122,7 +167,7 @@ func wrap(op, p string, err error) error {
 func scanEntry(c string, sc interface{ Scan(...any) error }, extra ...any) (filesync.Entry, error) {
 	e := filesync.Entry{Collection: c}
 	var ts string
-	if err := sc.Scan(append([]any{&e.Path, &e.Hash, &e.Size, &ts}, extra...)...); err != nil {
+	if err := sc.Scan(append([]any{&e.Path, &e.Kind, &e.Exec, &e.Hash, &e.Size, &ts}, extra...)...); err != nil {
 		return e, err
 	}
 	t, err := time.Parse(time.RFC3339Nano, ts)
@@ -142,7 +187,7 @@ func (s *Store) List(ctx context.Context, collection string) ([]filesync.Entry, 
 	if err := filesync.CheckCollection(op, collection); err != nil {
 		return nil, err
 	}
-	rows, err := s.db.QueryContext(ctx, `SELECT path, hash, size, updated_at FROM entries WHERE collection = ? ORDER BY path`, collection)
+	rows, err := s.db.QueryContext(ctx, `SELECT path, kind, exec, hash, size, updated_at FROM entries WHERE collection = ? ORDER BY path`, collection)
 	if err != nil {
 		return nil, wrap(op, collection, err)
 	}
@@ -164,7 +209,7 @@ func (s *Store) Get(ctx context.Context, collection, p string) (filesync.Entry, 
 	if err := s.checkEntry(op, collection, p); err != nil {
 		return filesync.Entry{}, err
 	}
-	row := s.db.QueryRowContext(ctx, `SELECT path, hash, size, updated_at FROM entries WHERE collection = ? AND path = ?`, collection, p)
+	row := s.db.QueryRowContext(ctx, `SELECT path, kind, exec, hash, size, updated_at FROM entries WHERE collection = ? AND path = ?`, collection, p)
 	e, err := scanEntry(collection, row)
 	if errors.Is(err, sql.ErrNoRows) {
 		return e, errs.New(errs.NotFound, op, p, "no entry in collection %s", collection)
@@ -180,12 +225,18 @@ func (s *Store) Read(ctx context.Context, collection, p string) ([]byte, error) 
 	}
 	var content []byte
 	var null bool
-	err := s.db.QueryRowContext(ctx, `SELECT content, content IS NULL FROM entries WHERE collection = ? AND path = ?`, collection, p).Scan(&content, &null)
+	var size int64
+	limit := adapter.ReadLimit(ctx)
+	// The length is checked in SQL: content over the limit is never loaded.
+	err := s.db.QueryRowContext(ctx, `SELECT CASE WHEN length(content) <= ? THEN content END, content IS NULL, coalesce(length(content), 0) FROM entries WHERE collection = ? AND path = ?`, limit, collection, p).Scan(&content, &null, &size)
 	if errors.Is(err, sql.ErrNoRows) || err == nil && null {
 		return nil, errs.New(errs.NotFound, op, p, "no content in collection %s", collection)
 	}
 	if err != nil {
 		return nil, wrap(op, p, err)
+	}
+	if size > limit {
+		return nil, adapter.FileTooLarge(op, p, size, limit)
 	}
 	if content == nil {
 		content = []byte{}
@@ -194,6 +245,8 @@ func (s *Store) Read(ctx context.Context, collection, p string) ([]byte, error) 
 }
 
 // Scan implements filesync.Store. It reads in one transaction, so it sees one consistent state.
+// Content over adapter.ReadLimit(ctx) is not loaded: fn gets the entry (Size the real length)
+// and nil.
 func (s *Store) Scan(ctx context.Context, collection string, fn func(filesync.Entry, []byte) error) error {
 	const op = "sqlitestore.scan"
 	if err := s.check(op); err != nil {
@@ -202,7 +255,8 @@ func (s *Store) Scan(ctx context.Context, collection string, fn func(filesync.En
 	if err := filesync.CheckCollection(op, collection); err != nil {
 		return err
 	}
-	rows, err := s.db.QueryContext(ctx, `SELECT path, hash, size, updated_at, content, content IS NULL FROM entries WHERE collection = ? ORDER BY path`, collection)
+	limit := adapter.ReadLimit(ctx)
+	rows, err := s.db.QueryContext(ctx, `SELECT path, kind, exec, hash, coalesce(length(content), size), updated_at, CASE WHEN length(content) <= ? THEN content END, content IS NULL OR length(content) > ? FROM entries WHERE collection = ? ORDER BY path`, limit, limit, collection)
 	if err != nil {
 		return wrap(op, collection, err)
 	}
@@ -281,22 +335,24 @@ func (s *Store) Apply(ctx context.Context, changes []filesync.Change) (conflicts
 			tx.Rollback()
 		}
 	}()
-	get, err := tx.PrepareContext(ctx, `SELECT hash FROM entries WHERE collection = ? AND path = ?`)
+	get, err := tx.PrepareContext(ctx, `SELECT hash, kind, exec FROM entries WHERE collection = ? AND path = ?`)
 	if err != nil {
 		return nil, wrap(op, "", err)
 	}
 	var accepted []filesync.Change
 	for _, c := range changes {
-		var hash string
-		err := get.QueryRowContext(ctx, c.Collection, c.Path).Scan(&hash)
+		var hash, kind string
+		var exec bool
+		err := get.QueryRowContext(ctx, c.Collection, c.Path).Scan(&hash, &kind, &exec)
 		exists := err == nil
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return nil, wrap(op, c.Path, err)
 		}
+		version := filesync.Version(kind, exec, hash)
 		switch {
-		case filesync.Settled(c, exists, hash):
-		case !filesync.Holds(c.Base, exists, hash):
-			conflicts = append(conflicts, filesync.Conflict{Collection: c.Collection, Path: c.Path, Base: c.Base, Ours: c.Hash, Theirs: hash})
+		case filesync.Settled(c, exists, version):
+		case !filesync.Holds(c.Base, exists, version) || c.KeepContent && !filesync.KeepsContent(c, version):
+			conflicts = append(conflicts, filesync.Conflict{Collection: c.Collection, Path: c.Path, Base: c.Base, Ours: c.Version(), Theirs: version})
 		default:
 			accepted = append(accepted, c)
 		}
@@ -316,8 +372,12 @@ func (s *Store) Apply(ctx context.Context, changes []filesync.Change) (conflicts
 			}
 		}
 	}
-	put, err := tx.PrepareContext(ctx, `INSERT INTO entries (collection, path, hash, size, updated_at, content) VALUES (?, ?, ?, ?, ?, ?)
-ON CONFLICT (collection, path) DO UPDATE SET hash = excluded.hash, size = excluded.size, updated_at = excluded.updated_at, content = excluded.content`)
+	put, err := tx.PrepareContext(ctx, `INSERT INTO entries (collection, path, hash, size, updated_at, content, kind, exec) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT (collection, path) DO UPDATE SET hash = excluded.hash, size = excluded.size, updated_at = excluded.updated_at, content = excluded.content, kind = excluded.kind, exec = excluded.exec`)
+	if err != nil {
+		return nil, wrap(op, "", err)
+	}
+	mode, err := tx.PrepareContext(ctx, `UPDATE entries SET kind = ?, exec = ?, updated_at = ? WHERE collection = ? AND path = ?`)
 	if err != nil {
 		return nil, wrap(op, "", err)
 	}
@@ -332,6 +392,12 @@ ON CONFLICT (collection, path) DO UPDATE SET hash = excluded.hash, size = exclud
 	now := time.Now().UTC().Format(time.RFC3339Nano)
 	for _, c := range accepted {
 		if c.Delete {
+			continue
+		}
+		if c.KeepContent { // the entry exists with this content: only its mode changes
+			if _, err := mode.ExecContext(ctx, c.Kind, c.Exec, now, c.Collection, c.Path); err != nil {
+				return nil, wrap(op, c.Path, err)
+			}
 			continue
 		}
 		// No entry may be a parent directory of another: the collection must stay a file tree.
@@ -363,7 +429,7 @@ ON CONFLICT (collection, path) DO UPDATE SET hash = excluded.hash, size = exclud
 		} else if c.Content == nil {
 			content = []byte{}
 		}
-		if _, err := put.ExecContext(ctx, c.Collection, c.Path, c.Hash, size, now, content); err != nil {
+		if _, err := put.ExecContext(ctx, c.Collection, c.Path, c.Hash, size, now, content, c.Kind, c.Exec); err != nil {
 			return nil, wrap(op, c.Path, err)
 		}
 	}

@@ -380,6 +380,13 @@ func (f *FS) MkdirAll(name string, perm fs.FileMode) error {
 	return f.mkdirAllLocked(name, perm, "/")
 }
 
+// MkdirAllJailed is MkdirAll with every resolution jailed below jail.
+func (f *FS) MkdirAllJailed(name, jail string, perm fs.FileMode) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.mkdirAllLocked(name, perm, jail)
+}
+
 func (f *FS) mkdirAllLocked(name string, perm fs.FileMode, jail string) error {
 	parts := splitPath(Clean(name))
 	cur := "/"
