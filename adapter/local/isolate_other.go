@@ -25,7 +25,7 @@ var notLinux = "kernel isolation of the local adapter needs Linux (this is " + r
 
 // allLayers are the layers Probe reports, all unavailable here.
 var allLayers = []string{LayerUserNS, LayerPIDNS, LayerProc, LayerKeyring, LayerNoCaps, LayerNoSetuid, LayerFSView,
-	LayerNetNS, LayerLandlock, LayerLandlockScope, LayerLandlockNet, LayerCgroup, LayerLimits, LayerPIDNSCommand}
+	LayerNetNS, LayerLandlock, LayerLandlockScope, LayerLandlockNet, LayerCgroup, LayerLimits, LayerPIDNSCommand, LayerUnprivileged}
 
 // isolation without a kernel to enforce anything: a private TMPDIR, and the refusal of a
 // fail-closed configuration.
@@ -52,7 +52,8 @@ func (iso *isolation) capabilities() (adapter.FSIsolation, adapter.NetworkIsolat
 
 // missing lists what a command lacks, in the terms of Linux's report (isolate_linux.go): the
 // limits (unless none are set or the layer is disabled), the network cut (unless the command may
-// use the network), the file system confinement and view, and the process tree kill.
+// use the network), the file system confinement and view, the process tree kill, and for a root
+// caller the unprivileged uid.
 func (iso *isolation) missing(allowNetwork bool) []string {
 	var m []string
 	noLimits := iso.cfg.Memory == NoLimit && iso.cfg.Pids == NoLimit && iso.cfg.CPUs == 0
@@ -62,7 +63,11 @@ func (iso *isolation) missing(allowNetwork bool) []string {
 	if !allowNetwork {
 		m = append(m, "network")
 	}
-	return append(m, "filesystem", LayerFSView, "processTree")
+	m = append(m, "filesystem", LayerFSView, "processTree")
+	if os.Geteuid() == 0 && !slices.Contains(iso.cfg.DisableLayers, LayerUnprivileged) {
+		m = append(m, LayerUnprivileged) // commands are the host's root to file permissions
+	}
+	return m
 }
 
 // startIsolated never starts anything: the caller runs the command as a plain process, and its

@@ -5,6 +5,7 @@ package local_test
 import (
 	"context"
 	"errors"
+	"os"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -37,7 +38,7 @@ func TestPortableProbeHasNoLayer(t *testing.T) {
 	}
 	for _, n := range []string{local.LayerUserNS, local.LayerPIDNS, local.LayerProc, local.LayerKeyring, local.LayerNoCaps,
 		local.LayerNoSetuid, local.LayerFSView, local.LayerNetNS, local.LayerLandlock, local.LayerLandlockScope,
-		local.LayerLandlockNet, local.LayerCgroup, local.LayerLimits, local.LayerPIDNSCommand} {
+		local.LayerLandlockNet, local.LayerCgroup, local.LayerLimits, local.LayerPIDNSCommand, local.LayerUnprivileged} {
 		assert.True(t, names[n], "Probe reports %s", n)
 	}
 	assert.False(t, rep.Network || rep.Filesystem || rep.ProcessTree)
@@ -82,6 +83,9 @@ func TestPortableRequireIsolationRefuses(t *testing.T) {
 		assert.Contains(t, err.Error(), "needs Linux")
 		var e *errs.Error
 		require.True(t, errors.As(err, &e))
+		if os.Geteuid() == 0 {
+			tc.wants = append(tc.wants, local.LayerUnprivileged) // commands would be the host's root
+		}
 		assert.Equal(t, tc.wants, e.Details["missing"], "%+v", tc.cfg)
 		assert.Empty(t, res.Stdout)
 		assert.Equal(t, adapter.Isolation{}, res.Isolation)
