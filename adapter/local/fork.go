@@ -2,6 +2,7 @@ package local
 
 import (
 	"context"
+	"errors"
 	"io/fs"
 	"os"
 
@@ -31,24 +32,21 @@ func (s *Sandbox) Fork(ctx context.Context) (adapter.Sandbox, error) {
 
 func copyTree(ctx context.Context, src, dst *os.Root) error {
 	return fs.WalkDir(src.FS(), ".", func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
+		if err == nil {
+			err = ctx.Err()
 		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		if p == "." {
-			return nil
+		if err != nil || p == "." {
+			return gone(err)
 		}
 		info, err := d.Info()
 		if err != nil {
-			return err
+			return gone(err)
 		}
 		switch {
 		case d.Type()&fs.ModeSymlink != 0:
 			link, err := src.Readlink(p)
 			if err != nil {
-				return err
+				return gone(err)
 			}
 			return dst.Symlink(link, p)
 		case d.IsDir():
@@ -56,10 +54,19 @@ func copyTree(ctx context.Context, src, dst *os.Root) error {
 		case d.Type().IsRegular():
 			data, err := src.ReadFile(p)
 			if err != nil {
-				return err
+				return gone(err)
 			}
 			return dst.WriteFile(p, data, info.Mode().Perm())
 		}
 		return nil // sockets, FIFOs and devices are not copied
 	})
+}
+
+// gone forgives an entry that a concurrent command or write removed (or renamed) between the
+// listing and the copy: the fork is a copy of the moment, and it was not there any more.
+func gone(err error) error {
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	return err
 }
