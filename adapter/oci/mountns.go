@@ -23,10 +23,16 @@ import (
 // when the runtime's start command exits (the container has its own, made from it, and detaches
 // everything outside its root).
 
-// reachPlan says how the runtime reaches the bundle: directly (cover == ""), or under a cover.
+// The same private namespace serves crun on a hybrid cgroup host (see hybridCgroup): there the
+// cgroup v2 hierarchy at /sys/fs/cgroup/unified is detached in the namespace, so that crun sees
+// the v1 hierarchies alone, which hold every controller the sandbox is limited by.
+
+// reachPlan says how the runtime is started: directly (the zero plan), or in a private mount
+// namespace with a directory covered and mounts detached.
 type reachPlan struct {
-	cover string   // the directory to cover with a tmpfs
-	keep  []string // directories bind-mounted back below the cover
+	cover  string   // the directory to cover with a tmpfs
+	keep   []string // directories bind-mounted back below the cover
+	detach []string // mount points detached (lazily unmounted) in the namespace
 }
 
 // planReach finds the highest directory above dir (dir excluded) that uid cannot search.
@@ -54,9 +60,10 @@ func within(p, base string) bool {
 	return err == nil && r != ".." && !strings.HasPrefix(r, "../")
 }
 
-// start starts cmd, in a private mount namespace laid out as the plan says when it has a cover.
+// start starts cmd, in a private mount namespace laid out as the plan says when it has a cover
+// or mounts to detach.
 func (pl reachPlan) start(cmd *exec.Cmd) error {
-	if pl.cover == "" {
+	if pl.cover == "" && len(pl.detach) == 0 {
 		return cmd.Start()
 	}
 	errc := make(chan error, 1)
@@ -88,6 +95,14 @@ func (pl reachPlan) startInNamespace(cmd *exec.Cmd) error {
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return fmt.Errorf("private mount namespace: %w", err)
 	}
+	for _, d := range pl.detach {
+		if err := unix.Unmount(d, unix.MNT_DETACH); err != nil {
+			return fmt.Errorf("detach %s: %w", d, err)
+		}
+	}
+	if pl.cover == "" {
+		return cmd.Start()
+	}
 	// Descriptors of what stays visible, opened before the cover hides them (and in the new
 	// namespace: a bind mount takes its source from the caller's own mounts).
 	fds := make([]int, len(pl.keep))
@@ -118,4 +133,24 @@ func (pl reachPlan) startInNamespace(cmd *exec.Cmd) error {
 		}
 	}
 	return cmd.Start()
+}
+
+// unifiedCgroup is where a hybrid cgroup host mounts its cgroup v2 hierarchy.
+const unifiedCgroup = "/sys/fs/cgroup/unified"
+
+// hybridCgroup reports whether this host has the hybrid cgroup layout that crun refuses: the v1
+// hierarchies on a tmpfs at /sys/fs/cgroup and a v2 hierarchy at /sys/fs/cgroup/unified with
+// controllers of its own (crun 1.8: "cgroups in hybrid mode not supported, drop all controllers
+// from cgroupv2", whatever its --cgroup-manager). The controllers the sandbox is limited by
+// (memory, pids, cpu) are then v1 ones, which is where runc puts the limits too.
+func hybridCgroup() bool {
+	var st unix.Statfs_t
+	if unix.Statfs("/sys/fs/cgroup", &st) != nil || st.Type != unix.TMPFS_MAGIC {
+		return false
+	}
+	if unix.Statfs(unifiedCgroup, &st) != nil || st.Type != unix.CGROUP2_SUPER_MAGIC {
+		return false
+	}
+	b, err := os.ReadFile(filepath.Join(unifiedCgroup, "cgroup.controllers"))
+	return err == nil && strings.TrimSpace(string(b)) != ""
 }
