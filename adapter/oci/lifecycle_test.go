@@ -224,11 +224,6 @@ func TestPrune(t *testing.T) {
 		orphan, orphanWS := f[0], f[1]
 		track(orphan)
 
-		dbg := func(when string) {
-			list, _ := oci.List(ctx, oci.Config{StateDir: state})
-			t.Logf("DBG %s %s live=%s persist=%s orphan=%s list=%+v", rt, when, live.ID(), persist.ID(), orphan, list)
-		}
-		dbg("after helper")
 		// Its agent saw its stream end: the container stopped by itself.
 		require.Eventually(t, func() bool {
 			list, err := oci.List(ctx, oci.Config{StateDir: state})
@@ -241,9 +236,7 @@ func TestPrune(t *testing.T) {
 			return false
 		}, 20*time.Second, 100*time.Millisecond)
 
-		dbg("before prune")
 		removed, err := oci.Prune(ctx, oci.Config{StateDir: state}, oci.PruneOptions{})
-		dbg("after prune")
 		require.NoError(t, err)
 		assert.Equal(t, []string{orphan}, removed, "only the orphan")
 		assert.Empty(t, oci.Leftovers(ctx, oci.Config{StateDir: state}, orphan))

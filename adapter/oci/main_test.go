@@ -176,10 +176,15 @@ func track(id string) {
 	createdMu.Unlock()
 }
 
-// eachRuntime runs fn as a subtest per runtime (skipped where the runtime cannot run).
+// eachRuntime runs fn as a subtest per runtime (skipped where the runtime cannot run). With
+// -short (CI's race-detector run, which looks at this package's goroutines, the same under every
+// runtime) only runc runs: the plain run covers the others.
 func eachRuntime(t *testing.T, fn func(t *testing.T, rt string)) {
 	for _, rt := range oci.Runtimes {
 		t.Run(rt, func(t *testing.T) {
+			if testing.Short() && rt != oci.Runc {
+				t.Skip("-short: runc only")
+			}
 			needRuntime(t, rt)
 			fn(t, rt)
 		})

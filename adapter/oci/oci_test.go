@@ -44,9 +44,13 @@ func TestConformance(t *testing.T) {
 	})
 }
 
-// TestTools runs the tool layer (read, write, edit, grep, bash) over oci sandboxes.
+// TestTools runs the tool layer (read, write, edit, grep, bash) over oci sandboxes. It and
+// TestFileSync run in parallel, each runtime too (mostly waiting on containers); the conformance
+// suite does not: its output flood measures the process's heap.
 func TestTools(t *testing.T) {
+	t.Parallel()
 	eachRuntime(t, func(t *testing.T, rt string) {
+		t.Parallel()
 		toolstest.Run(t, func(t *testing.T) adapter.Sandbox { return newSandbox(t, rt, oci.Config{}) })
 	})
 }
@@ -54,7 +58,9 @@ func TestTools(t *testing.T) {
 // TestFileSync runs the FileSync cases (hydrate, flush, conflicts, filter, binary files) over oci
 // sandboxes, whose file calls run on the host.
 func TestFileSync(t *testing.T) {
+	t.Parallel()
 	eachRuntime(t, func(t *testing.T, rt string) {
+		t.Parallel()
 		filesynctest.Run(t, filesynctest.Harness{New: func(t *testing.T) adapter.Sandbox {
 			return newSandbox(t, rt, oci.Config{})
 		}})
