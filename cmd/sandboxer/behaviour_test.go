@@ -315,6 +315,7 @@ func TestStoreHydrateAndFlush(t *testing.T) {
 func TestDoctor(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
+	shareGoCache(e) // doctor probes each oci runtime with a sandbox
 	r := e.run("", nil, "doctor", "--json")
 	var rep struct {
 		Checks []struct {
