@@ -106,6 +106,23 @@ func BenchmarkColdCreate(b *testing.B) {
 	}
 }
 
+// dockerSandbox makes a docker sandbox stopped when b ends; b skips without the daemon or the
+// image.
+func dockerSandbox(b *testing.B) adapter.Sandbox {
+	b.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if ok, err := image.Exists(ctx, "", image.DefaultTag); err != nil || !ok {
+		b.Skipf("docker daemon or image %s not available: %v", image.DefaultTag, err)
+	}
+	sb, err := docker.New(ctx, docker.Config{})
+	if err != nil {
+		b.Skip(err)
+	}
+	b.Cleanup(func() { sb.Stop(context.Background()) })
+	return sb
+}
+
 func execLoop(b *testing.B, sb adapter.Sandbox) {
 	ctx := context.Background()
 	cmd := adapter.Command{Args: []string{"true"}}
@@ -126,19 +143,7 @@ func execLoop(b *testing.B, sb adapter.Sandbox) {
 // BenchmarkExecTrue: the round trip of `true` in a running sandbox, next to the docker adapter's
 // (figure: oci under runc <= docker) and the local adapter's.
 func BenchmarkExecTrue(b *testing.B) {
-	b.Run("baseline=docker", func(b *testing.B) {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		if ok, err := image.Exists(ctx, "", image.DefaultTag); err != nil || !ok {
-			b.Skipf("docker daemon or image %s not available: %v", image.DefaultTag, err)
-		}
-		sb, err := docker.New(ctx, docker.Config{})
-		if err != nil {
-			b.Skip(err)
-		}
-		b.Cleanup(func() { sb.Stop(context.Background()) })
-		execLoop(b, sb)
-	})
+	b.Run("baseline=docker", func(b *testing.B) { execLoop(b, dockerSandbox(b)) })
 	b.Run("baseline=local", func(b *testing.B) {
 		sb, err := local.New(local.Config{Root: b.TempDir(), Isolation: local.IsolationOff})
 		if err != nil {
@@ -270,16 +275,7 @@ func BenchmarkColdCreatePair(b *testing.B) {
 // BenchmarkExecTruePair: the round trip of true in a running oci sandbox and in a running docker
 // sandbox, alternately (x-base: oci over docker). Figure: oci under runc <= docker.
 func BenchmarkExecTruePair(b *testing.B) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if ok, err := image.Exists(ctx, "", image.DefaultTag); err != nil || !ok {
-		b.Skipf("docker daemon or image %s not available: %v", image.DefaultTag, err)
-	}
-	dsb, err := docker.New(ctx, docker.Config{})
-	if err != nil {
-		b.Skip(err)
-	}
-	b.Cleanup(func() { dsb.Stop(context.Background()) })
+	dsb := dockerSandbox(b)
 	cmd := adapter.Command{Args: []string{"true"}}
 	run := func(sb adapter.Sandbox) time.Duration {
 		start := time.Now()
