@@ -160,6 +160,24 @@ type Capable interface {
 	Capabilities() Capabilities
 }
 
+// Workspaced is a sandbox that knows its Capabilities().Workspace without computing the rest of
+// its capabilities (which the local adapter learns by probing the kernel): the tool layer asks it
+// first, so a file call costs no probe.
+type Workspaced interface {
+	Workspace() string
+}
+
+// WorkspaceOf is sb's workspace: Workspace() where it has it, else Capabilities().Workspace, else "".
+func WorkspaceOf(sb Sandbox) string {
+	if w, ok := sb.(Workspaced); ok {
+		return w.Workspace()
+	}
+	if cp, ok := sb.(Capable); ok {
+		return cp.Capabilities().Workspace
+	}
+	return ""
+}
+
 // Identified is a sandbox that can be found again by its id (CLI --sandbox, persist).
 type Identified interface {
 	ID() string

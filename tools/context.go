@@ -78,9 +78,7 @@ func NewContext(sb adapter.Sandbox) *Context {
 		Timeout:        DefaultTimeout,
 		Sandbox:        sb,
 	}
-	if cp, ok := sb.(adapter.Capable); ok {
-		c.RootDir = cp.Capabilities().Workspace
-	}
+	c.RootDir = adapter.WorkspaceOf(sb)
 	return c
 }
 
@@ -125,10 +123,8 @@ func (c *Context) forCall(tool string) *Context {
 	cc.ToolName = tool
 	cc.IdempotencyKey = c.Key()
 	cc.Env = append([]string(nil), c.Env...)
-	if cc.RootDir == "" {
-		if cp, ok := c.Sandbox.(adapter.Capable); ok {
-			cc.RootDir = cp.Capabilities().Workspace
-		}
+	if cc.RootDir == "" && c.Sandbox != nil {
+		cc.RootDir = adapter.WorkspaceOf(c.Sandbox)
 	}
 	return &cc
 }

@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/google/jsonschema-go/jsonschema"
 
@@ -29,9 +30,10 @@ import (
 // Tool is a defined tool: built-in (Read, Write, Edit, Grep, Bash) or made with Define. A Tool is
 // immutable and safe for concurrent use.
 type Tool struct {
-	meta     Meta
-	schema   json.RawMessage
-	required []string
+	meta Meta
+	// input is the input's JSON Schema and its required fields, made once (at Define, or at the
+	// first use for a built-in, so that a process that calls one tool pays for no other's).
+	input func() (inputSchema, error)
 	// pathField names the input field whose absence or wrong type is errs.PathInvalid rather than
 	// errs.InvalidInput (built-ins only).
 	pathField string
@@ -107,20 +109,40 @@ func Define[In, Out any](d Definition[In, Out]) (*Tool, error) {
 	if d.Execute == nil {
 		return nil, fmt.Errorf("tools: Define %s: nil Execute", d.Name)
 	}
+	t := define(d)
+	if _, err := t.input(); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// inputSchema is a tool's input schema (JSON) and the fields it requires.
+type inputSchema struct {
+	schema   json.RawMessage
+	required []string
+}
+
+// schemaFor makes the input schema of the tool name from In.
+func schemaFor[In any](name string) (inputSchema, error) {
 	s, err := jsonschema.For[In](nil)
 	if err != nil {
-		return nil, fmt.Errorf("tools: Define %s: %w", d.Name, err)
+		return inputSchema{}, fmt.Errorf("tools: Define %s: %w", name, err)
 	}
 	if s.Type != "object" {
-		return nil, fmt.Errorf("tools: Define %s: input type must be a struct, got schema type %q", d.Name, s.Type)
+		return inputSchema{}, fmt.Errorf("tools: Define %s: input type must be a struct, got schema type %q", name, s.Type)
 	}
 	if s.Description == "" {
-		s.Description = "Input of " + d.Name
+		s.Description = "Input of " + name
 	}
 	schema, err := json.Marshal(s)
 	if err != nil {
-		return nil, fmt.Errorf("tools: Define %s: %w", d.Name, err)
+		return inputSchema{}, fmt.Errorf("tools: Define %s: %w", name, err)
 	}
+	return inputSchema{schema: schema, required: slices.Clone(s.Required)}, nil
+}
+
+// define makes the Tool of a checked d; its schema is made at its first use.
+func define[In, Out any](d Definition[In, Out]) *Tool {
 	t := &Tool{
 		meta: Meta{
 			Name:         d.Name,
@@ -129,8 +151,7 @@ func Define[In, Out any](d Definition[In, Out]) (*Tool, error) {
 			Idempotent:   !d.SideEffect,
 			RedactFields: slices.Clone(d.RedactFields),
 		},
-		schema:   schema,
-		required: slices.Clone(s.Required),
+		input: sync.OnceValues(func() (inputSchema, error) { return schemaFor[In](d.Name) }),
 	}
 	if t.meta.Description == "" {
 		t.meta.Description = d.Name
@@ -150,7 +171,7 @@ func Define[In, Out any](d Definition[In, Out]) (*Tool, error) {
 		}
 		return newResult(out)
 	}
-	return t, nil
+	return t
 }
 
 // MustDefine is Define for package-level tools: it panics where Define fails.
@@ -180,7 +201,10 @@ func (t *Tool) Description() string { return t.meta.Description }
 
 // InputSchema is the JSON Schema (draft 2020-12) of the tool's input object. The caller must not
 // modify it.
-func (t *Tool) InputSchema() json.RawMessage { return t.schema }
+func (t *Tool) InputSchema() json.RawMessage {
+	in, _ := t.input() // Define checked it (a built-in's is checked by the tests)
+	return in.schema
+}
 
 // Metadata returns a copy of the tool's metadata.
 func (t *Tool) Metadata() *Meta {
@@ -249,7 +273,8 @@ func (t *Tool) decode(input json.RawMessage, dst any) error {
 	if err := json.Unmarshal(in, &fields); err != nil {
 		return &errs.Error{Code: errs.InvalidInput, Msg: "input is not valid JSON", Err: err}
 	}
-	for _, name := range t.required {
+	is, _ := t.input()
+	for _, name := range is.required {
 		if _, ok := fields[name]; !ok {
 			return t.fieldError(name, "missing required field %q", name)
 		}

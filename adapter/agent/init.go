@@ -9,18 +9,22 @@ import (
 	"unsafe"
 )
 
-// initIgnored are the signals the agent drops as PID 1 of a container. The Go runtime handles
+// initIgnoredPortable are the signals the agent drops as PID 1 of a container. The Go runtime handles
 // every signal and, for most of them, exits: the agent takes them itself instead and drops them,
 // so no command in the sandbox can end it (SIGKILL from inside never reaches a namespace's init).
 // They are caught, not ignored (SIG_IGN): an ignored signal stays ignored in the processes the
 // agent starts, a caught one is reset to its default by exec. SIGCHLD is caught for the reaper.
-var initIgnored = []os.Signal{
+var initIgnoredPortable = []os.Signal{
 	syscall.SIGHUP, syscall.SIGINT, syscall.SIGQUIT, syscall.SIGILL, syscall.SIGTRAP, syscall.SIGABRT,
 	syscall.SIGBUS, syscall.SIGFPE, syscall.SIGUSR1, syscall.SIGSEGV, syscall.SIGUSR2, syscall.SIGPIPE,
-	syscall.SIGALRM, syscall.SIGTERM, syscall.SIGSTKFLT, syscall.SIGTSTP, syscall.SIGTTIN, syscall.SIGTTOU,
+	syscall.SIGALRM, syscall.SIGTERM, syscall.SIGTSTP, syscall.SIGTTIN, syscall.SIGTTOU,
 	syscall.SIGXCPU, syscall.SIGXFSZ, syscall.SIGVTALRM, syscall.SIGPROF, syscall.SIGWINCH, syscall.SIGIO,
-	syscall.SIGPWR, syscall.SIGSYS,
+	syscall.SIGSYS,
 }
+
+// initIgnored are the signals the agent drops as PID 1: the portable ones and, on Linux (where the
+// agent runs as PID 1), SIGSTKFLT and SIGPWR (init_linux.go).
+var initIgnored = append(initIgnoredPortable, initIgnoredOS...)
 
 // ServeInit is Serve for the agent as PID 1 of a container (the oci adapter's): it drops the
 // signals of initIgnored, and it reaps every process that is orphaned in the container (they all

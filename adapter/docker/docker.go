@@ -98,7 +98,9 @@ type Config struct {
 	// (see package agent). Images without the agent always do.
 	NoAgent bool `mapstructure:"no_agent"`
 	// Persist marks the container as outliving the process that created it (CLI `sandbox
-	// create`): Prune leaves it unless asked for all.
+	// create`): Prune leaves it unless asked for all. A sandbox that is not persistent and runs
+	// the agent is removed by the daemon as soon as its creator's stream ends, even when the
+	// creator is killed; one without the agent is left for Prune.
 	Persist bool `mapstructure:"persist"`
 	// Env is added to the minimal environment of every command.
 	Env []string `mapstructure:"env"`
@@ -301,10 +303,17 @@ func create(ctx context.Context, eng engine, cfg Config, pool string) (*Sandbox,
 	}
 	if useAgent {
 		// The agent is the main process and serves the stream of the attach below; stdin closes
-		// when that stream does, and the agent then kills what it runs and stays idle. Nothing of
-		// the stream goes to the daemon's log.
+		// when that stream does (StdinOnce), and the agent then kills what it runs. A persistent
+		// sandbox's agent then stays idle; any other's exits, and the daemon removes the
+		// container: a sandbox whose owner died, even by SIGKILL, goes with it. Nothing of the
+		// stream goes to the daemon's log.
 		labels[LabelAgent] = agent.Version
-		cc.Cmd = []string{agent.Path, "-idle"}
+		cc.Cmd = []string{agent.Path}
+		if cfg.Persist {
+			cc.Cmd = append(cc.Cmd, "-idle")
+		} else {
+			hc.AutoRemove = true
+		}
 		cc.OpenStdin, cc.StdinOnce = true, true
 		cc.AttachStdin, cc.AttachStdout, cc.AttachStderr = true, true, true
 		hc.LogConfig = container.LogConfig{Type: "none"}

@@ -1,14 +1,17 @@
 package docker_test
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
+	cerrdefs "github.com/containerd/errdefs"
 	"github.com/moby/moby/client"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -92,7 +95,8 @@ func TestPruneOrphanHelper(t *testing.T) {
 	if os.Getenv("SANDBOXER_PRUNE_ORPHAN") != "1" {
 		t.Skip("helper process for TestPrune")
 	}
-	sb, err := docker.New(ctxT(t), docker.Config{})
+	// Without the agent: a sandbox with it goes with its creator's stream (TestOwnerKilled).
+	sb, err := docker.New(ctxT(t), docker.Config{NoAgent: true})
 	require.NoError(t, err)
 	fmt.Println("ORPHAN", sb.ID())
 	os.Exit(0) // no Stop, no TestMain clean-up check: a crash as far as the container knows
@@ -180,4 +184,71 @@ func TestPool(t *testing.T) {
 	require.NoError(t, p.Close(ctx), "Close is idempotent")
 	_, err = p.Get(ctx)
 	assert.ErrorIs(t, err, errs.SandboxUnavailable)
+}
+
+// TestOwnerKilledHelper is not a test on its own: TestOwnerKilled runs the test binary with it to
+// get a sandbox whose owner is killed by SIGKILL in the middle of a call.
+func TestOwnerKilledHelper(t *testing.T) {
+	if os.Getenv("SANDBOXER_OWNER_KILLED") != "1" {
+		t.Skip("helper process for TestOwnerKilled")
+	}
+	sb, err := docker.New(ctxT(t), docker.Config{})
+	require.NoError(t, err)
+	fmt.Printf("SANDBOX %s %s\n", sb.ID(), sb.ContainerID())
+	res, err := sb.ExecuteCommand(ctxT(t), adapter.Command{Args: []string{"sh", "-c", "echo started; sleep 600"},
+		Stdout: os.Stdout})
+	t.Fatal("the call was to be cut short by SIGKILL", res, err)
+}
+
+// TestOwnerKilled kills a sandbox's owner with SIGKILL mid-call: the container (not persistent)
+// is removed within 5 s, with its command.
+func TestOwnerKilled(t *testing.T) {
+	t.Parallel()
+	needDocker(t)
+	ctx := ctxT(t)
+	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestOwnerKilledHelper$", "-test.count=1", "-test.v")
+	cmd.Env = append(os.Environ(), "SANDBOXER_OWNER_KILLED=1")
+	out, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	var containerID string
+	sc := bufio.NewScanner(out)
+	for sc.Scan() {
+		if f := strings.Fields(sc.Text()); len(f) == 3 && f[0] == "SANDBOX" {
+			containerID = f[2]
+		}
+		if sc.Text() == "started" {
+			break
+		}
+	}
+	require.NotEmpty(t, containerID, "the helper made no sandbox")
+	c, err := client.New(client.FromEnv, client.WithAPIVersionNegotiation())
+	require.NoError(t, err)
+	defer c.Close()
+	defer c.ContainerRemove(context.Background(), containerID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
+	ins, err := c.ContainerInspect(ctx, containerID, client.ContainerInspectOptions{})
+	require.NoError(t, err, "the container runs while its owner lives")
+	var volumes []string
+	for _, m := range ins.Container.Mounts {
+		if m.Type == "volume" {
+			volumes = append(volumes, m.Name)
+		}
+	}
+	require.NotEmpty(t, volumes, "the workspace volume")
+
+	require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
+	_ = cmd.Wait()
+	killed := time.Now()
+	for {
+		_, err = c.ContainerInspect(ctx, containerID, client.ContainerInspectOptions{})
+		if cerrdefs.IsNotFound(err) {
+			break
+		}
+		require.Less(t, time.Since(killed), 5*time.Second, "the container outlived its killed owner by 5 s (inspect: %v)", err)
+		time.Sleep(100 * time.Millisecond)
+	}
+	for _, v := range volumes {
+		_, err := c.VolumeInspect(ctx, v, client.VolumeInspectOptions{})
+		assert.True(t, cerrdefs.IsNotFound(err), "the workspace volume %s is removed with the container: %v", v, err)
+	}
 }

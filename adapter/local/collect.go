@@ -33,7 +33,7 @@ func newOutPipes() (*outPipes, error) {
 	p := &outPipes{}
 	for i := range 2 {
 		var fds [2]int
-		if err := unix.Pipe2(fds[:], unix.O_CLOEXEC); err != nil {
+		if err := pipeCloexec(fds[:]); err != nil {
 			p.close()
 			return nil, err
 		}
@@ -98,7 +98,7 @@ func (s *Sandbox) collect(ctx context.Context, p process, pipes *outPipes, timeo
 	}
 	var wake *os.File // readable once ctx has ended
 	if ctx.Done() != nil {
-		efd, err := unix.Eventfd(0, unix.EFD_CLOEXEC)
+		efd, err := newWakeFD()
 		if err != nil {
 			return exit{}, nil, err
 		}

@@ -1,18 +1,14 @@
 package local
 
 import (
-	"bytes"
 	"context"
-	"encoding/binary"
 	"errors"
 	"io/fs"
 	"os"
 	"path"
-	"runtime"
 	"sync"
 	"syscall"
 	"time"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -330,41 +326,6 @@ func (w *treeWorker) walk(d treeDir, dbuf []byte) error {
 	return w.flush()
 }
 
-func (w *treeWorker) walkDir(d treeDir, dbuf []byte) error {
-	if err := w.t.ctx.Err(); err != nil {
-		return err
-	}
-	fd := int(d.f.Fd())
-	for {
-		n, err := unix.Getdents(fd, dbuf)
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil {
-			return &fs.PathError{Op: "getdents", Path: d.prefix, Err: err}
-		}
-		if n <= 0 {
-			return nil
-		}
-		for rec := dbuf[:n]; len(rec) > 0; {
-			// struct linux_dirent64: d_ino u64, d_off s64, d_reclen u16, d_type u8, d_name.
-			reclen := int(binary.NativeEndian.Uint16(rec[16:18]))
-			typ := rec[18]
-			name := rec[19:reclen]
-			if i := bytes.IndexByte(name, 0); i >= 0 {
-				name = name[:i]
-			}
-			rec = rec[reclen:]
-			if len(name) == 0 || string(name) == "." || string(name) == ".." {
-				continue
-			}
-			if err := w.entry(d, fd, name, typ); err != nil {
-				return err
-			}
-		}
-	}
-}
-
 // entry handles one directory entry of the directory open as fd; name is valid only during the
 // call.
 func (w *treeWorker) entry(d treeDir, fd int, name []byte, typ byte) error {
@@ -505,159 +466,6 @@ func (w *treeWorker) readEach(b []treeFile) error {
 		}
 	}
 	return nil
-}
-
-// readBatch opens the files of b through the ring (one round trip), fstats each, reads and
-// closes them through the ring (a second round trip), and passes each to fn. Every descriptor
-// it opened is closed when it returns, except directories, which go to w.found.
-func (w *treeWorker) readBatch(b []treeFile) error {
-	r := w.ring
-	defer runtime.KeepAlive(b) // the SQEs point into it
-	for i := range b {
-		f := &b[i]
-		f.fd, f.how = -1, howNone
-		if testHookBatch != nil {
-			testHookBatch("open", f.rel)
-		}
-		e := r.sqe()
-		e.opcode = uringOpOpenat
-		e.fd = int32(f.dir.Fd())
-		e.addr = uint64(uintptr(unsafe.Pointer(&f.name[0])))
-		e.opFlags = unix.O_RDONLY | unix.O_NOFOLLOW | unix.O_NONBLOCK | unix.O_CLOEXEC
-		e.userData = uint64(i)
-	}
-	if err := r.run(len(b), func(i uint64, res int32) { b[i].fd = res }); err != nil {
-		w.dropRing()
-		for i := range b {
-			if b[i].fd >= 0 {
-				unix.Close(int(b[i].fd))
-			}
-		}
-		return &fs.PathError{Op: "io_uring_enter", Path: b[0].rel, Err: err}
-	}
-
-	// fstat each open file, which decides what becomes of it. After an error, files are only
-	// closed.
-	var err error
-	for i := range b {
-		f := &b[i]
-		if f.fd < 0 {
-			// Gone, now a symlink, or a failure: the plain path decides which, as it does
-			// without a ring.
-			f.how = howRetry
-			continue
-		}
-		f.how = howClose
-		if err != nil {
-			continue
-		}
-		if e := unix.Fstat(int(f.fd), &f.st); e != nil {
-			err = &fs.PathError{Op: "fstat", Path: f.rel, Err: e}
-			continue
-		}
-		if testHookBatch != nil {
-			testHookBatch("stat", f.rel)
-		}
-		switch f.st.Mode & unix.S_IFMT {
-		case unix.S_IFREG:
-			f.how = howRing
-			if f.st.Size >= treeReadMax {
-				f.how = howPlain
-			}
-		case unix.S_IFDIR: // replaced by a directory since getdents: walk it, so nothing is missed
-			w.found = append(w.found, treeDir{os.NewFile(uintptr(f.fd), f.rel), f.rel})
-			f.how = howNone
-		}
-	}
-
-	// Read and close through the ring: the close is hard-linked to the read, so it runs whatever
-	// the read did.
-	want := 0
-	for i := range b {
-		f := &b[i]
-		if f.how == howRing && err == nil {
-			if need := max(int(f.st.Size), 1); cap(f.buf) < need {
-				f.buf = make([]byte, max(need, min(2*cap(f.buf), treeReadMax), 4<<10))
-			}
-			e := r.sqe()
-			e.opcode = uringOpRead
-			e.flags = uringSQEHardlink
-			e.fd = f.fd
-			e.addr = uint64(uintptr(unsafe.Pointer(&f.buf[0])))
-			// Exactly the size fstat gave, as readFD stops there: asking for more would make
-			// io_uring take the end of file for a short read and read again to confirm it. An
-			// empty file is asked for one byte, to see that it is.
-			e.len = uint32(max(f.st.Size, 1))
-			e.userData = uint64(i) << 1
-			f.res = -int32(unix.EAGAIN)
-			want++
-		} else if f.how == howRing || f.how == howClose {
-			f.how = howClose
-		} else {
-			continue
-		}
-		e := r.sqe()
-		e.opcode = uringOpClose
-		e.fd = f.fd
-		e.userData = uint64(i)<<1 | 1
-		want++
-	}
-	if want > 0 {
-		rerr := r.run(want, func(ud uint64, res int32) {
-			if ud&1 == 0 {
-				b[ud>>1].res = res
-			}
-		})
-		if rerr != nil {
-			// Requests may still complete (a close among them): the ring is dropped, so no
-			// later batch mistakes their completions for its own, and no file the ring was
-			// to close is closed here, as the ring may close it yet.
-			w.dropRing()
-			for i := range b {
-				if b[i].how == howRing || b[i].how == howClose {
-					b[i].how = howNone
-				}
-			}
-			if err == nil {
-				err = &fs.PathError{Op: "io_uring_enter", Path: b[0].rel, Err: rerr}
-			}
-		}
-	}
-
-	// Hand the contents over.
-	for i := range b {
-		f := &b[i]
-		switch f.how {
-		case howRing:
-			if err != nil {
-				continue
-			}
-			if int64(f.res) == f.st.Size {
-				// What fstat said. A file that grew meanwhile is read as it was at fstat, as
-				// readFD does when its read stops there; its mtime tells FileSync later.
-				err = w.emit(f.rel, &f.st, f.buf[:f.res])
-				continue
-			}
-			// Shorter than fstat said, an empty file that is not, or a failed read: read the
-			// file again with plain calls, to its end, which also reports a failure as the
-			// plain path does.
-			err = w.retry(f)
-		case howRetry:
-			if err == nil {
-				err = w.retry(f)
-			}
-		case howPlain:
-			if err == nil {
-				var data []byte
-				data, w.buf, err = readFD(int(f.fd), f.rel, &f.st, w.buf)
-				if err == nil {
-					err = w.emit(f.rel, &f.st, data)
-				}
-			}
-			unix.Close(int(f.fd))
-		}
-	}
-	return err
 }
 
 // retry reads a file of a batch again with plain calls.

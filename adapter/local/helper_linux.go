@@ -1,4 +1,4 @@
-//go:build linux
+//go:build linux && !sandboxer_portable
 
 package local
 
@@ -30,6 +30,9 @@ const (
 	helperArg0 = "sandboxer-local-helper"
 	helperEnv  = "SANDBOXER_LOCAL_HELPER"
 	helperFD   = 3 // the SOCK_SEQPACKET connection to the adapter
+	// maxSources is the most view sources one spec carries: the kernel passes at most 253
+	// descriptors in one message (SCM_MAX_FD).
+	maxSources = 253
 )
 
 // initArg0 and initEnv mark the per-command init: PID 1 of a command's own PID namespace, used
@@ -162,11 +165,23 @@ func helperMain() int {
 		return 2
 	}
 	conn := c.(*net.UnixConn)
+	// The spec, with the view's sources when the adapter cloned them.
 	var spec helperSpec
 	buf := make([]byte, 1<<20)
-	n, err := conn.Read(buf)
+	oob := make([]byte, unix.CmsgSpace(4*maxSources))
+	n, oobn, _, _, err := conn.ReadMsgUnix(buf, oob)
+	files := receivedFiles(oob[:oobn])
 	if err == nil {
 		err = json.Unmarshal(buf[:n], &spec)
+	}
+	var clones *viewClones
+	if err == nil && spec.View != nil && len(spec.View.Sources) > 0 {
+		clones = &viewClones{sources: spec.View.Sources, files: files}
+		if len(files) != len(spec.View.Sources) {
+			err = fmt.Errorf("%d view sources but %d descriptors", len(spec.View.Sources), len(files))
+		}
+	} else {
+		closeFiles(files)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "sandboxer helper: reading the spec:", err)
@@ -177,7 +192,7 @@ func helperMain() int {
 	signal.Notify(make(chan os.Signal, 1), syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP,
 		syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGPIPE)
 
-	ready := setupHelper(spec)
+	ready := setupHelper(spec, clones)
 	lockDown(&ready)
 	if err := send(conn, ready, nil); err != nil || spec.Probe {
 		return 0
@@ -187,14 +202,17 @@ func helperMain() int {
 	return 0
 }
 
-// setupHelper applies the layers the spec asks for, best effort, and says which took.
-func setupHelper(spec helperSpec) helperReady {
+// setupHelper applies the layers the spec asks for, best effort, and says which took. clones are
+// the view's sources when the adapter cloned them (setupHelper closes them).
+func setupHelper(spec helperSpec, clones *viewClones) helperReady {
 	r := helperReady{Missing: map[string]string{}}
 	r.Layers = append(r.Layers, LayerUserNS, LayerPIDNS)
 	if spec.View != nil {
 		err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, "")
 		if err == nil {
-			err = buildView(*spec.View, spec.Proc)
+			err = buildView(*spec.View, spec.Proc, clones)
+		} else if clones != nil {
+			clones.Close()
 		}
 		if err == nil {
 			// The view's /tmp, /var/tmp and /dev/shm are the sandbox's own: writable.
@@ -486,8 +504,23 @@ func send(conn *net.UnixConn, v any, fds []int) error {
 	return err
 }
 
-// landlockRules turns the policy into go-landlock rules.
+// reachable drops the paths this process cannot look up for a reason other than their absence
+// (a directory on the way it may not search): a rule on them would fail the whole ruleset, and
+// what they would allow is out of reach anyway.
+func reachable(paths []string) []string {
+	return slices.DeleteFunc(slices.Clone(paths), func(p string) bool {
+		fd, err := unix.Open(p, unix.O_PATH|unix.O_CLOEXEC, 0)
+		if err == nil {
+			unix.Close(fd)
+		}
+		return err != nil && !errors.Is(err, unix.ENOENT)
+	})
+}
+
+// landlockRules turns the policy into go-landlock rules, for the paths this process can reach.
 func (r fsRules) landlockRules() []landlock.Rule {
+	r.Read, r.Exe, r.ReadFiles = reachable(r.Read), reachable(r.Exe), reachable(r.ReadFiles)
+	r.ReadDir, r.Write, r.Devices = reachable(r.ReadDir), reachable(r.Write), reachable(r.Devices)
 	var rules []landlock.Rule
 	if len(r.Read) > 0 {
 		rules = append(rules, landlock.RODirs(r.Read...).IgnoreIfMissing())

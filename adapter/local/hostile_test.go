@@ -9,8 +9,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -45,37 +45,6 @@ func TestInheritedDescriptorsDoNotReachCommands(t *testing.T) {
 	assert.NotContains(t, string(res.Stdout), "host secret")
 }
 
-// Finding 7: commands get a fresh session keyring; the caller's keys are out of reach.
-func TestSessionKeyringIsFresh(t *testing.T) {
-	requireLayers(t, local.LayerKeyring)
-	needTool(t, "python3")
-	if runtime.GOARCH != "amd64" && runtime.GOARCH != "arm64" {
-		t.Skip("the probe knows the keyctl number of amd64 and arm64 only")
-	}
-	mine, err := unix.KeyctlGetKeyringID(unix.KEY_SPEC_SESSION_KEYRING, true)
-	require.NoError(t, err)
-	id, err := unix.AddKey("user", "sandboxer-test-"+randomToken(), []byte("caller secret"), unix.KEY_SPEC_SESSION_KEYRING)
-	require.NoError(t, err)
-	t.Cleanup(func() { _, _ = unix.KeyctlInt(unix.KEYCTL_UNLINK, id, unix.KEY_SPEC_SESSION_KEYRING, 0, 0) })
-	sb := newIsolated(t, local.Config{})
-	// keyctl(KEYCTL_GET_KEYRING_ID, KEY_SPEC_SESSION_KEYRING, 1) and keyctl(KEYCTL_READ, id) of
-	// the caller's key.
-	probe := `import ctypes,platform,sys
-nr={'x86_64':250,'aarch64':219}[platform.machine()]
-libc=ctypes.CDLL(None,use_errno=True)
-print(libc.syscall(nr,0,-3,1))
-buf=ctypes.create_string_buffer(64)
-print(libc.syscall(nr,11,int(sys.argv[1]),buf,64), buf.value)`
-	res := run(t, sb, adapter.Command{Args: []string{"python3", "-c", probe, fmt.Sprint(id)}})
-	require.Equal(t, 0, res.ExitCode, "%s", res.Stderr)
-	lines := strings.Split(strings.TrimSpace(string(res.Stdout)), "\n")
-	require.Len(t, lines, 2)
-	assert.NotEqual(t, fmt.Sprint(mine), lines[0], "the command's session keyring is not the caller's")
-	assert.True(t, strings.HasPrefix(lines[1], "-1 "), "the caller's key cannot be read: %s", lines[1])
-	assert.NotContains(t, string(res.Stdout), "caller secret")
-	assert.Contains(t, res.Isolation.Layers, local.LayerKeyring)
-}
-
 // Finding 5: commands can neither trace the helper, nor take its descriptors, nor stop it; they
 // run with no capability at all.
 func TestCommandsCannotTraceTheHelper(t *testing.T) {
@@ -108,84 +77,6 @@ except OSError as e:
 	// The helper still serves commands after the attempts.
 	res = run(t, sb, adapter.Command{Args: []string{"echo", "alive"}, Timeout: 10 * time.Second})
 	assert.Equal(t, "alive\n", string(res.Stdout))
-}
-
-// Finding 2: commands have no controlling terminal, so TIOCSTI cannot push input into the
-// caller's shell. The test runs a sandbox in a child process whose controlling terminal is a real
-// pty, and watches the pty for what a command tried to inject.
-func TestNoControllingTerminal(t *testing.T) {
-	if os.Getenv("SANDBOXER_TEST_TTY_CHILD") != "" {
-		t.Skip("in the child")
-	}
-	for _, iso := range []string{local.IsolationOff, local.IsolationAuto} {
-		t.Run(iso, func(t *testing.T) {
-			master, slave := openPTY(t)
-			cmd := exec.Command(os.Args[0], "-test.run", "^TestTTYChild$", "-test.v")
-			cmd.Env = append(os.Environ(), "SANDBOXER_TEST_TTY_CHILD="+iso)
-			cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
-			cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
-			require.NoError(t, cmd.Start())
-			slave.Close()
-			var got bytes.Buffer
-			done := make(chan struct{})
-			go func() { _, _ = got.ReadFrom(master); close(done) }()
-			require.NoError(t, cmd.Wait())
-			select {
-			case <-done:
-			case <-time.After(5 * time.Second):
-			}
-			out := got.String()
-			assert.Contains(t, out, "tty child done", out)
-			assert.Contains(t, out, "no tty:", "opening /dev/tty failed in the command: %s", out)
-			assert.NotContains(t, out, "INJECTED", "nothing reached the terminal's input")
-		})
-	}
-}
-
-// TestTTYChild is the child of TestNoControllingTerminal: it runs a command that tries TIOCSTI
-// on /dev/tty, then reads its own terminal's input queue for what arrived.
-func TestTTYChild(t *testing.T) {
-	iso := os.Getenv("SANDBOXER_TEST_TTY_CHILD")
-	if iso == "" {
-		t.Skip("run by TestNoControllingTerminal")
-	}
-	needTool(t, "python3")
-	sb, err := local.New(local.Config{Root: t.TempDir(), Isolation: iso})
-	require.NoError(t, err)
-	defer sb.Stop(context.Background())
-	probe := `import fcntl,termios,os
-try:
-    fd=os.open('/dev/tty', os.O_RDWR)
-except OSError as e:
-    print('no tty:', e.errno)
-else:
-    for c in 'INJECTED\n':
-        fcntl.ioctl(fd, termios.TIOCSTI, c.encode())
-    print('pushed')`
-	res, err := sb.ExecuteCommand(context.Background(), adapter.Command{Args: []string{"python3", "-c", probe}, Timeout: 10 * time.Second})
-	require.NoError(t, err)
-	fmt.Print(string(res.Stdout), string(res.Stderr))
-	// Whatever a command pushed is in this terminal's input queue now: echo it back if any.
-	_ = unix.SetNonblock(0, true)
-	buf := make([]byte, 256)
-	if n, _ := unix.Read(0, buf); n > 0 {
-		fmt.Printf("input queue: %q\n", buf[:n])
-	}
-	fmt.Println("tty child done")
-}
-
-// openPTY opens a pseudo-terminal pair.
-func openPTY(t *testing.T) (master, slave *os.File) {
-	t.Helper()
-	m, err := os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY, 0)
-	require.NoError(t, err)
-	t.Cleanup(func() { m.Close() })
-	require.NoError(t, unix.IoctlSetPointerInt(int(m.Fd()), unix.TIOCSPTLCK, 0))
-	n, err := unix.IoctlGetInt(int(m.Fd()), unix.TIOCGPTN)
-	require.NoError(t, err)
-	s, err := os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|unix.O_NOCTTY, 0)
-	require.NoError(t, err)
-	return m, s
 }
 
 // Finding 9: a symlink inside the workspace to a sparse 4 TiB file is refused on the size of the
@@ -424,4 +315,65 @@ ls -d /workspace 2>/dev/null; echo done`
 			assert.Zero(t, fi.Mode()&(os.ModeSetuid|os.ModeSetgid), "%s on the host: %s", name, fi.Mode())
 		}
 	}
+}
+
+// TestRootOnlyFilesStayRootOnly: run as root, commands are an unprivileged host uid (finding 10):
+// a root-only file of a system directory that no deny rule names is unreadable, as is a file in a
+// root-only directory; the workspace stays theirs to use, and what they create there is the
+// caller's on disk.
+func TestRootOnlyFilesStayRootOnly(t *testing.T) {
+	t.Parallel()
+	if os.Geteuid() != 0 {
+		t.Skip("the caller is not root: commands run as the caller, as unprivileged as it")
+	}
+	requireLayers(t, local.LayerUnprivileged, local.LayerFSView)
+	secret := filepath.Join("/etc", "sandboxer-dac-"+strconv.Itoa(os.Getpid()))
+	require.NoError(t, os.WriteFile(secret, []byte("ROOT ONLY"), 0o600))
+	t.Cleanup(func() { os.Remove(secret) })
+	secretDir := secret + ".d"
+	require.NoError(t, os.Mkdir(secretDir, 0o700))
+	t.Cleanup(func() { os.RemoveAll(secretDir) })
+	require.NoError(t, os.WriteFile(filepath.Join(secretDir, "open"), []byte("ROOT ONLY"), 0o644))
+
+	sb := newIsolated(t, local.Config{})
+	require.NoError(t, os.WriteFile(filepath.Join(sb.Dir(), "mine.txt"), []byte("caller's\n"), 0o600))
+	res := run(t, sb, adapter.Command{Args: []string{"sh", "-c",
+		"cat " + secret + "; cat " + secretDir + "/open; cat /proc/self/uid_map; " +
+			"cat mine.txt && echo more >> mine.txt && mkdir -p d && echo new > d/new.txt && echo wrote"}})
+	assert.NotContains(t, string(res.Stdout), "ROOT ONLY")
+	assert.Contains(t, string(res.Stderr), secret+": Permission denied")
+	assert.Contains(t, string(res.Stderr), secretDir+"/open: Permission denied")
+	assert.Regexp(t, `^\s*0\s+`+strconv.Itoa(local.HostUID)+`\s+1\n`, strings.SplitAfter(string(res.Stdout), "\n")[0])
+	assert.Contains(t, string(res.Stdout), "caller's\nwrote\n", "%s", res.Stderr)
+	assert.Contains(t, res.Isolation.Layers, local.LayerUnprivileged)
+	for _, p := range []string{"mine.txt", "d", "d/new.txt"} {
+		fi, err := os.Stat(filepath.Join(sb.Dir(), p))
+		require.NoError(t, err)
+		assert.EqualValues(t, 0, fi.Sys().(*syscall.Stat_t).Uid, "%s is the caller's on disk", p)
+	}
+}
+
+// TestUnprivilegedFallsBackWithoutIdmap: a writable directory on a file system without idmapped
+// mounts (ramfs) keeps the sandbox usable with the host's root, reports the layer missing, and
+// fails closed under RequireIsolation.
+func TestUnprivilegedFallsBackWithoutIdmap(t *testing.T) {
+	t.Parallel()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root (to mount a ramfs, and to run commands as HostUID at all)")
+	}
+	requireLayers(t, local.LayerUnprivileged, local.LayerFSView)
+	extra := t.TempDir()
+	require.NoError(t, unix.Mount("ramfs", extra, "ramfs", 0, "mode=0755"))
+	t.Cleanup(func() { unix.Unmount(extra, unix.MNT_DETACH) })
+
+	sb := newIsolated(t, local.Config{WritePaths: []string{extra}})
+	res := run(t, sb, adapter.Command{Args: []string{"sh", "-c", "echo x > " + extra + "/f && cat " + extra + "/f"}})
+	assert.Equal(t, "x\n", string(res.Stdout), "%s", res.Stderr)
+	assert.NotContains(t, res.Isolation.Layers, local.LayerUnprivileged)
+	assert.Contains(t, res.Isolation.Layers, local.LayerFSView)
+
+	strict := newIsolated(t, local.Config{WritePaths: []string{extra}, RequireIsolation: true})
+	_, err := strict.ExecuteCommand(context.Background(), adapter.Command{Args: []string{"true"}})
+	require.ErrorIs(t, err, errs.IsolationUnavailable)
+	assert.Contains(t, err.Error(), local.LayerUnprivileged)
 }

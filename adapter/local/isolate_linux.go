@@ -1,4 +1,4 @@
-//go:build linux
+//go:build linux && !sandboxer_portable
 
 package local
 
@@ -34,6 +34,7 @@ type helperProc struct {
 	conn    *net.UnixConn
 	ready   helperReady
 	limited bool // in the sandbox's limit cgroups
+	uid     int  // the host uid of the helper's root, which its commands run as
 
 	wmu     sync.Mutex
 	mu      sync.Mutex
@@ -44,8 +45,19 @@ type helperProc struct {
 
 const helperStartTimeout = 10 * time.Second
 
+// helperStart says how a helper is started besides its namespaces.
+type helperStart struct {
+	uid, gid int         // the host ids of the helper's root
+	cgroup   *os.File    // the cgroup directory the helper is born in (nil: this process's)
+	clones   *viewClones // the view's sources, cloned here and sent with the spec (nil: none)
+	idmap    bool        // make the writable sources idmapped mounts of the helper's user namespace
+}
+
+// errIdmap marks a helper that could not start because its sources could not be idmapped.
+var errIdmap = errors.New("idmapped mounts")
+
 // startHelper re-executes this binary as a helper with the namespaces of flags.
-func startHelper(spec helperSpec, flags uintptr) (*helperProc, error) {
+func startHelper(spec helperSpec, flags uintptr, o helperStart) (*helperProc, error) {
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return nil, err
@@ -66,8 +78,8 @@ func startHelper(spec helperSpec, flags uintptr) (*helperProc, error) {
 		Stderr:     os.Stderr,
 		SysProcAttr: &syscall.SysProcAttr{
 			Cloneflags:                 flags,
-			UidMappings:                []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Geteuid(), Size: 1}},
-			GidMappings:                []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getegid(), Size: 1}},
+			UidMappings:                []syscall.SysProcIDMap{{ContainerID: 0, HostID: o.uid, Size: 1}},
+			GidMappings:                []syscall.SysProcIDMap{{ContainerID: 0, HostID: o.gid, Size: 1}},
 			GidMappingsEnableSetgroups: false,
 			// A session of its own: no controlling terminal for the helper or its commands.
 			Setsid: true,
@@ -76,18 +88,47 @@ func startHelper(spec helperSpec, flags uintptr) (*helperProc, error) {
 			Pdeathsig: syscall.SIGKILL,
 		},
 	}
-	if err := cmd.Start(); err != nil {
+	if o.uid != os.Geteuid() {
+		// This process's uid is not the one mapped to the namespace's root: become it there
+		// (before the exec, which then gives the helper its capabilities in the namespace).
+		// setgroups is denied in the namespace, and not needed: there are no other groups.
+		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: 0, Gid: 0, NoSetGroups: true}
+	}
+	err = withFDs([]*os.File{o.cgroup}, func(fds []int) error {
+		if fds[0] >= 0 {
+			cmd.SysProcAttr.UseCgroupFD, cmd.SysProcAttr.CgroupFD = true, fds[0]
+		}
+		return cmd.Start()
+	})
+	if err != nil {
 		conn.Close()
 		return nil, err
 	}
 	theirs.Close() // the helper has it: a helper that dies now ends the read below
-	if err := send(conn, spec, nil); err != nil {
+	fail := func(err error) (*helperProc, error) {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
 		conn.Close()
-		return nil, fmt.Errorf("helper did not take its spec: %w", err)
+		return nil, err
 	}
-	h := &helperProc{cmd: cmd, conn: conn, pending: map[uint64]chan reply{}, dead: make(chan struct{})}
+	var sources []*os.File
+	if o.clones != nil {
+		sources = o.clones.files
+		if o.idmap {
+			userns, err := os.Open(fmt.Sprintf("/proc/%d/ns/user", cmd.Process.Pid))
+			if err == nil {
+				err = o.clones.idmap(userns)
+				userns.Close()
+			}
+			if err != nil {
+				return fail(fmt.Errorf("%w: %w", errIdmap, err))
+			}
+		}
+	}
+	if err := withFDs(sources, func(fds []int) error { return send(conn, spec, fds) }); err != nil {
+		return fail(fmt.Errorf("helper did not take its spec: %w", err))
+	}
+	h := &helperProc{cmd: cmd, conn: conn, uid: o.uid, pending: map[uint64]chan reply{}, dead: make(chan struct{})}
 	buf := make([]byte, 64<<10)
 	_ = conn.SetReadDeadline(time.Now().Add(helperStartTimeout))
 	n, err := conn.Read(buf)
@@ -193,20 +234,24 @@ func (h *helperProc) send(req request, files []*os.File) (chan reply, error) {
 // isolation holds a sandbox's helpers (one with the network cut off, one with the host network),
 // its private temporary directory and its cgroups.
 type isolation struct {
-	cfg      Config
-	disabled map[string]bool
-	rules    fsRules
-	tmp      string
-	exe      string       // this binary, for per-command inits
-	cg       *cgroupPool  // nil without per-command cgroups
-	limits   *limitGroups // nil without resource limits (none configured, or none possible)
-	limitErr error        // why the configured limits cannot be set here
+	cfg       Config
+	disabled  map[string]bool
+	workspace string
+	tmp       string
+	rules     fsRules      // set by prepare
+	exe       string       // this binary, for per-command inits; set by prepare
+	cg        *cgroupPool  // nil without per-command cgroups; set by prepare
+	limits    *limitGroups // nil without resource limits (none configured, or none possible); set by prepare
+	limitErr  error        // why the configured limits cannot be set here
+	// unprivErr is why commands cannot run as HostUID here (set after a failed start).
+	unprivErr error
 
-	mu      sync.Mutex
-	tmpMade bool
-	helpers [2]*helperProc // [0]: network off, [1]: network on
-	errs    [2]error
-	stopped bool
+	mu       sync.Mutex
+	prepared bool // cg and limits are made (prepare)
+	tmpMade  bool
+	helpers  [2]*helperProc // [0]: network off, [1]: network on
+	errs     [2]error
+	stopped  bool
 }
 
 func newIsolation(cfg Config, workspace string) (*isolation, error) {
@@ -216,23 +261,37 @@ func newIsolation(cfg Config, workspace string) (*isolation, error) {
 	}
 	// The private TMPDIR is made when the first command runs (ensureTmp), so a sandbox that only
 	// moves files, or is never stopped, leaves nothing behind.
-	tmp := filepath.Join(os.TempDir(), "sandboxer-tmp-"+randomSuffix())
-	iso.tmp = tmp
-	read := append(slices.Clone(DefaultReadPaths), cfg.ReadPaths...)
-	deny := append(DefaultDenyRead(), cfg.DenyRead...)
-	write := append([]string{workspace, tmp}, cfg.WritePaths...)
+	iso.tmp = filepath.Join(os.TempDir(), "sandboxer-tmp-"+randomSuffix())
+	iso.workspace = workspace
+	return iso, nil
+}
+
+// prepare computes the sandbox's rules and makes its cgroups and limits, once, before its first
+// helper starts: a sandbox that only moves files pays for none of it, and makes nothing (nor the
+// janitor that would look after it). Called with iso.mu held.
+func (iso *isolation) prepare() {
+	if iso.prepared {
+		return
+	}
+	iso.prepared = true
+	read := append(slices.Clone(DefaultReadPaths), iso.cfg.ReadPaths...)
+	deny := append(DefaultDenyRead(), iso.cfg.DenyRead...)
+	write := append([]string{iso.workspace, iso.tmp}, iso.cfg.WritePaths...)
 	iso.rules = buildRules(read, deny, write, DefaultDevices)
 	if exe, err := os.Executable(); err == nil {
 		iso.exe = cleanAbs(exe)
 		iso.rules.Exe = []string{iso.exe}
 	}
 	if !iso.disabled[LayerCgroup] {
-		iso.cg = newCgroupPool() // nil when this process cannot make cgroups
+		owner := -1
+		if os.Geteuid() == 0 && !iso.disabled[LayerUnprivileged] {
+			owner = HostUID
+		}
+		iso.cg = newCgroupPool(owner) // nil when this process cannot make cgroups
 	}
-	if v := cfg.limitValues(); !v.none() && !iso.disabled[LayerLimits] {
+	if v := iso.cfg.limitValues(); !v.none() && !iso.disabled[LayerLimits] {
 		iso.limits, iso.limitErr = newLimitGroups(v, iso.cg)
 	}
-	return iso, nil
 }
 
 // viewSystemPaths are the host directories a command's file system view holds read-only (those
@@ -276,6 +335,10 @@ func (iso *isolation) viewSpec(network bool) viewSpec {
 	}
 	for _, p := range iso.rules.Write { // the workspace, TMPDIR and Config.WritePaths, resolved
 		v.RW = append(v.RW, p)
+		v.Owned = append(v.Owned, p)
+	}
+	for _, p := range iso.cfg.ReadPaths {
+		v.Owned = append(v.Owned, cleanAbs(p))
 	}
 	return v
 }
@@ -297,6 +360,7 @@ func (iso *isolation) helper(network bool) (*helperProc, error) {
 	if iso.errs[i] != nil && iso.helpers[i] == nil {
 		return nil, iso.errs[i] // it could not start: do not pay for a failed start per command
 	}
+	iso.prepare()
 	// A cgroup namespace too: commands see their cgroup as the root of the tree (and, in the file
 	// system view, no cgroup file at all to clone a process into).
 	flags := uintptr(syscall.CLONE_NEWUSER | syscall.CLONE_NEWPID | syscall.CLONE_NEWNS | unix.CLONE_NEWCGROUP)
@@ -317,7 +381,7 @@ func (iso *isolation) helper(network bool) (*helperProc, error) {
 		iso.errs[i] = errors.New("the pidns/userns layer is disabled by configuration")
 		return nil, iso.errs[i]
 	}
-	h, err := startHelper(spec, flags)
+	h, err := iso.launch(spec, flags)
 	if err != nil {
 		iso.errs[i] = err
 		return nil, err
@@ -331,6 +395,77 @@ func (iso *isolation) helper(network bool) (*helperProc, error) {
 		}
 	}
 	iso.helpers[i] = h
+	return h, nil
+}
+
+// launch starts a helper. Run as root, the adapter clones the view's sources itself and maps the
+// helper's root to HostUID, an unprivileged host uid, with the writable sources idmapped (so the
+// workspace stays usable and the caller's); where that cannot be done (no view, or a file system
+// without idmapped mounts), the helper's root is the host's, and the layer LayerUnprivileged is
+// reported missing. Run as another user, the helper's root is that user.
+func (iso *isolation) launch(spec helperSpec, flags uintptr) (*helperProc, error) {
+	o := helperStart{uid: os.Geteuid(), gid: os.Getegid()}
+	if iso.cg != nil {
+		o.cgroup = iso.cg.dir // born in the sandbox's cgroup: its per-command cgroups are below
+	}
+	if o.uid != 0 {
+		return iso.started(startHelper(spec, flags, o))
+	}
+	var cloneErr error
+	clone := func() {
+		if spec.View == nil {
+			return
+		}
+		o.clones, cloneErr = cloneSources(*spec.View)
+		if cloneErr != nil {
+			spec.View = nil // best effort, as when the helper fails to build it
+			return
+		}
+		v := *spec.View
+		v.Sources = o.clones.sources
+		spec.View = &v
+	}
+	clone()
+	unpriv := o.clones != nil && !iso.disabled[LayerUnprivileged] && iso.unprivErr == nil
+	if unpriv {
+		o.uid, o.gid, o.idmap = HostUID, HostUID, true
+	}
+	h, err := startHelper(spec, flags, o)
+	if o.clones != nil {
+		o.clones.Close()
+	}
+	if unpriv && errors.Is(err, errIdmap) {
+		iso.unprivErr = err // not again for this sandbox: start as before, with the host's root
+		o.uid, o.gid, o.idmap = 0, 0, false
+		clone()
+		h, err = startHelper(spec, flags, o)
+		if o.clones != nil {
+			o.clones.Close()
+		}
+	}
+	if err == nil && cloneErr != nil {
+		h.ready.Missing[LayerFSView] = cloneErr.Error()
+	}
+	return iso.started(h, err)
+}
+
+// started adds the layers the adapter applied to a started helper's report.
+func (iso *isolation) started(h *helperProc, err error) (*helperProc, error) {
+	if err != nil {
+		return nil, err
+	}
+	if h.ready.Missing == nil {
+		h.ready.Missing = map[string]string{}
+	}
+	switch {
+	case h.uid != 0:
+		h.ready.Layers = append(h.ready.Layers, LayerUnprivileged)
+	case iso.disabled[LayerUnprivileged]:
+	case iso.unprivErr != nil:
+		h.ready.Missing[LayerUnprivileged] = iso.unprivErr.Error()
+	default:
+		h.ready.Missing[LayerUnprivileged] = "commands run as the host's root: the file system view is needed to map them to an unprivileged uid"
+	}
 	return h, nil
 }
 
@@ -417,6 +552,9 @@ func (iso *isolation) missing(is adapter.Isolation, network bool) []string {
 	if !is.ProcessTree {
 		m = append(m, "processTree")
 	}
+	if os.Geteuid() == 0 && !iso.disabled[LayerUnprivileged] && !slices.Contains(is.Layers, LayerUnprivileged) {
+		m = append(m, LayerUnprivileged) // commands would be the host's root to file permissions
+	}
 	return m
 }
 
@@ -496,6 +634,16 @@ func (iso *isolation) start(c adapter.Command, prog, dir string, env []string, o
 		}
 		return nil, is, errs.Wrap(errs.Internal, "exec", "", err)
 	}
+	if h.uid != os.Geteuid() {
+		// Commands reopen their stdio (/dev/stdout is /proc/self/fd/1): the pipes this process
+		// made must be their user's, as pipes a shell makes are its own. A file given as stdin
+		// is left as it is.
+		_ = outW.Chown(h.uid, h.uid)
+		_ = errW.Chown(h.uid, h.uid)
+		if _, given := c.Stdin.(*os.File); c.Stdin != nil && !given {
+			_ = stdin.Chown(h.uid, h.uid)
+		}
+	}
 	files := []*os.File{stdin, outW, errW}
 	if cg != nil {
 		files = append(files, cg.dir)
@@ -538,6 +686,8 @@ func (iso *isolation) start(c adapter.Command, prog, dir string, env []string, o
 // was killed, or by close for every directory still in the pool, handed out or not.
 type cgroupPool struct {
 	base   string
+	dir    *os.File // base's directory: the helper is born there (clone3(CLONE_INTO_CGROUP))
+	owner  int      // the uid the helper runs as, given cgroup.procs of base and each cgroup; -1: none
 	mu     sync.Mutex
 	free   []*cgroupDir
 	n      int
@@ -634,8 +784,10 @@ func stalePID(name string) (int, bool) {
 // alive reports whether process pid exists (or cannot be judged).
 func alive(pid int) bool { return !errors.Is(syscall.Kill(pid, 0), syscall.ESRCH) }
 
-// newCgroupPool makes the sandbox's cgroup, or returns nil when this process cannot.
-func newCgroupPool() *cgroupPool {
+// newCgroupPool makes the sandbox's cgroup, or returns nil when this process cannot. owner (-1:
+// none) is the host uid of the helper's root: it may move processes into the sandbox's cgroups
+// (cgroup.procs of each), as the helper does when it starts a command in one, and nothing else.
+func newCgroupPool(owner int) *cgroupPool {
 	base, err := cgroupBase()
 	if err != nil {
 		return nil
@@ -646,7 +798,37 @@ func newCgroupPool() *cgroupPool {
 		return nil
 	}
 	lookAfter(janitorCg2, dir)
-	return &cgroupPool{base: dir}
+	p := &cgroupPool{base: dir, owner: owner}
+	f, err := os.OpenFile(dir, os.O_RDONLY|unix.O_DIRECTORY, 0)
+	if err == nil {
+		err = p.delegate(dir)
+	}
+	if err != nil {
+		if f != nil {
+			f.Close()
+		}
+		if os.Remove(dir) == nil {
+			released(dir)
+		}
+		return nil
+	}
+	p.dir = f
+	return p
+}
+
+// delegate lets the pool's owner write the cgroup's cgroup.procs. Its group stays root's, and
+// may write too: a helper that could not run as the owner runs as the host's root in a user
+// namespace where the owner's uid is not mapped (no capability applies to the file), and moves
+// commands in through the group's bit.
+func (p *cgroupPool) delegate(dir string) error {
+	if p.owner < 0 {
+		return nil
+	}
+	procs := filepath.Join(dir, "cgroup.procs")
+	if err := os.Chown(procs, p.owner, 0); err != nil {
+		return err
+	}
+	return os.Chmod(procs, 0o664)
 }
 
 var errPoolClosed = errors.New("the sandbox's cgroups are released")
@@ -668,6 +850,11 @@ func (p *cgroupPool) get() (*cgroupDir, error) {
 		return nil, err
 	}
 	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_DIRECTORY, 0)
+	if err == nil {
+		if err = p.delegate(path); err != nil {
+			f.Close()
+		}
+	}
 	if err != nil {
 		_ = os.Remove(path)
 		return nil, err
@@ -713,8 +900,11 @@ func (d *cgroupDir) kill() {
 	_ = os.WriteFile(filepath.Join(d.path, "cgroup.kill"), []byte("1"), 0)
 }
 
-func (d *cgroupDir) empty() bool {
-	data, err := os.ReadFile(filepath.Join(d.path, "cgroup.procs"))
+func (d *cgroupDir) empty() bool { return cgroupEmpty(d.path) }
+
+// cgroupEmpty reports whether no process is left in the cgroup at path (or it is gone).
+func cgroupEmpty(path string) bool {
+	data, err := os.ReadFile(filepath.Join(path, "cgroup.procs"))
 	return err != nil || len(strings.TrimSpace(string(data))) == 0
 }
 
@@ -735,12 +925,17 @@ func (p *cgroupPool) close() {
 	all := p.all
 	p.all, p.free, p.closed = nil, nil, true
 	p.mu.Unlock()
+	p.dir.Close()
 	_ = os.WriteFile(filepath.Join(p.base, "cgroup.kill"), []byte("1"), 0)
 	for _, d := range all {
 		for i := 0; !d.empty() && i < 200; i++ {
 			time.Sleep(5 * time.Millisecond)
 		}
 		d.release()
+	}
+	// The helper lived in the base itself.
+	for i := 0; !cgroupEmpty(p.base) && i < 200; i++ {
+		time.Sleep(5 * time.Millisecond)
 	}
 	if err := os.Remove(p.base); err == nil {
 		released(p.base)
@@ -762,18 +957,18 @@ func probe() Report {
 	set := func(name string, ok bool, reason string) {
 		rep.Layers = append(rep.Layers, LayerStatus{Name: name, Available: ok, Reason: reason})
 	}
-	probeIso := &isolation{rules: buildRules(DefaultReadPaths, DefaultDenyRead(), []string{os.TempDir()}, DefaultDevices)}
+	probeIso := &isolation{rules: buildRules(DefaultReadPaths, DefaultDenyRead(), []string{os.TempDir()}, DefaultDevices), disabled: map[string]bool{}}
 	view := probeIso.viewSpec(false)
 	spec := helperSpec{Probe: true, Net: true, Proc: true, Landlock: true, Rules: probeIso.rules, View: &view}
-	h, err := startHelper(spec, syscall.CLONE_NEWUSER|syscall.CLONE_NEWPID|syscall.CLONE_NEWNS|syscall.CLONE_NEWNET)
+	h, err := probeIso.launch(spec, syscall.CLONE_NEWUSER|syscall.CLONE_NEWPID|syscall.CLONE_NEWNS|syscall.CLONE_NEWNET)
 	if err != nil {
 		reason := "cannot create user, PID and network namespaces: " + err.Error()
-		for _, l := range []string{LayerUserNS, LayerPIDNS, LayerProc, LayerFSView, LayerNetNS, LayerLandlock, LayerLandlockScope, LayerKeyring, LayerNoCaps, LayerNoSetuid} {
+		for _, l := range []string{LayerUserNS, LayerPIDNS, LayerProc, LayerFSView, LayerNetNS, LayerLandlock, LayerLandlockScope, LayerKeyring, LayerNoCaps, LayerNoSetuid, LayerUnprivileged} {
 			set(l, false, reason)
 		}
 	} else {
 		h.kill()
-		for _, l := range []string{LayerUserNS, LayerPIDNS, LayerProc, LayerFSView, LayerNetNS, LayerLandlock, LayerLandlockScope, LayerKeyring, LayerNoCaps, LayerNoSetuid} {
+		for _, l := range []string{LayerUserNS, LayerPIDNS, LayerProc, LayerFSView, LayerNetNS, LayerLandlock, LayerLandlockScope, LayerKeyring, LayerNoCaps, LayerNoSetuid, LayerUnprivileged} {
 			ok := slices.Contains(h.ready.Layers, l)
 			reason := h.ready.Missing[l]
 			if !ok && reason == "" {
@@ -794,7 +989,7 @@ func probe() Report {
 	}
 	if base, err := cgroupBase(); err != nil {
 		set(LayerCgroup, false, err.Error())
-	} else if p := newCgroupPool(); p == nil {
+	} else if p := newCgroupPool(-1); p == nil {
 		set(LayerCgroup, false, "cannot create a cgroup under "+base)
 	} else {
 		d, err := p.get()
@@ -835,6 +1030,9 @@ func (s *Sandbox) startIsolated(c adapter.Command, prog, dir string, env []strin
 // itself, or a pipe fed by a goroutine. The returned function closes the caller's copy.
 func stdinFile(r io.Reader) (*os.File, func(), error) {
 	if r == nil {
+		if f := devNull(); f != nil {
+			return f, func() {}, nil // shared, never closed
+		}
 		f, err := os.Open(os.DevNull)
 		if err != nil {
 			return nil, nil, err

@@ -1,17 +1,34 @@
-//go:build !linux
+//go:build !linux || sandboxer_portable
 
 package local
 
 import (
 	"os"
+	"runtime"
+	"slices"
+	"strings"
 
 	"github.com/sandboxer/sandboxer/adapter"
 	"github.com/sandboxer/sandboxer/errs"
 )
 
-const notLinux = "kernel isolation of the local adapter needs Linux"
+// Off Linux (macOS), and on Linux built with the sandboxer_portable tag (how the tests run this
+// code here), the local adapter has no kernel isolation: a command is a plain host process of the
+// caller's user in a session and process group of its own, killed as a group when it ends, with a
+// private TMPDIR; file calls are jailed to the workspace by os.Root as everywhere. Every result's
+// Isolation is empty (network, filesystem, processTree and limits all false, no layer), and
+// RequireIsolation refuses every command with errs.IsolationUnavailable, as Linux does when a layer
+// is missing.
 
-// isolation off Linux: nothing can be enforced; a fail-closed configuration refuses every command.
+// notLinux is the reason every layer is unavailable.
+var notLinux = "kernel isolation of the local adapter needs Linux (this is " + runtime.GOOS + "/" + runtime.GOARCH + ")"
+
+// allLayers are the layers Probe reports, all unavailable here.
+var allLayers = []string{LayerUserNS, LayerPIDNS, LayerProc, LayerKeyring, LayerNoCaps, LayerNoSetuid, LayerFSView,
+	LayerNetNS, LayerLandlock, LayerLandlockScope, LayerLandlockNet, LayerCgroup, LayerLimits, LayerPIDNSCommand}
+
+// isolation without a kernel to enforce anything: a private TMPDIR, and the refusal of a
+// fail-closed configuration.
 type isolation struct {
 	cfg Config
 	tmp string
@@ -33,17 +50,38 @@ func (iso *isolation) capabilities() (adapter.FSIsolation, adapter.NetworkIsolat
 	return adapter.FSNone, adapter.NetHost
 }
 
+// missing lists what a command lacks, in the terms of Linux's report (isolate_linux.go): the
+// limits (unless none are set or the layer is disabled), the network cut (unless the command may
+// use the network), the file system confinement and view, and the process tree kill.
+func (iso *isolation) missing(allowNetwork bool) []string {
+	var m []string
+	noLimits := iso.cfg.Memory == NoLimit && iso.cfg.Pids == NoLimit && iso.cfg.CPUs == 0
+	if !noLimits && !slices.Contains(iso.cfg.DisableLayers, LayerLimits) {
+		m = append(m, LayerLimits)
+	}
+	if !allowNetwork {
+		m = append(m, "network")
+	}
+	return append(m, "filesystem", LayerFSView, "processTree")
+}
+
+// startIsolated never starts anything: the caller runs the command as a plain process, and its
+// result's Isolation says that nothing was enforced. Under RequireIsolation the command is refused
+// with what it would lack.
 func (s *Sandbox) startIsolated(c adapter.Command, _, _ string, _ []string, _, _ *os.File) (process, adapter.Isolation, error) {
 	if s.iso.cfg.RequireIsolation {
-		return nil, adapter.Isolation{}, errs.New(errs.IsolationUnavailable, "exec", "", notLinux)
+		m := s.iso.missing(c.AllowNetwork)
+		e := errs.New(errs.IsolationUnavailable, "exec", "", "required isolation cannot be applied: %s: %s", strings.Join(m, ", "), notLinux)
+		e.Details = map[string]any{"missing": m, "layers": []string{}}
+		return nil, adapter.Isolation{}, e
 	}
 	return nil, adapter.Isolation{}, nil
 }
 
-// Probe reports which isolation layers the local adapter can apply on this machine: none off Linux.
+// Probe reports which isolation layers the local adapter can apply on this machine: none here.
 func Probe() Report {
 	var rep Report
-	for _, l := range []string{LayerUserNS, LayerPIDNS, LayerProc, LayerNetNS, LayerLandlock, LayerLandlockScope, LayerLandlockNet, LayerCgroup} {
+	for _, l := range allLayers {
 		rep.Layers = append(rep.Layers, LayerStatus{Name: l, Reason: notLinux})
 	}
 	return rep
@@ -56,6 +94,7 @@ const (
 	janitorPG  = "pg"
 )
 
-// lookAfter and released: off Linux nothing removes what a killed process leaves.
+// lookAfter and released: there is no janitor here; what a SIGKILLed owner leaves (its temporary
+// directories, a running command's process group) stays.
 func lookAfter(string, string) {}
 func released(string)          {}

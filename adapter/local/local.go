@@ -235,6 +235,10 @@ func New(cfg Config) (*Sandbox, error) {
 // Dir returns the workspace directory (absolute, symlinks resolved).
 func (s *Sandbox) Dir() string { return s.dir }
 
+// Workspace is Capabilities().Workspace, the workspace directory, without the kernel probe that
+// Capabilities costs (adapter.Workspaced).
+func (s *Sandbox) Workspace() string { return s.dir }
+
 // ID returns the workspace directory: a local sandbox is found again by its directory.
 func (s *Sandbox) ID() string { return s.dir }
 
@@ -630,12 +634,7 @@ func (s *Sandbox) startPlain(c adapter.Command, prog, dir string, env []string, 
 		}
 	}
 	pidFD := -1
-	// A session of its own (no controlling terminal: no TIOCSTI into the caller's shell), and
-	// SIGKILL when this process dies.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
-	if !s.noPidfd {
-		cmd.SysProcAttr.PidFD = &pidFD
-	}
+	cmd.SysProcAttr = plainAttr(!s.noPidfd, &pidFD)
 	if err := cmd.Start(); err != nil {
 		return nil, errs.Wrap(errs.ProcessFailed, "exec", c.Args[0], err)
 	}

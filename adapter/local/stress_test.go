@@ -63,7 +63,7 @@ func newCanary(t testing.TB) *canary {
 func fdIdentity(t testing.TB, f *os.File) (dev, ino uint64) {
 	var st syscall.Stat_t
 	require.NoError(t, syscall.Fstat(int(f.Fd()), &st))
-	return st.Dev, st.Ino
+	return uint64(st.Dev), st.Ino // int32 on darwin
 }
 
 // check verifies both descriptors still name the canary's pipe and the token is intact, then
@@ -79,7 +79,7 @@ func (c *canary) check() error {
 		if err := syscall.Fstat(int(e.f.Fd()), &st); err != nil {
 			return fmt.Errorf("canary fd %d: %v (closed by someone else)", e.f.Fd(), err)
 		}
-		if st.Dev != e.dev || st.Ino != e.ino {
+		if uint64(st.Dev) != e.dev || st.Ino != e.ino {
 			return fmt.Errorf("canary fd %d now names another file (closed and reused)", e.f.Fd())
 		}
 	}

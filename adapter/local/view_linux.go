@@ -1,4 +1,4 @@
-//go:build linux
+//go:build linux && !sandboxer_portable
 
 package local
 
@@ -37,12 +37,114 @@ type viewSpec struct {
 	Devices []string    `json:"devices"` // device files bound read-write
 	Mask    []string    `json:"mask"`    // paths inside RO hidden by an empty read-only directory or file
 	Links   [][2]string `json:"links"`   // symbolic links of the root (path, target), as /bin -> usr/bin
+	// Owned are the sources of RO and RW that the caller gives the sandbox (the workspace,
+	// TMPDIR, Config.ReadPaths and WritePaths): where commands run as an unprivileged uid, they
+	// are idmapped so that the caller's files there are the sandbox root's (see viewClones.idmap).
+	Owned []string `json:"owned,omitempty"`
+	// Sources, when set, are RO, RW and Devices already cloned by the adapter, whose descriptors
+	// come with the spec in this order (see viewClones); the helper then clones nothing itself.
+	Sources []viewSource `json:"sources,omitempty"`
+}
+
+// viewSource is one cloned source of the view.
+type viewSource struct {
+	Target   string `json:"target"`
+	Dir      bool   `json:"dir"`
+	ReadOnly bool   `json:"readOnly"`
+	Owned    bool   `json:"owned,omitempty"`
+}
+
+// viewClones owns the detached copies (open_tree) of a view's sources, one file per source.
+type viewClones struct {
+	sources []viewSource
+	files   []*os.File
+}
+
+// Close closes every clone; it is idempotent (an os.File's Close is).
+func (c *viewClones) Close() {
+	for _, f := range c.files {
+		f.Close()
+	}
+}
+
+// cloneSources clones every source of spec that exists (RO, RW, then Devices), with its mount
+// attributes: read-only for RO, nosuid everywhere, nodev but for devices. The adapter calls it
+// when it runs as root, so that the helper, whose root is then an unprivileged host uid, gets
+// sources it could not reach itself (a workspace under /root); otherwise the helper calls it.
+func cloneSources(spec viewSpec) (*viewClones, error) {
+	c := &viewClones{}
+	bind := func(src string, rdonly bool) error {
+		fi, err := os.Stat(src)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		// AT_RECURSIVE: the mounts under a system directory come along, read-only too.
+		fd, err := unix.OpenTree(unix.AT_FDCWD, src, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE)
+		if err != nil {
+			return fmt.Errorf("clone %s: %w", src, err)
+		}
+		clone := os.NewFile(uintptr(fd), src)
+		attr := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV}
+		if rdonly {
+			attr.Attr_set |= unix.MOUNT_ATTR_RDONLY
+		}
+		if fi.Mode()&fs.ModeDevice != 0 {
+			attr.Attr_set &^= unix.MOUNT_ATTR_NODEV
+		}
+		if err := unix.MountSetattr(fd, "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, &attr); err != nil {
+			clone.Close()
+			return fmt.Errorf("mount attributes of %s: %w", src, err)
+		}
+		c.sources = append(c.sources, viewSource{Target: src, Dir: fi.IsDir(), ReadOnly: rdonly, Owned: slices.Contains(spec.Owned, src)})
+		c.files = append(c.files, clone)
+		return nil
+	}
+	var err error
+	for _, p := range spec.RO {
+		err = errors.Join(err, bind(p, true))
+	}
+	for _, p := range spec.RW {
+		err = errors.Join(err, bind(p, false))
+	}
+	for _, p := range spec.Devices {
+		err = errors.Join(err, bind(p, false))
+	}
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// idmap makes the owned sources idmapped mounts of the user namespace userns (a helper's, whose
+// root is an unprivileged host uid): a file the host's root owns there is the sandbox root's, and
+// what a command creates there is the host root's on disk, so the workspace stays the caller's
+// while every other host file (the system directories) is judged by DAC as an unprivileged
+// user's. It needs CAP_SYS_ADMIN in the initial user namespace and a file system that supports
+// idmapped mounts (ext4, xfs, btrfs, tmpfs since Linux 6.3, ...).
+func (c *viewClones) idmap(userns *os.File) error {
+	for i, s := range c.sources {
+		if !s.Owned {
+			continue
+		}
+		err := withFDs([]*os.File{c.files[i], userns}, func(fds []int) error {
+			attr := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_IDMAP, Userns_fd: uint64(fds[1])}
+			return unix.MountSetattr(fds[0], "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, &attr)
+		})
+		if err != nil {
+			return fmt.Errorf("idmapped mount of %s: %w", s.Target, err)
+		}
+	}
+	return nil
 }
 
 // viewMount is one mount of the view, in the order they are made.
 type viewMount struct {
 	target string
-	clone  *os.File // a detached copy of the source (open_tree), nil for a tmpfs
+	clone  *os.File // a detached copy of the source (open_tree; viewClones owns it), nil for a tmpfs
 	dir    bool     // the target is a directory (else a file)
 	mode   string   // tmpfs options
 	rdonly bool
@@ -50,18 +152,16 @@ type viewMount struct {
 
 // buildView assembles the view and pivots into it. proc says whether to mount /proc of the
 // helper's PID namespace. An error means the view is not in force; after the pivot there is none.
-func buildView(spec viewSpec, proc bool) (err error) {
-	mounts, err := viewMounts(spec)
-	defer func() {
-		for _, m := range mounts {
-			if m.clone != nil {
-				m.clone.Close()
-			}
+// clones are the sources the adapter cloned (nil: the helper clones them here); buildView closes
+// them.
+func buildView(spec viewSpec, proc bool, clones *viewClones) (err error) {
+	if clones == nil {
+		if clones, err = cloneSources(spec); err != nil {
+			return err
 		}
-	}()
-	if err != nil {
-		return err
 	}
+	defer clones.Close()
+	mounts := viewMounts(spec, clones)
 	const base = "/tmp" // the view is assembled here, in the helper's namespace only
 	if err := unix.Mount("tmpfs", base, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0755"); err != nil {
 		return fmt.Errorf("mount the view's root: %w", err)
@@ -78,6 +178,11 @@ func buildView(spec viewSpec, proc bool) (err error) {
 		}
 	}
 	for _, m := range mounts {
+		if err := m.make(base); err != nil {
+			return err
+		}
+	}
+	for _, m := range maskMounts(spec, base) { // over what is now in place
 		if err := m.make(base); err != nil {
 			return err
 		}
@@ -115,8 +220,9 @@ func buildView(spec viewSpec, proc bool) (err error) {
 	return unix.Chdir("/")
 }
 
-// viewMounts clones every source and lists the view's mounts, parents before children.
-func viewMounts(spec viewSpec) ([]viewMount, error) {
+// viewMounts lists the view's mounts, parents before children: the private tmpfs directories,
+// the cloned sources and the masks.
+func viewMounts(spec viewSpec, clones *viewClones) []viewMount {
 	var mounts []viewMount
 	tmpfs := func(target, mode string, rdonly bool) {
 		mounts = append(mounts, viewMount{target: target, dir: true, mode: mode, rdonly: rdonly})
@@ -125,59 +231,31 @@ func viewMounts(spec viewSpec) ([]viewMount, error) {
 	tmpfs("/dev/shm", "mode=1777", false)
 	tmpfs("/tmp", "mode=1777", false)
 	tmpfs("/var/tmp", "mode=1777", false)
-	bind := func(src string, rdonly bool) error {
-		fi, err := os.Stat(src)
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		// AT_RECURSIVE: the mounts under a system directory come along, read-only too.
-		fd, err := unix.OpenTree(unix.AT_FDCWD, src, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE)
-		if err != nil {
-			return fmt.Errorf("clone %s: %w", src, err)
-		}
-		clone := os.NewFile(uintptr(fd), src)
-		attr := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV}
-		if rdonly {
-			attr.Attr_set |= unix.MOUNT_ATTR_RDONLY
-		}
-		if fi.Mode()&fs.ModeDevice != 0 {
-			attr.Attr_set &^= unix.MOUNT_ATTR_NODEV
-		}
-		if err := unix.MountSetattr(fd, "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, &attr); err != nil {
-			clone.Close()
-			return fmt.Errorf("mount attributes of %s: %w", src, err)
-		}
-		mounts = append(mounts, viewMount{target: src, clone: clone, dir: fi.IsDir(), rdonly: rdonly})
-		return nil
-	}
-	var err error
-	for _, p := range spec.RO {
-		err = errors.Join(err, bind(p, true))
-	}
-	for _, p := range spec.RW {
-		err = errors.Join(err, bind(p, false))
-	}
-	for _, p := range spec.Devices {
-		err = errors.Join(err, bind(p, false))
-	}
-	for _, p := range spec.Mask {
-		fi, serr := os.Lstat(p)
-		switch {
-		case serr != nil:
-		case fi.IsDir():
-			tmpfs(p, "mode=0000", true)
-		case fi.Mode().IsRegular():
-			mounts = append(mounts, viewMount{target: p, rdonly: true, mode: "mode=0000"})
-		}
+	for i, src := range clones.sources {
+		mounts = append(mounts, viewMount{target: src.Target, clone: clones.files[i], dir: src.Dir, rdonly: src.ReadOnly})
 	}
 	// Parents before children; at one path, in the order listed.
 	slices.SortStableFunc(mounts, func(a, b viewMount) int {
 		return strings.Count(a.target, "/") - strings.Count(b.target, "/")
 	})
-	return mounts, err
+	return mounts
+}
+
+// maskMounts lists the masks of spec as they are in the assembled view under base, where a
+// source may be reachable that the helper's user could not reach on the host (an idmapped one).
+func maskMounts(spec viewSpec, base string) []viewMount {
+	var mounts []viewMount
+	for _, p := range spec.Mask {
+		fi, err := os.Lstat(base + p)
+		switch {
+		case err != nil: // absent, or out of the helper's reach and so of every command's
+		case fi.IsDir():
+			mounts = append(mounts, viewMount{target: p, dir: true, mode: "mode=0000", rdonly: true})
+		case fi.Mode().IsRegular():
+			mounts = append(mounts, viewMount{target: p, rdonly: true, mode: "mode=0000"})
+		}
+	}
+	return mounts
 }
 
 // make mounts m under base, creating its mount point.

@@ -273,7 +273,7 @@ func (s *Sandbox) writeAt(d *os.File, op, p, name string, data []byte) error {
 	case err == nil:
 		switch st.Mode & unix.S_IFMT {
 		case unix.S_IFREG:
-			perm = st.Mode & 0o7777
+			perm = uint32(st.Mode & 0o7777) // uint16 on darwin
 		case unix.S_IFLNK:
 			return errFinalSymlink
 		default:

@@ -36,9 +36,13 @@ type runtimeBin struct {
 	detach []string
 }
 
-// findRuntime locates cfg's runtime. A missing binary is errs.SandboxUnavailable naming it.
+// findRuntime locates cfg's runtime. A missing binary, or a system other than Linux, is
+// errs.SandboxUnavailable naming it.
 func findRuntime(cfg Config) (*runtimeBin, error) {
 	name := cfg.runtime()
+	if err := needLinux(); err != nil {
+		return nil, err
+	}
 	if os.Geteuid() != 0 {
 		return nil, errs.New(errs.SandboxUnavailable, "oci", "", "the oci adapter runs its runtime as root (rootless containers are not supported)")
 	}

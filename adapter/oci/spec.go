@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/moby/profiles/seccomp"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"github.com/sandboxer/sandboxer/adapter"
@@ -125,7 +124,7 @@ func (b bundle) spec() (*specs.Spec, error) {
 	}
 	if b.seccomp {
 		// The profile depends on the capabilities: set them first.
-		sc, err := seccomp.GetDefaultProfile(s)
+		sc, err := defaultSeccomp(s)
 		if err != nil {
 			return nil, fmt.Errorf("seccomp profile: %w", err)
 		}

@@ -337,7 +337,7 @@ func TestDoctor(t *testing.T) {
 		assert.NotEmpty(t, c.Detail, c.Name)
 		allOK = allOK && c.OK
 	}
-	assert.Equal(t, []string{"config", "ripgrep", "docker daemon", "docker image", "network namespace", "landlock"}, names)
+	assert.Equal(t, []string{"config", "platform", "ripgrep", "docker daemon", "docker image", "network namespace", "landlock"}, names)
 	if allOK {
 		assert.Equal(t, 0, r.code)
 	} else {

@@ -151,3 +151,63 @@ func (c *wireClient) callTrue(b *testing.B) {
 		b.Fatalf("bash /bin/true: %s", res)
 	}
 }
+
+// BenchmarkOneShot measures whole one-shot CLI invocations as a CI job or an agent framework
+// runs them (one process per tool call), each interleaved with the same work done bare:
+//
+//   - help: `sandboxer --help` against a Go hello world's equivalent, `/bin/true`;
+//   - read: `sandboxer tool read` of a 3-byte file, journal on (SQLite in the state directory),
+//     against `cat` of the file;
+//   - bash-true: `sandboxer tool bash` of `true` with the defaults (journal on, isolation auto),
+//     against `sh -c true`.
+//
+// It reports the medians and p99s of both (median-ns, p99-ns, bare-median-ns, bare-p99-ns) and
+// the ratio of the medians, x-bare.
+//
+//	go test -run '^$' -bench OneShot -benchtime 200x -count 1 ./cmd/sandboxer/
+func BenchmarkOneShot(b *testing.B) {
+	e := newEnv(b)
+	e.write("a.txt", "hi\n")
+	for _, bc := range []struct {
+		name string
+		args []string
+		bare []string
+	}{
+		{"help", []string{"--help"}, []string{"/bin/true"}},
+		{"read", []string{"tool", "read", "--input", `{"path":"a.txt"}`}, []string{"cat", "a.txt"}},
+		{"bash-true", []string{"tool", "bash", "--input", `{"cmd":"true"}`}, []string{"sh", "-c", "true"}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			run := func(argv []string) time.Duration {
+				cmd := exec.Command(argv[0], argv[1:]...)
+				cmd.Dir, cmd.Env = e.work, e.vars
+				start := time.Now()
+				if out, err := cmd.CombinedOutput(); err != nil {
+					b.Fatalf("%q: %v: %s", argv, err, out)
+				}
+				return time.Since(start)
+			}
+			self := append([]string{bin}, bc.args...)
+			run(self) // warm up: the journal's schema, the page cache
+			var lat, bare []time.Duration
+			for b.Loop() {
+				bare = append(bare, run(bc.bare))
+				lat = append(lat, run(self))
+			}
+			m, base := median(lat), median(bare)
+			b.ReportMetric(float64(m.Nanoseconds()), "median-ns")
+			b.ReportMetric(float64(p99(lat).Nanoseconds()), "p99-ns")
+			b.ReportMetric(float64(base.Nanoseconds()), "bare-median-ns")
+			b.ReportMetric(float64(p99(bare).Nanoseconds()), "bare-p99-ns")
+			b.ReportMetric(float64(m)/float64(base), "x-bare")
+		})
+	}
+}
+
+func p99(lat []time.Duration) time.Duration {
+	if len(lat) == 0 {
+		return 0
+	}
+	slices.Sort(lat)
+	return lat[(len(lat)*99)/100]
+}

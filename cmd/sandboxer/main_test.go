@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -67,8 +68,22 @@ func newEnv(t testing.TB) *env {
 	if h := os.Getenv("DOCKER_HOST"); h != "" {
 		e.vars = append(e.vars, "DOCKER_HOST="+h)
 	}
+	if c := goCache(); c != "" {
+		// The oci adapter compiles its agent with the Go toolchain: with the run's HOME alone,
+		// every run would rebuild the standard library.
+		e.vars = append(e.vars, "GOCACHE="+c)
+	}
 	return e
 }
+
+// goCache is this user's Go build cache.
+var goCache = sync.OnceValue(func() string {
+	out, err := exec.Command("go", "env", "GOCACHE").Output()
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(out))
+})
 
 // userConfig writes the user's config file (~/.config/sandboxer/sandboxer.yaml of the run's HOME).
 func (e *env) userConfig(content string) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"runtime"
 	"sort"
 	"time"
 
@@ -73,12 +74,24 @@ func unknownAdapter(name string) error {
 	return fmt.Errorf("--adapter %q: want one of %v", name, backendNames())
 }
 
-var localBackend = backend{
-	enforces: "file calls jailed to the workspace by os.Root; with --isolation auto (the default) " +
+// localEnforces says what the local adapter enforces in this build: kernel isolation on Linux,
+// none elsewhere (macOS).
+func localEnforces() string {
+	if !local.KernelIsolation {
+		return "NO kernel isolation on " + runtime.GOOS + ": file calls are jailed to the workspace by os.Root, " +
+			"but commands are plain processes of your user (they can read and write whatever you can, and reach " +
+			"the network), in a process group killed when they end; every result reports network, filesystem, " +
+			"processTree and limits as not enforced, and --require-isolation refuses every command."
+	}
+	return "file calls jailed to the workspace by os.Root; with --isolation auto (the default) " +
 		"each command also runs in its own user, PID and network namespaces (loopback only unless " +
 		"--allow-network), under Landlock (writes only to the workspace and a private TMPDIR, " +
 		"home directories and credentials unreadable) and in a cgroup killed as a whole; " +
-		"--require-isolation refuses a command when a layer is missing. Every result says which layers applied.",
+		"--require-isolation refuses a command when a layer is missing. Every result says which layers applied."
+}
+
+var localBackend = backend{
+	enforces: localEnforces(),
 	open: func(ctx context.Context, s Settings) (adapter.Sandbox, error) {
 		return local.New(localConfig(s, s.Root))
 	},

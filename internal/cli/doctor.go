@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sandboxer/sandboxer/adapter"
+	"github.com/sandboxer/sandboxer/adapter/local"
 	"github.com/sandboxer/sandboxer/adapter/oci"
 	"github.com/sandboxer/sandboxer/internal/doctor"
 )
@@ -20,6 +21,8 @@ import (
 type doctorReport struct {
 	Checks   []doctor.Check  `json:"checks"`
 	Adapters []adapterReport `json:"adapters"`
+	// LocalIsolation: each kernel isolation layer of the local adapter, and why it is missing here.
+	LocalIsolation local.Report `json:"localIsolation"`
 	// OCIRuntimes: each runtime of the oci adapter, found or not, and what it enforces here.
 	OCIRuntimes []oci.RuntimeReport `json:"ociRuntimes"`
 }
@@ -41,7 +44,8 @@ func newDoctorCmd(std Streams) *cobra.Command {
 is started in new user+network namespaces) and Landlock (the kernel's ABI version), then list
 each adapter of this build with the capabilities it declares here, and each OCI runtime of the
 oci adapter (runc, runsc, crun): found or not, its version, and the isolation layers a probe
-sandbox had in force. Exit status 0 when every
+sandbox had in force, and the local adapter's isolation layers: in force here, or missing and
+why (--require-isolation refuses commands while one is missing). Exit status 0 when every
 probe passed, 1 otherwise (the report is printed either way).`,
 		Args: exactArgs(0),
 		RunE: runE(func(c *cobra.Command, args []string) error {
@@ -52,11 +56,12 @@ probe passed, 1 otherwise (the report is printed either way).`,
 			ctx := c.Context()
 			daemon, img := doctor.Docker(ctx, s.Image)
 			rep := doctorReport{Checks: []doctor.Check{
-				configCheck(s), doctor.Ripgrep(ctx), daemon, img, doctor.NetworkNamespace(ctx), doctor.Landlock(),
+				configCheck(s), doctor.Platform(), doctor.Ripgrep(ctx), daemon, img, doctor.NetworkNamespace(ctx), doctor.Landlock(),
 			}}
 			for _, name := range allAdapterNames() {
 				rep.Adapters = append(rep.Adapters, describeAdapter(ctx, s, name))
 			}
+			rep.LocalIsolation = local.Probe()
 			rep.OCIRuntimes = oci.Probe(ctx, ociConfig(s, false))
 			if asJSON {
 				if err := printJSON(std, rep); err != nil {
@@ -87,6 +92,7 @@ probe passed, 1 otherwise (the report is printed either way).`,
 					}
 					fmt.Fprintf(std.Out, "  %s\n", a.Enforces)
 				}
+				printLocalLayers(std, rep.LocalIsolation)
 				printOCIRuntimes(std, rep.OCIRuntimes)
 			}
 			for _, ch := range rep.Checks {
@@ -101,6 +107,20 @@ probe passed, 1 otherwise (the report is printed either way).`,
 	c.Flags().String("config", "", configFlagUsage)
 	c.Flags().String(keyImage, DefaultImage, "image of the docker adapter to look for")
 	return c
+}
+
+// printLocalLayers lists the local adapter's isolation layers: in force here or missing, and why.
+func printLocalLayers(std Streams, rep local.Report) {
+	fmt.Fprintf(std.Out, "\nlocal isolation layers (--isolation auto):\n")
+	tw := tabwriter.NewWriter(std.Out, 0, 4, 2, ' ', 0)
+	for _, l := range rep.Layers {
+		if l.Available {
+			fmt.Fprintf(tw, "  %s\tok\n", l.Name)
+		} else {
+			fmt.Fprintf(tw, "  %s\tMISSING\t%s\n", l.Name, l.Reason)
+		}
+	}
+	tw.Flush()
 }
 
 // printOCIRuntimes lists the oci adapter's runtimes: found or not, version, and the layers a

@@ -42,12 +42,10 @@ completed) and the server exits 0.`,
 				return err
 			}
 			ctx := c.Context()
-			sess, err := openSession(ctx, s)
+			sess, cl, done, err := openCaller(ctx, s, std.Err)
 			if err != nil {
 				return err
 			}
-			defer sess.Close()
-			cl, done := newCaller(ctx, s, sess, std.Err)
 			defer done()
 			// A call's reply does not wait for its journal row to be completed: the row is
 			// running until then, and every row is completed before the server exits.

@@ -80,12 +80,10 @@ the journal (--journal). Exit status: 0 ok, 1 tool error, 2 usage error (unknown
 				}
 				return exit(1)
 			}
-			sess, err := openSession(ctx, s)
+			sess, cl, done, err := openCaller(ctx, s, std.Err)
 			if err != nil {
 				return fail(err)
 			}
-			defer sess.Close()
-			cl, done := newCaller(ctx, s, sess, std.Err)
 			defer done()
 			if s.Store != "" {
 				stop, err := attachStore(ctx, s, sess, cl, std.Err)
@@ -132,9 +130,60 @@ func checkInput(raw []byte) error {
 	return nil
 }
 
+// journalOpening is the journal of one invocation being opened in the background, while the
+// sandbox opens (both cost a few milliseconds; neither needs the other).
+type journalOpening struct {
+	done chan struct{}
+	j    *journal.Journal
+	err  error
+}
+
+// openJournal starts opening the journal of s (none when the journal is off).
+func openJournal(ctx context.Context, s Settings) *journalOpening {
+	o := &journalOpening{done: make(chan struct{})}
+	if s.Journal == "" {
+		close(o.done)
+		return o
+	}
+	go func() {
+		defer close(o.done)
+		o.j, o.err = journal.Open(ctx, s.Journal, journal.Options{MaxFieldBytes: s.MaxOutputBytes})
+	}()
+	return o
+}
+
+// wait returns the opened journal (nil when off) or why it could not be opened.
+func (o *journalOpening) wait() (*journal.Journal, error) {
+	<-o.done
+	return o.j, o.err
+}
+
+// discard closes the journal once it is open, for an invocation that ends before its calls.
+func (o *journalOpening) discard() {
+	if j, _ := o.wait(); j != nil {
+		j.Close()
+	}
+}
+
+// openCaller opens the invocation's journal and sandbox together, then prepares its caller (see
+// newCaller). done closes what it opened.
+func openCaller(ctx context.Context, s Settings, warn io.Writer) (*session, *caller, func(), error) {
+	jo := openJournal(ctx, s)
+	sess, err := openSession(ctx, s)
+	if err != nil {
+		jo.discard()
+		return nil, nil, nil, err
+	}
+	cl, done := newCaller(s, sess, jo, warn)
+	return sess, cl, func() {
+		done()
+		sess.Close()
+	}, nil
+}
+
 // newCaller prepares the journal and the tool context of one invocation. A journal that cannot be
-// opened is reported on warn and the calls run without it. done closes what it opened.
-func newCaller(ctx context.Context, s Settings, sess *session, warn io.Writer) (*caller, func()) {
+// opened is reported on warn and the calls run without it. done closes the journal.
+func newCaller(s Settings, sess *session, jo *journalOpening, warn io.Writer) (*caller, func()) {
 	tc := tools.NewContext(sess.Sandbox)
 	tc.RunID, tc.NodeID, tc.Iteration, tc.Attempt = s.RunID, s.NodeID, s.Iteration, s.Attempt
 	tc.AllowNetwork, tc.MaxOutputBytes, tc.Timeout = s.AllowNetwork, s.MaxOutputBytes, s.Timeout
@@ -143,13 +192,10 @@ func newCaller(ctx context.Context, s Settings, sess *session, warn io.Writer) (
 		pos:  journal.Position{RunID: s.RunID, NodeID: s.NodeID, Iteration: s.Iteration, Attempt: s.Attempt},
 		warn: warn,
 	}
-	if s.Journal != "" {
-		j, err := journal.Open(ctx, s.Journal, journal.Options{MaxFieldBytes: s.MaxOutputBytes})
-		if err != nil {
-			cl.warnf("%v (tool calls run without a journal)", err)
-		} else {
-			cl.j, cl.jw = j, newJournalWriter()
-		}
+	if j, err := jo.wait(); err != nil {
+		cl.warnf("%v (tool calls run without a journal)", err)
+	} else if j != nil {
+		cl.j, cl.jw = j, newJournalWriter()
 	}
 	return cl, func() {
 		if cl.j != nil {

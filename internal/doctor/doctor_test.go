@@ -3,6 +3,7 @@ package doctor_test
 import (
 	"context"
 	"os/exec"
+	"runtime"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -26,7 +27,20 @@ func TestProbesDoNotPanicAndExplain(t *testing.T) {
 	assert.False(t, i.OK, "a made-up image is never present")
 	assert.NotEmpty(t, d.Detail)
 	assert.NotEmpty(t, i.Detail)
-	for _, c := range []doctor.Check{doctor.NetworkNamespace(ctx), doctor.Landlock()} {
+	for _, c := range []doctor.Check{doctor.NetworkNamespace(ctx), doctor.Landlock(), doctor.Platform()} {
 		assert.NotEmpty(t, c.Detail, c.Name)
+	}
+}
+
+// The platform line names the system, and fails where the local adapter has no kernel isolation.
+func TestPlatform(t *testing.T) {
+	t.Parallel()
+	c := doctor.Platform()
+	assert.Equal(t, "platform", c.Name)
+	assert.Contains(t, c.Detail, runtime.GOOS+"/"+runtime.GOARCH)
+	assert.Equal(t, runtime.GOOS == "linux", c.OK, c.Detail)
+	if runtime.GOOS != "linux" {
+		assert.Contains(t, c.Detail, "NO kernel isolation")
+		assert.Contains(t, c.Detail, "oci adapter needs Linux")
 	}
 }
