@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -315,65 +314,4 @@ ls -d /workspace 2>/dev/null; echo done`
 			assert.Zero(t, fi.Mode()&(os.ModeSetuid|os.ModeSetgid), "%s on the host: %s", name, fi.Mode())
 		}
 	}
-}
-
-// TestRootOnlyFilesStayRootOnly: run as root, commands are an unprivileged host uid (finding 10):
-// a root-only file of a system directory that no deny rule names is unreadable, as is a file in a
-// root-only directory; the workspace stays theirs to use, and what they create there is the
-// caller's on disk.
-func TestRootOnlyFilesStayRootOnly(t *testing.T) {
-	t.Parallel()
-	if os.Geteuid() != 0 {
-		t.Skip("the caller is not root: commands run as the caller, as unprivileged as it")
-	}
-	requireLayers(t, local.LayerUnprivileged, local.LayerFSView)
-	secret := filepath.Join("/etc", "sandboxer-dac-"+strconv.Itoa(os.Getpid()))
-	require.NoError(t, os.WriteFile(secret, []byte("ROOT ONLY"), 0o600))
-	t.Cleanup(func() { os.Remove(secret) })
-	secretDir := secret + ".d"
-	require.NoError(t, os.Mkdir(secretDir, 0o700))
-	t.Cleanup(func() { os.RemoveAll(secretDir) })
-	require.NoError(t, os.WriteFile(filepath.Join(secretDir, "open"), []byte("ROOT ONLY"), 0o644))
-
-	sb := newIsolated(t, local.Config{})
-	require.NoError(t, os.WriteFile(filepath.Join(sb.Dir(), "mine.txt"), []byte("caller's\n"), 0o600))
-	res := run(t, sb, adapter.Command{Args: []string{"sh", "-c",
-		"cat " + secret + "; cat " + secretDir + "/open; cat /proc/self/uid_map; " +
-			"cat mine.txt && echo more >> mine.txt && mkdir -p d && echo new > d/new.txt && echo wrote"}})
-	assert.NotContains(t, string(res.Stdout), "ROOT ONLY")
-	assert.Contains(t, string(res.Stderr), secret+": Permission denied")
-	assert.Contains(t, string(res.Stderr), secretDir+"/open: Permission denied")
-	assert.Regexp(t, `^\s*0\s+`+strconv.Itoa(local.HostUID)+`\s+1\n`, strings.SplitAfter(string(res.Stdout), "\n")[0])
-	assert.Contains(t, string(res.Stdout), "caller's\nwrote\n", "%s", res.Stderr)
-	assert.Contains(t, res.Isolation.Layers, local.LayerUnprivileged)
-	for _, p := range []string{"mine.txt", "d", "d/new.txt"} {
-		fi, err := os.Stat(filepath.Join(sb.Dir(), p))
-		require.NoError(t, err)
-		assert.EqualValues(t, 0, fi.Sys().(*syscall.Stat_t).Uid, "%s is the caller's on disk", p)
-	}
-}
-
-// TestUnprivilegedFallsBackWithoutIdmap: a writable directory on a file system without idmapped
-// mounts (ramfs) keeps the sandbox usable with the host's root, reports the layer missing, and
-// fails closed under RequireIsolation.
-func TestUnprivilegedFallsBackWithoutIdmap(t *testing.T) {
-	t.Parallel()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root (to mount a ramfs, and to run commands as HostUID at all)")
-	}
-	requireLayers(t, local.LayerUnprivileged, local.LayerFSView)
-	extra := t.TempDir()
-	require.NoError(t, unix.Mount("ramfs", extra, "ramfs", 0, "mode=0755"))
-	t.Cleanup(func() { unix.Unmount(extra, unix.MNT_DETACH) })
-
-	sb := newIsolated(t, local.Config{WritePaths: []string{extra}})
-	res := run(t, sb, adapter.Command{Args: []string{"sh", "-c", "echo x > " + extra + "/f && cat " + extra + "/f"}})
-	assert.Equal(t, "x\n", string(res.Stdout), "%s", res.Stderr)
-	assert.NotContains(t, res.Isolation.Layers, local.LayerUnprivileged)
-	assert.Contains(t, res.Isolation.Layers, local.LayerFSView)
-
-	strict := newIsolated(t, local.Config{WritePaths: []string{extra}, RequireIsolation: true})
-	_, err := strict.ExecuteCommand(context.Background(), adapter.Command{Args: []string{"true"}})
-	require.ErrorIs(t, err, errs.IsolationUnavailable)
-	assert.Contains(t, err.Error(), local.LayerUnprivileged)
 }
