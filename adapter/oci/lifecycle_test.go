@@ -84,7 +84,7 @@ func TestStopLeavesNothing(t *testing.T) {
 		t.Parallel()
 		ctx := ctxT(t)
 		sb := newSandbox(t, rt, oci.Config{})
-		ws := sb.Workspace()
+		ws := sb.HostWorkspace()
 		require.NoError(t, sb.WriteFile(ctx, "f", []byte("x")))
 		sh(t, sb, "sleep 300 & echo started")
 		require.NoError(t, sb.Stop(ctx))
@@ -104,11 +104,11 @@ func TestWorkspaceKeptOrGiven(t *testing.T) {
 		kept := newSandbox(t, rt, oci.Config{KeepWorkspace: true})
 		require.NoError(t, kept.WriteFile(ctx, "kept.txt", []byte("kept")))
 		require.NoError(t, kept.Stop(ctx))
-		got, err := os.ReadFile(filepath.Join(kept.Workspace(), "kept.txt"))
+		got, err := os.ReadFile(filepath.Join(kept.HostWorkspace(), "kept.txt"))
 		require.NoError(t, err, "KeepWorkspace keeps it")
 		assert.Equal(t, "kept", string(got))
 		assert.Empty(t, oci.Leftovers(ctx, oci.Config{StateDir: stateDir}, kept.ID()))
-		require.NoError(t, os.RemoveAll(kept.Workspace()))
+		require.NoError(t, os.RemoveAll(kept.HostWorkspace()))
 
 		// A given directory is mounted, made the sandbox user's, and kept.
 		dir := t.TempDir()
@@ -200,7 +200,7 @@ func TestPruneHelper(t *testing.T) {
 	}
 	sb, err := oci.New(ctxT(t), oci.Config{Runtime: rt, StateDir: os.Getenv("SANDBOXER_OCI_STATE")})
 	require.NoError(t, err)
-	fmt.Println("ORPHAN", sb.ID(), sb.Workspace())
+	fmt.Println("ORPHAN", sb.ID(), sb.HostWorkspace())
 	os.Exit(0) // no Stop: a crash as far as the sandbox knows
 }
 

@@ -35,6 +35,10 @@ func outside(t *testing.T, sb adapter.Sandbox) (string, func(string) ([]byte, bo
 	}
 }
 
+// The tool layer takes a Workspaced sandbox's Workspace() for its root: /workspace, as the
+// capabilities say, never the host directory.
+var _ adapter.Workspaced = (*oci.Sandbox)(nil)
+
 func TestConformance(t *testing.T) {
 	eachRuntime(t, func(t *testing.T, rt string) {
 		adaptertest.Run(t, adaptertest.Harness{
