@@ -300,6 +300,9 @@ func (s *Sandbox) observeLayers(pid int) []string {
 			}
 		}
 	} else {
+		if sp := s.spec; sp != nil && sp.Process != nil && len(sp.Process.Args) > 0 {
+			waitExec(pid, sp.Process.Args[0], 2*time.Second)
+		}
 		status := procStatus(pid)
 		if uidMapped(pid) {
 			layers = append(layers, "userns")
@@ -321,6 +324,23 @@ func (s *Sandbox) observeLayers(pid int) []string {
 		}
 	}
 	return append(layers, cgroupLayers(pid, s.cfg)...)
+}
+
+// waitExec waits, up to limit, until process pid runs program (its comm is the program's base
+// name, cut to 15 bytes). crun's start returns before the container's process has loaded its
+// seccomp filter and exec'd the agent (runc's waits for both): what /proc shows of the process
+// before that is crun's, not the sandbox's.
+func waitExec(pid int, program string, limit time.Duration) {
+	want := filepath.Base(program)
+	if len(want) > 15 {
+		want = want[:15]
+	}
+	for deadline := time.Now().Add(limit); time.Now().Before(deadline); time.Sleep(2 * time.Millisecond) {
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/comm")
+		if err != nil || strings.TrimSpace(string(b)) == want {
+			return
+		}
+	}
 }
 
 // uidMapped reports whether process pid is in a user namespace that maps its root elsewhere.

@@ -85,7 +85,7 @@ func TestStopLeavesNothing(t *testing.T) {
 		t.Parallel()
 		ctx := ctxT(t)
 		sb := newSandbox(t, rt, oci.Config{})
-		ws := sb.Workspace()
+		ws := sb.HostWorkspace()
 		require.NoError(t, sb.WriteFile(ctx, "f", []byte("x")))
 		sh(t, sb, "sleep 300 & echo started")
 		require.NoError(t, sb.Stop(ctx))
@@ -105,11 +105,11 @@ func TestWorkspaceKeptOrGiven(t *testing.T) {
 		kept := newSandbox(t, rt, oci.Config{KeepWorkspace: true})
 		require.NoError(t, kept.WriteFile(ctx, "kept.txt", []byte("kept")))
 		require.NoError(t, kept.Stop(ctx))
-		got, err := os.ReadFile(filepath.Join(kept.Workspace(), "kept.txt"))
+		got, err := os.ReadFile(filepath.Join(kept.HostWorkspace(), "kept.txt"))
 		require.NoError(t, err, "KeepWorkspace keeps it")
 		assert.Equal(t, "kept", string(got))
 		assert.Empty(t, oci.Leftovers(ctx, oci.Config{StateDir: stateDir}, kept.ID()))
-		require.NoError(t, os.RemoveAll(kept.Workspace()))
+		require.NoError(t, os.RemoveAll(kept.HostWorkspace()))
 
 		// A given directory is mounted, made the sandbox user's, and kept.
 		dir := t.TempDir()
@@ -202,7 +202,7 @@ func TestPruneHelper(t *testing.T) {
 	oci.NoJanitor() // a crash that its janitor did not see either (TestJanitor sees to the other)
 	sb, err := oci.New(ctxT(t), oci.Config{Runtime: rt, StateDir: os.Getenv("SANDBOXER_OCI_STATE")})
 	require.NoError(t, err)
-	fmt.Println("ORPHAN", sb.ID(), sb.Workspace())
+	fmt.Println("ORPHAN", sb.ID(), sb.HostWorkspace())
 	os.Exit(0) // no Stop: a crash as far as the sandbox knows
 }
 
@@ -274,11 +274,6 @@ func TestPrune(t *testing.T) {
 		orphan, orphanWS := f[0], f[1]
 		track(orphan)
 
-		dbg := func(when string) {
-			list, _ := oci.List(ctx, oci.Config{StateDir: state})
-			t.Logf("DBG %s %s live=%s persist=%s orphan=%s list=%+v", rt, when, live.ID(), persist.ID(), orphan, list)
-		}
-		dbg("after helper")
 		// Its agent saw its stream end: the container stopped by itself.
 		require.Eventually(t, func() bool {
 			list, err := oci.List(ctx, oci.Config{StateDir: state})
@@ -291,9 +286,7 @@ func TestPrune(t *testing.T) {
 			return false
 		}, 20*time.Second, 100*time.Millisecond)
 
-		dbg("before prune")
 		removed, err := oci.Prune(ctx, oci.Config{StateDir: state}, oci.PruneOptions{})
-		dbg("after prune")
 		require.NoError(t, err)
 		assert.Equal(t, []string{orphan}, removed, "only the orphan")
 		assert.Empty(t, oci.Leftovers(ctx, oci.Config{StateDir: state}, orphan))

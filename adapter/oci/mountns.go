@@ -16,10 +16,16 @@ import (
 // when the runtime's start command exits (the container has its own, made from it, and detaches
 // everything outside its root).
 
-// reachPlan says how the runtime reaches the bundle: directly (cover == ""), or under a cover.
+// The same private namespace serves crun on a hybrid cgroup host (see hybridCgroup): there the
+// cgroup v2 hierarchy at /sys/fs/cgroup/unified is detached in the namespace, so that crun sees
+// the v1 hierarchies alone, which hold every controller the sandbox is limited by.
+
+// reachPlan says how the runtime is started: directly (the zero plan), or in a private mount
+// namespace with a directory covered and mounts detached.
 type reachPlan struct {
-	cover string   // the directory to cover with a tmpfs
-	keep  []string // directories bind-mounted back below the cover
+	cover  string   // the directory to cover with a tmpfs
+	keep   []string // directories bind-mounted back below the cover
+	detach []string // mount points detached (lazily unmounted) in the namespace
 }
 
 // planReach finds the highest directory above dir (dir excluded) that uid cannot search.

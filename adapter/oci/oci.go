@@ -559,8 +559,12 @@ func (s *Sandbox) ID() string { return s.rec.ID }
 // Runtime returns the name of the runtime that runs the sandbox.
 func (s *Sandbox) Runtime() string { return s.rt.name }
 
-// Workspace returns the host directory mounted at /workspace.
-func (s *Sandbox) Workspace() string { return s.rec.Workspace }
+// HostWorkspace returns the host directory mounted at /workspace. (Not Workspace: that name is
+// adapter.Workspaced's, the workspace as commands see it, /workspace.)
+func (s *Sandbox) HostWorkspace() string { return s.rec.Workspace }
+
+// Workspace is the workspace as commands see it, /workspace (adapter.Workspaced).
+func (s *Sandbox) Workspace() string { return adapter.DefaultWorkspace }
 
 // Capabilities describes the adapter.
 func (s *Sandbox) Capabilities() adapter.Capabilities {

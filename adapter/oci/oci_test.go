@@ -35,6 +35,10 @@ func outside(t *testing.T, sb adapter.Sandbox) (string, func(string) ([]byte, bo
 	}
 }
 
+// The tool layer takes a Workspaced sandbox's Workspace() for its root: /workspace, as the
+// capabilities say, never the host directory.
+var _ adapter.Workspaced = (*oci.Sandbox)(nil)
+
 func TestConformance(t *testing.T) {
 	eachRuntime(t, func(t *testing.T, rt string) {
 		adaptertest.Run(t, adaptertest.Harness{
@@ -44,9 +48,13 @@ func TestConformance(t *testing.T) {
 	})
 }
 
-// TestTools runs the tool layer (read, write, edit, grep, bash) over oci sandboxes.
+// TestTools runs the tool layer (read, write, edit, grep, bash) over oci sandboxes. It and
+// TestFileSync run in parallel, each runtime too (mostly waiting on containers); the conformance
+// suite does not: its output flood measures the process's heap.
 func TestTools(t *testing.T) {
+	t.Parallel()
 	eachRuntime(t, func(t *testing.T, rt string) {
+		t.Parallel()
 		toolstest.Run(t, func(t *testing.T) adapter.Sandbox { return newSandbox(t, rt, oci.Config{}) })
 	})
 }
@@ -54,7 +62,9 @@ func TestTools(t *testing.T) {
 // TestFileSync runs the FileSync cases (hydrate, flush, conflicts, filter, binary files) over oci
 // sandboxes, whose file calls run on the host.
 func TestFileSync(t *testing.T) {
+	t.Parallel()
 	eachRuntime(t, func(t *testing.T, rt string) {
+		t.Parallel()
 		filesynctest.Run(t, filesynctest.Harness{New: func(t *testing.T) adapter.Sandbox {
 			return newSandbox(t, rt, oci.Config{})
 		}})

@@ -25,3 +25,7 @@ func needLinux() error { return errs.New(errs.SandboxUnavailable, "oci", "", "%s
 func defaultSeccomp(*specs.Spec) (*specs.LinuxSeccomp, error) { return nil, errNotLinux }
 
 func (pl reachPlan) start(*exec.Cmd) error { return errNotLinux }
+
+const unifiedCgroup = ""
+
+func hybridCgroup() bool { return false }

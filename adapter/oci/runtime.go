@@ -32,6 +32,9 @@ type runtimeBin struct {
 	path  string
 	root  string
 	flags []string // global flags after --root
+	// detach are mounts hidden from the runtime: every command of it runs in a private mount
+	// namespace without them (crun on a hybrid cgroup host: the v2 hierarchy).
+	detach []string
 }
 
 // findRuntime locates cfg's runtime. A missing binary, or a system other than Linux, is
@@ -56,6 +59,9 @@ func findRuntime(cfg Config) (*runtimeBin, error) {
 		return nil, errs.New(errs.SandboxUnavailable, "oci", "", "OCI runtime %q: %s is not an executable file", name, path)
 	}
 	r := &runtimeBin{name: name, path: path, root: layoutOf(cfg.stateDir()).runtimeRoot(name)}
+	if name == Crun && hybridCgroup() {
+		r.detach = []string{unifiedCgroup}
+	}
 	if name == Runsc {
 		// gVisor's network stack: none (loopback only) or the host's.
 		if cfg.AllowNetwork {
@@ -86,9 +92,13 @@ func runtimeEnv() []string {
 // output runs the runtime and returns its standard output; a failure carries its stderr.
 func (r *runtimeBin) output(ctx context.Context, args ...string) ([]byte, error) {
 	cmd := r.command(ctx, args...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := r.startCmd(cmd, reachPlan{})
+	if err == nil {
+		err = cmd.Wait()
+	}
+	out := stdout.Bytes()
 	if err != nil {
 		return out, fmt.Errorf("%s %s: %w: %s", r.name, args[0], err, strings.TrimSpace(stderr.String()))
 	}
@@ -196,7 +206,7 @@ func (r *runtimeBin) start(ctx context.Context, cid, bundleDir string, reach rea
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = p.inR, p.outW, p.errW
 	cmd.Dir = bundleDir
 	conn := newAgentConn(p, nil)
-	err = reach.start(cmd)
+	err = r.startCmd(cmd, reach)
 	p.closeChild()
 	if err == nil {
 		err = cmd.Wait()
@@ -227,13 +237,20 @@ func (r *runtimeBin) exec(ctx context.Context, cid, processFile string) (*agentC
 	cmd := r.command(context.Background(), "exec", "--process", processFile, cid)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = p.inR, p.outW, p.errW
 	cmd.Dir = filepath.Dir(processFile)
-	err = cmd.Start()
+	err = r.startCmd(cmd, reachPlan{})
 	p.closeChild()
 	if err != nil {
 		p.closeOwn()
 		return nil, errs.Wrap(errs.SandboxUnavailable, "oci exec", "", fmt.Errorf("%s exec: %w", r.name, err))
 	}
 	return newAgentConn(p, cmd), nil
+}
+
+// startCmd starts cmd, a command of the runtime, as reach says, with the runtime's own mounts
+// detached.
+func (r *runtimeBin) startCmd(cmd *exec.Cmd, reach reachPlan) error {
+	reach.detach = r.detach
+	return reach.start(cmd)
 }
 
 // version returns the first line of the runtime's --version.

@@ -190,6 +190,9 @@ func Bundle(cfg Config, dir string, args []string) (argv []string, cleanup func(
 	if reach.cover != "" {
 		return nil, nil, errs.New(errs.SandboxUnavailable, op, "", "%s cannot be searched from the user namespace", reach.cover)
 	}
+	if len(rt.detach) > 0 {
+		return nil, nil, errs.New(errs.SandboxUnavailable, op, "", "%s runs only in the adapter's private mount namespace on this hybrid cgroup host", rt.name)
+	}
 	ws := filepath.Join(dir, "workspace")
 	if err := os.MkdirAll(ws, 0o755); err != nil {
 		return nil, nil, errs.Wrap(errs.Internal, op, "", err)

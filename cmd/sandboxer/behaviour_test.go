@@ -332,6 +332,7 @@ func TestStoreKeepsExecutableBitAndLinks(t *testing.T) {
 func TestDoctor(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
+	shareGoCache(e) // doctor probes each oci runtime with a sandbox
 	r := e.run("", nil, "doctor", "--json")
 	var rep struct {
 		Checks []struct {

@@ -30,16 +30,21 @@ func requireRuntime(t *testing.T, rt string) {
 	t.Skipf("OCI runtime %s not usable (SANDBOXER_TEST_REQUIRE=oci fails instead): %v", rt, err)
 }
 
+// shareGoCache gives e's invocations the Go build cache of this run: the first oci sandbox of a
+// state directory unpacks the root file system, compiling the agent with the Go toolchain, which
+// takes minutes from an empty cache on a loaded machine.
+func shareGoCache(e *env) {
+	if out, err := exec.Command("go", "env", "GOCACHE").Output(); err == nil {
+		e.vars = append(e.vars, "GOCACHE="+strings.TrimSpace(string(out)))
+	}
+}
+
 func TestOCIAdapter(t *testing.T) {
 	t.Parallel()
 	requireRuntime(t, "runc")
 	requireRuntime(t, "runsc")
 	e := newEnv(t)
-	// The first call unpacks the root file system into the state directory, compiling the agent
-	// with the Go toolchain: give it the build cache of this run rather than an empty one.
-	if out, err := exec.Command("go", "env", "GOCACHE").Output(); err == nil {
-		e.vars = append(e.vars, "GOCACHE="+strings.TrimSpace(string(out)))
-	}
+	shareGoCache(e)
 	// Whatever an invocation killed by its timeout left behind.
 	t.Cleanup(func() { e.run("", nil, "sandbox", "prune") })
 

@@ -36,7 +36,7 @@ var ociBackend = backend{
 		if err != nil {
 			return err
 		}
-		rec.Backend, rec.Workspace = sb.ID(), sb.Workspace()
+		rec.Backend, rec.Workspace = sb.ID(), sb.HostWorkspace()
 		return sb.Detach()
 	},
 	attach: func(ctx context.Context, s Settings, st state.Dir, rec state.Record) (adapter.Sandbox, error) {
@@ -81,7 +81,7 @@ var ociBackend = backend{
 			return err
 		}
 		c := child.(*oci.Sandbox)
-		rec.Backend, rec.Workspace = c.ID(), c.Workspace()
+		rec.Backend, rec.Workspace = c.ID(), c.HostWorkspace()
 		return c.Detach()
 	},
 	prune: func(ctx context.Context, s Settings) ([]string, error) {
