@@ -1082,13 +1082,19 @@ func stdinFile(r io.Reader) (*os.File, func(), error) {
 	return pr, func() { pr.Close() }, nil
 }
 
+// capabilities are what the sandbox's own helper (network off) has in force: asking starts it,
+// as the sandbox's first command would (no separate probe helper is started for it).
 func (iso *isolation) capabilities() (adapter.FSIsolation, adapter.NetworkIsolation) {
-	rep := Probe()
 	fsIso, netIso := adapter.FSNone, adapter.NetHost
-	if rep.Filesystem && !iso.disabled[LayerLandlock] {
+	h, err := iso.helper(false)
+	if err != nil {
+		return fsIso, netIso
+	}
+	is := iso.enforced(h, false, false, false)
+	if is.Filesystem {
 		fsIso = adapter.FSJail
 	}
-	if rep.Network && !iso.disabled[LayerNetNS] {
+	if is.Network {
 		netIso = adapter.NetNamespace
 	}
 	return fsIso, netIso

@@ -243,7 +243,9 @@ func (s *Sandbox) Workspace() string { return s.dir }
 func (s *Sandbox) ID() string { return s.dir }
 
 // Capabilities of the local adapter: FSIsolation is FSJail and Network NetNamespace when isolation
-// is on and Probe says Landlock and network namespaces work here.
+// is on and the sandbox's helper has Landlock and the file system view, and the network
+// namespace, in force. The first call starts that helper (the first command would), so a caller
+// that only needs the workspace asks Workspace.
 func (s *Sandbox) Capabilities() adapter.Capabilities {
 	fsIso, netIso := adapter.FSNone, adapter.NetHost
 	if s.iso != nil {
