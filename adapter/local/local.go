@@ -315,7 +315,7 @@ func mapErr(op, p string, err error) error {
 	switch {
 	case err == nil:
 		return nil
-	case isEscape(err):
+	case adapter.IsRootEscape(err):
 		return errs.Wrap(errs.PathEscape, op, p, err)
 	case errors.Is(err, os.ErrClosed): // the workspace's root was closed by a concurrent Stop
 		return errs.Wrap(errs.SandboxUnavailable, op, p, err)
@@ -327,27 +327,6 @@ func mapErr(op, p string, err error) error {
 		return errs.Wrap(errs.PathEscape, op, p, err)
 	}
 	return errs.Wrap(errs.Internal, op, p, err)
-}
-
-// escapeErr is the error os.Root returns for a path that leaves it. The standard library does not
-// export it, so it is captured once from a path that must escape.
-var escapeErr = sync.OnceValue(func() error {
-	r, err := os.OpenRoot(os.TempDir())
-	if err != nil {
-		return nil
-	}
-	defer r.Close()
-	_, err = r.Open("../")
-	var pe *os.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	return nil
-})
-
-func isEscape(err error) bool {
-	e := escapeErr()
-	return e != nil && errors.Is(err, e)
 }
 
 // ReadFile reads a regular file of the workspace.

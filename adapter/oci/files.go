@@ -10,7 +10,6 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -51,7 +50,7 @@ func mapErr(op, p string, err error) error {
 		return nil
 	case errs.CodeOf(err) != "":
 		return err
-	case isEscape(err):
+	case adapter.IsRootEscape(err):
 		return errs.Wrap(errs.PathEscape, op, p, err)
 	case errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ENOTDIR):
 		return errs.Wrap(errs.NotFound, op, p, err)
@@ -61,27 +60,6 @@ func mapErr(op, p string, err error) error {
 		return errs.Wrap(errs.InvalidInput, op, p, err)
 	}
 	return errs.Wrap(errs.Internal, op, p, err)
-}
-
-// escapeErr is the error os.Root returns for a path that leaves it. The standard library does not
-// export it, so it is captured once from a path that must escape.
-var escapeErr = sync.OnceValue(func() error {
-	r, err := os.OpenRoot(os.TempDir())
-	if err != nil {
-		return nil
-	}
-	defer r.Close()
-	_, err = r.Open("../")
-	var pe *os.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	return nil
-})
-
-func isEscape(err error) bool {
-	e := escapeErr()
-	return e != nil && errors.Is(err, e)
 }
 
 // resolve follows every symbolic link of r (workspace-relative, clean) inside the workspace, as
@@ -128,7 +106,7 @@ func (s *Sandbox) resolve(op, p, r string) (string, error) {
 // one, which may stay inside /workspace).
 func (s *Sandbox) retry(op, p, r string, fn func(r string) error) error {
 	err := fn(r)
-	if err == nil || !isEscape(err) {
+	if err == nil || !adapter.IsRootEscape(err) {
 		return mapErr(op, p, err)
 	}
 	rr, rerr := s.resolve(op, p, r)
