@@ -27,16 +27,17 @@ func TestConformanceWithoutAgent(t *testing.T) {
 	})
 }
 
-// agentPids lists the pids of the container's agents: the main one (-idle) and the execs.
+// agentPids lists the pids of the container's agents: the main one (docker-init's child, PID 1's)
+// and the execs (whose parent is outside the container: 0).
 func agentPids(t *testing.T, sb adapter.Sandbox) (main, execs []string) {
 	t.Helper()
-	res := sh(t, sb, `ps -o pid,args | grep '[s]andboxer-agent'`)
+	res := sh(t, sb, `ps -o pid,ppid,args | grep '[s]andboxer-agent'`)
 	for _, line := range strings.Split(strings.TrimSpace(string(res.Stdout)), "\n") {
 		f := strings.Fields(line)
-		if len(f) < 2 || f[1] != "/usr/local/bin/sandboxer-agent" {
+		if len(f) < 3 || f[2] != "/usr/local/bin/sandboxer-agent" {
 			continue // docker-init, which started the main agent
 		}
-		if f[len(f)-1] == "-idle" {
+		if f[1] == "1" {
 			main = append(main, f[0])
 		} else {
 			execs = append(execs, f[0])

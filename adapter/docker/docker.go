@@ -451,14 +451,21 @@ func (s *Sandbox) Stop(ctx context.Context) error {
 
 func (s *Sandbox) remove(ctx context.Context) error {
 	_, err := s.eng.ContainerRemove(ctx, s.containerID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
-	if err != nil && !cerrdefs.IsNotFound(err) {
-		// Removal already in progress is fine too.
-		if cerrdefs.IsConflict(err) {
-			return nil
+	switch {
+	case err == nil, cerrdefs.IsNotFound(err):
+		return nil
+	case cerrdefs.IsConflict(err):
+		// Removal already in progress: the daemon's own (AutoRemove, when the agent exited).
+		// Stop returns once the container is gone, as it does after its own removal.
+		for i := 0; i < 100 && ctx.Err() == nil; i++ {
+			if _, err := s.eng.ContainerInspect(ctx, s.containerID, client.ContainerInspectOptions{}); cerrdefs.IsNotFound(err) {
+				return nil
+			}
+			time.Sleep(100 * time.Millisecond)
 		}
-		return classify("docker stop", err)
+		return nil
 	}
-	return nil
+	return classify("docker stop", err)
 }
 
 // Fork starts a new sandbox with the same configuration whose workspace is a copy of this one's at
