@@ -444,10 +444,11 @@ func (iso *isolation) launch(spec helperSpec, flags uintptr) (*helperProc, error
 			o.clones.Close()
 		}
 	}
+	h, err = iso.started(h, err)
 	if err == nil && cloneErr != nil {
 		h.ready.Missing[LayerFSView] = cloneErr.Error()
 	}
-	return iso.started(h, err)
+	return h, err
 }
 
 // started adds the layers the adapter applied to a started helper's report.
