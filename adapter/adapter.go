@@ -153,6 +153,10 @@ type Capabilities struct {
 	Symlinks bool `json:"symlinks"`
 	// Workspace is the workspace root as commands see it (a host directory or "/workspace").
 	Workspace string `json:"workspace"`
+	// Ports: the sandbox has a loopback that adapter.PortForwarder and adapter.PortListener reach.
+	Ports bool `json:"ports"`
+	// Processes: adapter.Starter works (background processes).
+	Processes bool `json:"processes"`
 }
 
 // Capable is implemented by every adapter of this module.
@@ -176,6 +180,13 @@ func WorkspaceOf(sb Sandbox) string {
 		return cp.Capabilities().Workspace
 	}
 	return ""
+}
+
+// Warmer is a sandbox that can start ahead what its first command will need (the local adapter's
+// isolation helper), so that a caller overlaps it with its own set-up (a one-shot CLI call opens
+// its journal meanwhile). Warm returns at once; the first command waits for what it started.
+type Warmer interface {
+	Warm(allowNetwork bool)
 }
 
 // Identified is a sandbox that can be found again by its id (CLI --sandbox, persist).

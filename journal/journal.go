@@ -4,8 +4,9 @@
 //
 // The journal is a plain SQLite file (modernc.org/sqlite, no cgo) in WAL mode with
 // synchronous=NORMAL and a busy timeout, so several processes (two CLI invocations, an MCP server
-// and `sandboxer log`) can share one file. Every statement used per call is prepared once at Open:
-// recording a call is one short write transaction.
+// and `sandboxer log`) can share one file. The two statements of a call (Begin, Finish) are
+// prepared once at Open, the others at their first use: recording a call is one short write
+// transaction.
 //
 // The journal stores what it is given: callers redact inputs before Record (write and edit keep
 // only the SHA-256 and size of content and patch; see tools.Meta.Redact). JSON fields larger
@@ -21,6 +22,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
@@ -94,11 +96,46 @@ type Journal struct {
 	path     string
 	maxField int
 
-	insert  *sql.Stmt
-	reserve *sql.Stmt
+	// begin and finish, a call's two writes, are prepared by Open; the statements of the other
+	// methods at their first use, so that a process that records one call (a one-shot CLI call)
+	// does not compile three statements it never runs (issue 15).
 	begin   *sql.Stmt
 	finish  *sql.Stmt
-	earlier *sql.Stmt
+	insert  lazyStmt
+	reserve lazyStmt
+	earlier lazyStmt
+}
+
+// lazyStmt is a statement prepared at its first use. A failed preparation is not kept: the next
+// use tries again.
+type lazyStmt struct {
+	query string
+	mu    sync.Mutex
+	st    *sql.Stmt
+}
+
+// stmt returns the prepared statement, preparing it first if needed.
+func (l *lazyStmt) stmt(ctx context.Context, db *sql.DB) (*sql.Stmt, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.st == nil {
+		st, err := db.PrepareContext(ctx, l.query)
+		if err != nil {
+			return nil, err
+		}
+		l.st = st
+	}
+	return l.st, nil
+}
+
+// close closes the statement if it was prepared.
+func (l *lazyStmt) close() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.st != nil {
+		l.st.Close()
+		l.st = nil
+	}
 }
 
 // schemaVersion 2 allows the status running (version 1 had only success and error) and has no
@@ -143,6 +180,43 @@ DROP INDEX IF EXISTS tool_calls_node;
 ALTER TABLE tool_calls RENAME TO tool_calls_v1;
 `
 
+// The statements of the journal's methods.
+const (
+	insertQuery = `INSERT INTO tool_calls (run_id, node_id, iteration, attempt, seq, tool_name,
+		input_json, output_json, started_at_ms, finished_at_ms, status, error_json, idempotency_key,
+		side_effect, idempotent) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	// One statement, run on its own (see Reserve): the counter is read and bumped under the write
+	// lock. It also starts above the highest seq already recorded for the position, so a journal
+	// whose counter table was lost cannot hand out a used seq.
+	// (Begin allocates from the same two places, so the two never hand out one seq twice.)
+	reserveQuery = `INSERT INTO tool_call_seqs (run_id, node_id, iteration, attempt, last_seq)
+		VALUES (?1, ?2, ?3, ?4, 1 + COALESCE((SELECT MAX(seq) FROM tool_calls
+			WHERE run_id = ?1 AND node_id = ?2 AND iteration = ?3 AND attempt = ?4), 0))
+		ON CONFLICT (run_id, node_id, iteration, attempt)
+			DO UPDATE SET last_seq = MAX(last_seq + 1, excluded.last_seq)
+		RETURNING last_seq`
+	// One statement too: the row is the reservation. Its seq is above every recorded seq and every
+	// seq Reserve handed out for the position.
+	beginQuery = `INSERT INTO tool_calls (run_id, node_id, iteration, attempt, seq, tool_name,
+		input_json, output_json, started_at_ms, finished_at_ms, status, error_json, idempotency_key,
+		side_effect, idempotent)
+		VALUES (?1, ?2, ?3, ?4, 1 + MAX(
+			COALESCE((SELECT MAX(seq) FROM tool_calls
+				WHERE run_id = ?1 AND node_id = ?2 AND iteration = ?3 AND attempt = ?4), 0),
+			COALESCE((SELECT last_seq FROM tool_call_seqs
+				WHERE run_id = ?1 AND node_id = ?2 AND iteration = ?3 AND attempt = ?4), 0)),
+			?5, ?6, 'null', ?7, 0, 'running', 'null', ?8, ?9, ?10)
+		RETURNING seq`
+	finishQuery = `UPDATE tool_calls SET output_json = ?, finished_at_ms = ?, status = ?,
+		error_json = ?, idempotency_key = ?
+		WHERE run_id = ? AND node_id = ? AND iteration = ? AND attempt = ? AND seq = ?
+			AND status = 'running'`
+	earlierQuery = `SELECT tool_name, attempt, seq, status FROM tool_calls
+		WHERE run_id = ? AND node_id = ? AND iteration = ? AND attempt < ?
+			AND side_effect = 1 AND idempotent = 0
+		ORDER BY attempt, seq`
+)
+
 // Open opens (creating if needed) the journal at path, creating its parent directory. The schema is
 // created here, once; the per-call statements are prepared here too. Errors: the file cannot be
 // created or opened, is not an SQLite database, or has a newer schema than this build knows.
@@ -179,7 +253,8 @@ func Open(ctx context.Context, path string, opts Options) (*Journal, error) {
 	// write lock, where the loser sleeps in the busy handler (1 ms, then longer). Other processes
 	// still meet on the lock, under the busy timeout.
 	db.SetMaxOpenConns(1)
-	j := &Journal{db: db, path: abs, maxField: opts.MaxFieldBytes}
+	j := &Journal{db: db, path: abs, maxField: opts.MaxFieldBytes,
+		insert: lazyStmt{query: insertQuery}, reserve: lazyStmt{query: reserveQuery}, earlier: lazyStmt{query: earlierQuery}}
 	if j.maxField <= 0 {
 		j.maxField = DefaultMaxFieldBytes
 	}
@@ -231,39 +306,8 @@ func (j *Journal) init(ctx context.Context) error {
 			*dst, err = j.db.PrepareContext(ctx, q)
 		}
 	}
-	prep(&j.insert, `INSERT INTO tool_calls (run_id, node_id, iteration, attempt, seq, tool_name,
-		input_json, output_json, started_at_ms, finished_at_ms, status, error_json, idempotency_key,
-		side_effect, idempotent) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
-	// One statement, run on its own (see Reserve): the counter is read and bumped under the write
-	// lock. It also starts above the highest seq already recorded for the position, so a journal
-	// whose counter table was lost cannot hand out a used seq.
-	// (Begin allocates from the same two places, so the two never hand out one seq twice.)
-	prep(&j.reserve, `INSERT INTO tool_call_seqs (run_id, node_id, iteration, attempt, last_seq)
-		VALUES (?1, ?2, ?3, ?4, 1 + COALESCE((SELECT MAX(seq) FROM tool_calls
-			WHERE run_id = ?1 AND node_id = ?2 AND iteration = ?3 AND attempt = ?4), 0))
-		ON CONFLICT (run_id, node_id, iteration, attempt)
-			DO UPDATE SET last_seq = MAX(last_seq + 1, excluded.last_seq)
-		RETURNING last_seq`)
-	// One statement too: the row is the reservation. Its seq is above every recorded seq and every
-	// seq Reserve handed out for the position.
-	prep(&j.begin, `INSERT INTO tool_calls (run_id, node_id, iteration, attempt, seq, tool_name,
-		input_json, output_json, started_at_ms, finished_at_ms, status, error_json, idempotency_key,
-		side_effect, idempotent)
-		VALUES (?1, ?2, ?3, ?4, 1 + MAX(
-			COALESCE((SELECT MAX(seq) FROM tool_calls
-				WHERE run_id = ?1 AND node_id = ?2 AND iteration = ?3 AND attempt = ?4), 0),
-			COALESCE((SELECT last_seq FROM tool_call_seqs
-				WHERE run_id = ?1 AND node_id = ?2 AND iteration = ?3 AND attempt = ?4), 0)),
-			?5, ?6, 'null', ?7, 0, 'running', 'null', ?8, ?9, ?10)
-		RETURNING seq`)
-	prep(&j.finish, `UPDATE tool_calls SET output_json = ?, finished_at_ms = ?, status = ?,
-		error_json = ?, idempotency_key = ?
-		WHERE run_id = ? AND node_id = ? AND iteration = ? AND attempt = ? AND seq = ?
-			AND status = 'running'`)
-	prep(&j.earlier, `SELECT tool_name, attempt, seq, status FROM tool_calls
-		WHERE run_id = ? AND node_id = ? AND iteration = ? AND attempt < ?
-			AND side_effect = 1 AND idempotent = 0
-		ORDER BY attempt, seq`)
+	prep(&j.begin, beginQuery)
+	prep(&j.finish, finishQuery)
 	return err
 }
 
@@ -272,10 +316,13 @@ func (j *Journal) Path() string { return j.path }
 
 // Close closes the journal. The last connection to close checkpoints the WAL into the main file.
 func (j *Journal) Close() error {
-	for _, s := range []*sql.Stmt{j.insert, j.reserve, j.begin, j.finish, j.earlier} {
+	for _, s := range []*sql.Stmt{j.begin, j.finish} {
 		if s != nil {
 			s.Close()
 		}
+	}
+	for _, l := range []*lazyStmt{&j.insert, &j.reserve, &j.earlier} {
+		l.close()
 	}
 	return j.db.Close()
 }
@@ -289,9 +336,12 @@ func (j *Journal) Reserve(ctx context.Context, pos Position) (int, error) {
 	// a fresh snapshot under the busy timeout when another process wrote in between), so the read
 	// and the bump are atomic across processes, as inside BEGIN IMMEDIATE, without the BEGIN and
 	// COMMIT round trips and database/sql's goroutine per transaction.
-	var seq int
-	err := j.reserve.QueryRowContext(ctx, pos.RunID, pos.NodeID, pos.Iteration, pos.Attempt).Scan(&seq)
+	st, err := j.reserve.stmt(ctx, j.db)
 	if err != nil {
+		return 0, fmt.Errorf("journal: reserve seq: %w", err)
+	}
+	var seq int
+	if err := st.QueryRowContext(ctx, pos.RunID, pos.NodeID, pos.Iteration, pos.Attempt).Scan(&seq); err != nil {
 		return 0, fmt.Errorf("journal: reserve seq: %w", err)
 	}
 	return seq, nil
@@ -304,7 +354,11 @@ func (j *Journal) Record(ctx context.Context, e Entry) error {
 	if err := j.checkOutcome(&e); err != nil {
 		return err
 	}
-	if _, err := j.insert.ExecContext(ctx, j.args(&e)...); err != nil {
+	st, err := j.insert.stmt(ctx, j.db)
+	if err == nil {
+		_, err = st.ExecContext(ctx, j.args(&e)...)
+	}
+	if err != nil {
 		return fmt.Errorf("journal: record %s seq %d: %w", e.ToolName, e.Seq, err)
 	}
 	return nil
@@ -351,12 +405,16 @@ func (j *Journal) Finish(ctx context.Context, e Entry) error {
 // RecordBatch stores several calls in one transaction: all of them or none. It is the fast path for
 // importing or replaying many rows. Errors as Record.
 func (j *Journal) RecordBatch(ctx context.Context, es []Entry) error {
+	insert, err := j.insert.stmt(ctx, j.db)
+	if err != nil {
+		return fmt.Errorf("journal: record batch: %w", err)
+	}
 	tx, err := j.db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("journal: record batch: %w", err)
 	}
 	defer tx.Rollback()
-	st := tx.StmtContext(ctx, j.insert)
+	st := tx.StmtContext(ctx, insert)
 	for i := range es {
 		e := es[i]
 		if err := j.checkOutcome(&e); err != nil {

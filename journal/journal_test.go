@@ -410,3 +410,39 @@ func TestOpenOddPathsAndWAL(t *testing.T) {
 	require.NoError(t, db.QueryRow("PRAGMA journal_mode").Scan(&mode))
 	assert.Equal(t, "wal", mode)
 }
+
+// TestFirstUsesRace: the statements prepared at their first use (Record, Reserve, RecordBatch,
+// PriorSideEffects) are first used from several goroutines at once; each gets one statement and
+// every row is stored (run with -race).
+func TestFirstUsesRace(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	j, err := journal.Open(ctx, filepath.Join(t.TempDir(), "j.db"), journal.Options{})
+	require.NoError(t, err)
+	defer j.Close()
+	pos := journal.Position{RunID: "r", NodeID: "n", Attempt: 2}
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			e := journal.Entry{RunID: "r", NodeID: fmt.Sprint("rec", g), Attempt: 1, Seq: 1, ToolName: "write",
+				Status: journal.StatusSuccess, SideEffect: true}
+			assert.NoError(t, j.Record(ctx, e))
+			e.NodeID = fmt.Sprint("batch", g)
+			assert.NoError(t, j.RecordBatch(ctx, []journal.Entry{e}))
+			_, err := j.Reserve(ctx, pos)
+			assert.NoError(t, err)
+			_, err = j.PriorSideEffects(ctx, pos)
+			assert.NoError(t, err)
+		}()
+	}
+	wg.Wait()
+	rows, err := j.List(ctx, journal.Filter{RunID: "r"})
+	require.NoError(t, err)
+	assert.Len(t, rows, 16)
+	seq, err := j.Reserve(ctx, pos)
+	require.NoError(t, err)
+	assert.Equal(t, 9, seq, "8 reservations before this one")
+	require.NoError(t, j.Close())
+}

@@ -27,7 +27,11 @@ func (j *Journal) PriorSideEffects(ctx context.Context, pos Position) ([]PriorCa
 	if pos.Attempt <= 1 {
 		return nil, nil
 	}
-	rows, err := j.earlier.QueryContext(ctx, pos.RunID, pos.NodeID, pos.Iteration, pos.Attempt)
+	st, err := j.earlier.stmt(ctx, j.db)
+	if err != nil {
+		return nil, fmt.Errorf("journal: earlier attempts: %w", err)
+	}
+	rows, err := st.QueryContext(ctx, pos.RunID, pos.NodeID, pos.Iteration, pos.Attempt)
 	if err != nil {
 		return nil, fmt.Errorf("journal: earlier attempts: %w", err)
 	}

@@ -28,6 +28,12 @@ func FuzzCheck(f *testing.F) {
 		wellFormed(t, d)
 		wellFormed(t, policy.Check(strings.Split(script, "\x00")))
 		wellFormed(t, policy.Check(strings.Fields(script)))
+		// With an allowlist inspection is never stricter than with the network off.
+		a := policy.CheckAllowlist([]string{"sh", "-c", script}, func(h string) bool { return h == "modules.example.com" })
+		wellFormed(t, a)
+		if !a.Allowed && d.Allowed {
+			t.Fatalf("sh -c %q is allowed with the network off but denied with an allowlist (%s)", script, a.Reason)
+		}
 		// execve takes C strings: an argument holding NUL can never run, and the parser drops
 		// NUL bytes, so composition is only asserted for scripts without them.
 		if d.Allowed || strings.IndexByte(script, 0) >= 0 {

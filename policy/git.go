@@ -89,6 +89,9 @@ func (c *checker) git(a []arg, x ctx) {
 	switch {
 	case gitRemote[sub] || strings.HasPrefix(sub, "remote-"):
 		c.denyGit(sub, "git "+sub+" talks to a remote")
+		if c.allowMode {
+			c.gitSSHRemotes(rest)
+		}
 	case !gitLocal[sub]:
 		c.denyGit(sub, "git "+sub+" is not a known local git command (it may be an alias or extension)")
 	case sub == "submodule":
@@ -263,4 +266,26 @@ func isGitBool(v string) bool {
 		return true
 	}
 	return false
+}
+
+// gitSSHRemotes denies, with an allowlist, a git remote in scp form (user@host:path): ssh does not
+// go through the egress proxy. URL remotes (https://, ssh://) are checked as every URL is.
+func (c *checker) gitSSHRemotes(rest []arg) {
+	for _, w := range rest {
+		if w.k != static || strings.Contains(w.s, "://") {
+			continue
+		}
+		at := strings.IndexByte(w.s, '@')
+		colon := strings.IndexByte(w.s, ':')
+		slash := strings.IndexByte(w.s, '/')
+		if at <= 0 || colon < at || (slash >= 0 && slash < colon) {
+			continue
+		}
+		host := w.s[at+1 : colon]
+		if host == "" || hostIsLoopback(host) {
+			continue
+		}
+		c.denyHost(w.s, host, "git remote "+quoteSrc(w.s)+" is reached over ssh, which does not go through the egress proxy: use an https:// remote of an allowed host")
+		return
+	}
 }

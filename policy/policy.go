@@ -28,6 +28,8 @@ type Decision struct {
 	Code    errs.Code // errs.NetworkDisabled or errs.GitRemoteDisabled when denied; "" when allowed
 	Reason  string    // human text, e.g. `curl is a network client`; not part of the contract
 	Command string    // the offending command word or URL
+	// Host is the host that is not allowed (CheckAllowlist only); "" otherwise.
+	Host string
 }
 
 // Err returns nil when the decision allows the command, else an *errs.Error with the decision's
@@ -36,12 +38,16 @@ func (d Decision) Err(op string) error {
 	if d.Allowed {
 		return nil
 	}
-	return &errs.Error{
+	e := &errs.Error{
 		Code:    d.Code,
 		Op:      op,
 		Msg:     d.Reason,
 		Details: map[string]any{"command": d.Command},
 	}
+	if d.Host != "" {
+		e.Details["host"] = d.Host
+	}
+	return e
 }
 
 // maxDepth bounds nested scripts (sh -c inside eval inside sh -c ...); deeper nesting is denied.
@@ -51,7 +57,24 @@ const maxDepth = 32
 // whether it may run. It never panics and never touches the system: the same argv always gives
 // the same decision. An empty argv is allowed (there is nothing to run).
 func Check(argv []string) Decision {
-	c := checker{}
+	return check(argv, checker{})
+}
+
+// CheckAllowlist inspects argv for a sandbox whose only way out is the egress proxy, with
+// allowed deciding which hosts the allowlist (allow-hosts) lets through. Network clients,
+// package managers, git remote subcommands and what cannot be resolved statically pass: the
+// proxy enforces what inspection cannot see. What inspection can see must be allowed: every URL's
+// host is loopback or allowed, and neither a bash /dev/tcp or /dev/udp path nor a git ssh remote
+// (git@host:path) names a host outside the sandbox, since neither goes through the proxy. A
+// refusal is errs.NetworkDisabled with Decision.Host naming the host. allowed nil allows no host.
+func CheckAllowlist(argv []string, allowed func(host string) bool) Decision {
+	if allowed == nil {
+		allowed = func(string) bool { return false }
+	}
+	return check(argv, checker{allowMode: true, allowed: allowed})
+}
+
+func check(argv []string, c checker) Decision {
 	args := make([]arg, len(argv))
 	for i, s := range argv {
 		args[i] = lit(s)
@@ -75,6 +98,10 @@ type checker struct {
 	denied bool
 	depth  int
 
+	// allowMode: CheckAllowlist; only denyHost denies, for hosts allowed reports false.
+	allowMode bool
+	allowed   func(host string) bool
+
 	// execStdin: a bare `exec <...` replaced a shell's stdin somewhere; inheritedShell: a
 	// shell reads its script from the stdin it inherited. Together they deny.
 	execStdin      bool
@@ -91,11 +118,21 @@ type checker struct {
 }
 
 func (c *checker) deny(code errs.Code, command, reason string) {
-	if c.denied {
+	if c.denied || c.allowMode {
 		return
 	}
 	c.denied = true
 	c.d = Decision{Code: code, Reason: reason, Command: command}
+}
+
+// denyHost denies in both modes: host is outside the sandbox and not reachable (allowMode), or
+// any non-loopback host (Check).
+func (c *checker) denyHost(command, host, reason string) {
+	if c.denied {
+		return
+	}
+	c.denied = true
+	c.d = Decision{Code: errs.NetworkDisabled, Reason: reason, Command: command, Host: host}
 }
 
 func (c *checker) denyNet(command, reason string) { c.deny(errs.NetworkDisabled, command, reason) }

@@ -23,7 +23,28 @@ func (c *checker) scanText(s string) {
 			auth = auth[:j]
 		}
 		if !authorityIsLocal(rest[start:i], auth) {
-			c.denyNet(cleanURL(rest[start:i+3]+auth), "URL "+quoteSrc(cleanURL(rest[start:i+3]+auth))+" has a non-loopback host")
+			url := cleanURL(rest[start:i+3] + auth)
+			if c.allowMode {
+				// The text may be a script: a quote, bracket or separator after the host ends
+				// it ('https://modules.example.com' in python, `curl https://a.b;`). A backslash
+				// may be an escape that changes the host: such a URL is not allowed.
+				hauth := auth
+				if j := strings.IndexAny(hauth, ";&|'\"()<>`,{}"); j >= 0 {
+					hauth = hauth[:j]
+				}
+				host, ok := authorityHost(hauth)
+				ok = ok && !strings.Contains(hauth, `\`)
+				if ok && c.allowed(host) {
+					rest = rest[i+3:]
+					continue
+				}
+				if !ok {
+					host = url
+				}
+				c.denyHost(url, host, "URL "+quoteSrc(url)+" names host "+quoteSrc(cleanURL(host))+", which is not in the allowlist (add it with --allow-host)")
+				return
+			}
+			c.denyNet(url, "URL "+quoteSrc(url)+" has a non-loopback host")
 			return
 		}
 		rest = rest[i+3:]
@@ -39,6 +60,10 @@ func (c *checker) scanText(s string) {
 				host = host[:j]
 			}
 			if !hostIsLoopback(host) {
+				if c.allowMode {
+					c.denyHost(cleanURL(dev+host), cleanURL(host), "bash network path "+quoteSrc(cleanURL(dev+host))+" does not go through the egress proxy, the only way out with an allowlist")
+					return
+				}
 				c.denyNet(cleanURL(dev+host), "bash network path "+quoteSrc(cleanURL(dev+host))+" has a non-loopback host")
 				return
 			}
@@ -70,11 +95,18 @@ func authorityIsLocal(scheme, auth string) bool {
 	if auth == "" {
 		return strings.EqualFold(scheme, "file")
 	}
-	if strings.Contains(auth, dyn) {
-		return false
+	host, ok := authorityHost(auth)
+	return ok && hostIsLoopback(host)
+}
+
+// authorityHost returns the host of a URL authority (userinfo@host:port, [v6]:port), parsed
+// strictly: ok is false for anything ambiguous (several @, unknown parts, a bad port).
+func authorityHost(auth string) (host string, ok bool) {
+	if auth == "" || strings.Contains(auth, dyn) {
+		return "", false
 	}
 	if n := strings.Count(auth, "@"); n > 1 {
-		return false
+		return "", false
 	} else if n == 1 {
 		auth = auth[strings.IndexByte(auth, '@')+1:]
 	}
@@ -82,11 +114,11 @@ func authorityIsLocal(scheme, auth string) bool {
 	if strings.HasPrefix(auth, "[") {
 		end := strings.IndexByte(auth, ']')
 		if end < 0 {
-			return false
+			return "", false
 		}
 		host, port = auth[1:end], auth[end+1:]
 		if port != "" && port[0] != ':' {
-			return false
+			return "", false
 		}
 		port = strings.TrimPrefix(port, ":")
 	} else if i := strings.LastIndexByte(auth, ':'); i >= 0 {
@@ -94,10 +126,10 @@ func authorityIsLocal(scheme, auth string) bool {
 	}
 	for _, ch := range port {
 		if ch < '0' || ch > '9' {
-			return false
+			return "", false
 		}
 	}
-	return hostIsLoopback(host)
+	return host, host != ""
 }
 
 // hostIsLoopback reports whether host is localhost, a *.localhost name, or a loopback IP

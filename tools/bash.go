@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"time"
 
 	"github.com/sandboxer/sandboxer/adapter"
+	"github.com/sandboxer/sandboxer/egress"
 	"github.com/sandboxer/sandboxer/errs"
 )
 
@@ -19,6 +21,12 @@ type BashInput struct {
 // BashOpts are the per-call options of bash.
 type BashOpts struct {
 	Cwd string `json:"cwd,omitempty" jsonschema:"working directory inside the workspace; default the workspace root"`
+	// Background starts the command and returns at once with its process id (BashStarted); the
+	// process_* tools read its output, write its stdin and kill it. The timeout does not apply.
+	Background bool `json:"background,omitempty" jsonschema:"start the command in the background and return at once with {process, output}; read it with process_output, write its stdin with process_input, stop it with process_kill"`
+	// WaitMs, with Background, waits that long (or until the process exits) before returning
+	// what it printed. 0..BashMaxWaitMs.
+	WaitMs int `json:"waitMs,omitempty" jsonschema:"with background: milliseconds to wait (less if the process exits) before returning what it printed; default 0"`
 }
 
 // BashResult is the result of a bash call that exited 0 (and the Details of one that did not).
@@ -46,6 +54,11 @@ type BashResult struct {
 	// command passed), "no-network" (the network is off and the sandbox has none at all, so
 	// inspection does not apply), or "off" (allowNetwork).
 	NetworkPolicy string `json:"networkPolicy"`
+	// Network lists what the sandbox's egress proxy decided while the command ran (allowHosts):
+	// one entry per CONNECT tunnel or plain HTTP request, with the bytes each way. Absent when
+	// the sandbox has no proxy or no connection was made. A sandbox running several commands at
+	// once reports each request under every command running at the time.
+	Network []egress.Decision `json:"network,omitempty"`
 }
 
 // Text is the combined output: what the agent reads.
@@ -67,9 +80,12 @@ func (r BashResult) Text() string { return r.Output }
 // tree was killed; Details hold the partial "output", "stdout", "stderr", "truncated");
 // errs.CommandFailed for a non-zero exit, with Details "exitCode", "output", "stdout", "stderr",
 // "truncated", "isolation", "enforced"; errs.SandboxUnavailable.
-var Bash = builtin("", Definition[BashInput, BashResult]{
+//
+// With opts.background the command is checked the same way, then started (adapter.Starter) and
+// the call returns at once (after opts.waitMs) with a BashStarted: {process, output, ...}.
+var Bash = builtin("", Definition[BashInput, any]{
 	Name:        "bash",
-	Description: "Run an executable with arguments in the sandbox workspace, without a shell (for pipes or redirects run sh with args [\"-c\", script]). Returns the combined output; a non-zero exit is an error carrying the output.",
+	Description: "Run an executable with arguments in the sandbox workspace, without a shell (for pipes or redirects run sh with args [\"-c\", script]). Returns the combined output; a non-zero exit is an error carrying the output. With opts.background it returns at once with {process, output} (a dev server, a watcher): see process_output, process_input, process_kill, process_list.",
 	SideEffect:  true,
 	Execute:     runBash,
 })
@@ -99,6 +115,12 @@ func ValidateBash(in BashInput) error {
 	if in.Opts != nil && len(in.Opts.Cwd) > BashMaxCwdLength {
 		return fieldErr("opts.cwd", "opts.cwd is %d bytes, more than %d", len(in.Opts.Cwd), BashMaxCwdLength)
 	}
+	if in.Opts != nil && (in.Opts.WaitMs < 0 || in.Opts.WaitMs > BashMaxWaitMs) {
+		return fieldErr("opts.waitMs", "opts.waitMs must be between 0 and %d, got %d", BashMaxWaitMs, in.Opts.WaitMs)
+	}
+	if in.Opts != nil && in.Opts.WaitMs != 0 && !in.Opts.Background {
+		return fieldErr("opts.waitMs", "opts.waitMs applies only with opts.background")
+	}
 	return nil
 }
 
@@ -108,14 +130,14 @@ func fieldErr(field, format string, args ...any) error {
 	return e
 }
 
-func runBash(ctx context.Context, in BashInput, tc *Context) (BashResult, error) {
+func runBash(ctx context.Context, in BashInput, tc *Context) (any, error) {
 	if err := ValidateBash(in); err != nil {
 		return BashResult{}, err
 	}
 	argv := make([]string, 0, 1+len(in.Args))
 	argv = append(argv, in.Cmd)
 	argv = append(argv, in.Args...)
-	networkPolicy, err := checkNetwork(tc.Sandbox, tc.AllowNetwork, argv)
+	networkPolicy, err := checkNetwork(tc.Sandbox, tc.AllowNetwork, tc.AllowHosts, argv)
 	if err != nil {
 		return BashResult{}, err
 	}
@@ -126,25 +148,46 @@ func runBash(ctx context.Context, in BashInput, tc *Context) (BashResult, error)
 			return BashResult{}, errs.New(errs.PathInvalid, "bash", dir, "opts.cwd is only white space")
 		}
 	}
-	res, err := tc.Sandbox.ExecuteCommand(ctx, adapter.Command{
+	cmd := adapter.Command{
 		Args:           argv,
 		Dir:            dir,
 		Env:            tc.Env,
 		Timeout:        tc.Timeout,
 		MaxOutputBytes: tc.MaxOutputBytes,
 		AllowNetwork:   tc.AllowNetwork,
-	})
+		Stdout:         tc.Stdout,
+		Stderr:         tc.Stderr,
+	}
+	if in.Opts != nil && in.Opts.Background {
+		// The same command, network settings included, without what only a foreground call
+		// has: the timeout, the capture budget and the live copy.
+		cmd.Timeout, cmd.MaxOutputBytes, cmd.Stdout, cmd.Stderr = 0, 0, nil, nil
+		started, err := startBash(ctx, cmd, in.Opts.WaitMs, networkPolicy, tc)
+		if err != nil {
+			return nil, pathErr(err, dir)
+		}
+		return started, nil
+	}
+	proxy := egress.Of(tc.Sandbox)
+	var mark egress.Mark
+	if proxy != nil {
+		mark = proxy.Mark()
+	}
+	res, err := tc.Sandbox.ExecuteCommand(ctx, cmd)
 	out := bashResult(res)
 	out.NetworkPolicy = networkPolicy
+	if proxy != nil {
+		out.Network, _ = proxy.Since(ctx, mark, networkGrace)
+		if len(out.Network) == 0 {
+			out.Network = nil
+		}
+	}
 	if err != nil {
 		e := errs.As(err)
 		if errors.Is(err, errs.ProcessTimeout) {
 			e.Details = mergeDetails(e.Details, out.details())
 		}
-		if e.Path == "" && dir != "" && (errors.Is(err, errs.PathEscape) || errors.Is(err, errs.PathInvalid) || errors.Is(err, errs.NotFound)) {
-			e.Path = dir
-		}
-		return BashResult{}, e
+		return BashResult{}, pathErr(e, dir)
 	}
 	if res.ExitCode != 0 {
 		e := errs.New(errs.CommandFailed, "bash", "", "command exited with code %d", res.ExitCode)
@@ -156,6 +199,19 @@ func runBash(ctx context.Context, in BashInput, tc *Context) (BashResult, error)
 	}
 	return out, nil
 }
+
+// pathErr names the working directory in an error about it.
+func pathErr(err error, dir string) error {
+	e := errs.As(err)
+	if e.Path == "" && dir != "" && (errors.Is(err, errs.PathEscape) || errors.Is(err, errs.PathInvalid) || errors.Is(err, errs.NotFound)) {
+		e.Path = dir
+	}
+	return e
+}
+
+// networkGrace is how long bash waits, after the command, for the proxy to finish copying the
+// last bytes of the connections the command closed (for the counts in Network).
+const networkGrace = 2 * time.Second
 
 func bashResult(res adapter.Result) BashResult {
 	stdout, stderr := string(res.Stdout), string(res.Stderr)
@@ -187,6 +243,9 @@ func (r BashResult) details() map[string]any {
 	}
 	if r.Limit != "" {
 		d["limit"] = r.Limit
+	}
+	if r.Network != nil {
+		d["network"] = r.Network
 	}
 	return d
 }

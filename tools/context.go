@@ -5,11 +5,14 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"io"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
 
 	"github.com/sandboxer/sandboxer/adapter"
+	"github.com/sandboxer/sandboxer/egress"
 	"github.com/sandboxer/sandboxer/errs"
 )
 
@@ -54,6 +57,13 @@ type Context struct {
 	// AllowNetwork lets bash run network commands; when false, the policy package inspects argv
 	// first and the adapter cuts the network where it can.
 	AllowNetwork bool
+	// AllowHosts is the allowlist of the sandbox's egress proxy (issue 16; egress.ParseAllowlist
+	// syntax): the network stays cut, the proxy is the only way out, and command inspection lets
+	// network commands through when every host they show is allowed (policy.CheckAllowlist).
+	// The sandbox itself must have been made with the same AllowHosts in its adapter's Config
+	// (it owns the proxy); a sandbox without one (the memory adapter has no network) is
+	// errs.SandboxUnavailable. Exclusive with AllowNetwork.
+	AllowHosts []string
 	// MaxOutputBytes bounds each output stream, read and edit file sizes, write content and edit
 	// patches. 1..BashMaxOutputBytes.
 	MaxOutputBytes int
@@ -64,6 +74,10 @@ type Context struct {
 	IdempotencyKey string
 	// Env is added to the command environment of bash and grep ("KEY=VALUE").
 	Env []string
+	// Stdout and Stderr, when set, receive a live copy of a foreground bash command's output
+	// while it runs (the MCP server turns it into progress notifications); the result is the
+	// same either way.
+	Stdout, Stderr io.Writer
 
 	// Sandbox is where the tools run. Required.
 	Sandbox adapter.Sandbox
@@ -84,7 +98,7 @@ func NewContext(sb adapter.Sandbox) *Context {
 
 // Validate checks the options. Errors are errs.InvalidInput naming the field: maxOutputBytes
 // outside 1..BashMaxOutputBytes, timeout outside (0, BashMaxTimeout], a negative iteration,
-// attempt or seq, no sandbox.
+// attempt or seq, no sandbox, AllowNetwork with AllowHosts, an invalid AllowHosts pattern.
 func (c *Context) Validate() error {
 	switch {
 	case c.MaxOutputBytes <= 0 || c.MaxOutputBytes > BashMaxOutputBytes:
@@ -95,6 +109,10 @@ func (c *Context) Validate() error {
 		return errs.New(errs.InvalidInput, "", "", "iteration, attempt and seq must not be negative")
 	case c.Sandbox == nil:
 		return errs.New(errs.InvalidInput, "", "", "sandbox is nil")
+	case c.AllowNetwork && len(c.AllowHosts) > 0:
+		return errs.New(errs.InvalidInput, "", "", "allowNetwork and allowHosts exclude each other: allowNetwork opens every host")
+	case len(c.AllowHosts) > 0:
+		return egress.ValidateHosts(c.AllowHosts)
 	}
 	return nil
 }
@@ -123,6 +141,7 @@ func (c *Context) forCall(tool string) *Context {
 	cc.ToolName = tool
 	cc.IdempotencyKey = c.Key()
 	cc.Env = append([]string(nil), c.Env...)
+	cc.AllowHosts = slices.Clone(c.AllowHosts)
 	if cc.RootDir == "" && c.Sandbox != nil {
 		cc.RootDir = adapter.WorkspaceOf(c.Sandbox)
 	}
@@ -144,6 +163,7 @@ func NewSession(base *Context) *Session {
 	s := &Session{base: *base, seq: base.Seq}
 	s.base.IdempotencyKey = ""
 	s.base.Env = append([]string(nil), base.Env...)
+	s.base.AllowHosts = slices.Clone(base.AllowHosts)
 	return s
 }
 
@@ -155,6 +175,7 @@ func (s *Session) Next() *Context {
 	c.Seq = s.seq
 	s.mu.Unlock()
 	c.Env = append([]string(nil), c.Env...)
+	c.AllowHosts = slices.Clone(c.AllowHosts)
 	return &c
 }
 

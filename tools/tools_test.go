@@ -192,9 +192,10 @@ func TestBuiltins(t *testing.T) {
 	want := map[string][2]bool{ // sideEffect, idempotent
 		"read": {false, true}, "write": {true, false}, "edit": {true, false},
 		"grep": {false, true}, "bash": {true, false},
+		"process_output": {false, true}, "process_input": {true, false}, "process_kill": {true, true}, "process_list": {false, true},
 	}
 	names := []string{}
-	for _, tool := range tools.Builtins() {
+	for _, tool := range tools.All() {
 		names = append(names, tool.Name())
 		m := tools.Metadata(tool)
 		require.NotNil(t, m)
@@ -205,7 +206,8 @@ func TestBuiltins(t *testing.T) {
 		require.NoError(t, json.Unmarshal(tool.InputSchema(), &schema), tool.Name())
 		assert.Equal(t, "object", schema["type"])
 	}
-	assert.Equal(t, []string{"read", "write", "edit", "grep", "bash"}, names)
+	assert.Equal(t, []string{"read", "write", "edit", "grep", "bash", "process_output", "process_input", "process_kill", "process_list"}, names)
+	assert.Len(t, tools.Builtins(), 5, "the five built-ins of the spec")
 	assert.Nil(t, tools.Lookup("curl"))
 
 	var bash map[string]any
@@ -309,6 +311,10 @@ func TestJournalRedaction(t *testing.T) {
 	out = tools.Metadata(tools.Edit).Redact(mustJSON(t, map[string]any{"path": "b", "patch": patch}))
 	assert.NotContains(t, string(out), "password")
 	assert.JSONEq(t, `{"path":"b","patch":{"sha256":"`+sum(patch)+`","bytes":`+itoa(len(patch))+`}}`, string(out))
+
+	out = tools.Metadata(tools.ProcessInput).Redact(mustJSON(t, map[string]any{"process": "p1", "data": "hunter2\n"}))
+	assert.NotContains(t, string(out), "hunter2")
+	assert.JSONEq(t, `{"process":"p1","data":{"sha256":"`+sum("hunter2\n")+`","bytes":8}}`, string(out))
 
 	// Hostile inputs never leak: not an object, trailing data, a non-string content.
 	for _, in := range []string{`"secret content"`, `{"content":"secret content"} trailing`, `not json secret content`, `[{"content":"secret content"}]`} {

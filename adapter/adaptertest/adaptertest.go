@@ -85,6 +85,8 @@ func Run(t *testing.T, h Harness) {
 	t.Run("Exec/UTF8NeverCut", s.testUTF8)
 	t.Run("Exec/Concurrent", s.testConcurrent)
 	t.Run("Fork", s.testFork)
+	t.Run("Ports", s.testPorts)
+	t.Run("Processes", s.testProcesses)
 	t.Run("Stop", s.testStop)
 	t.Run("StopEndsRunningCommands", s.testStopWhileRunning)
 }
@@ -679,7 +681,11 @@ func (s *suite) testOutputFlood(t *testing.T) {
 			}
 		}
 	})
-	res, err := sb.ExecuteCommand(ctxT(t), adapter.Command{
+	// 128 MiB through gVisor's ptrace platform on a loaded machine took over a minute: this one
+	// call gets five.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	res, err := sb.ExecuteCommand(ctx, adapter.Command{
 		Args:           []string{"sh", "-c", fmt.Sprintf("yes | head -c %d; yes err | head -c %d >&2", produced, produced)},
 		MaxOutputBytes: limit,
 	})

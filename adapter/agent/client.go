@@ -24,11 +24,14 @@ type Client struct {
 	w    io.Writer
 	wbuf []byte
 
-	mu    sync.Mutex
-	calls map[uint32]*call
-	next  uint32
-	err   error
-	done  chan struct{}
+	mu        sync.Mutex
+	calls     map[uint32]*call
+	results   map[uint32]*pendingResult
+	streams   map[uint32]*stream
+	listeners map[uint32]*listener
+	next      uint32
+	err       error
+	done      chan struct{}
 }
 
 type call struct {
@@ -38,12 +41,14 @@ type call struct {
 	stdout, stderr io.Writer
 	finished       bool  // no more output is written once set
 	acked          int64 // stdin bytes the agent has consumed
+	ackedChunks    int64 // stdin frames the agent has consumed (one ack each)
 	ackNote        chan struct{}
 }
 
 // NewClient starts reading the agent's frames from r; calls are written to w. Close closes c.
 func NewClient(r io.Reader, w io.Writer, c io.Closer) *Client {
-	cl := &Client{closer: c, w: w, calls: map[uint32]*call{}, done: make(chan struct{})}
+	cl := &Client{closer: c, w: w, calls: map[uint32]*call{}, results: map[uint32]*pendingResult{},
+		streams: map[uint32]*stream{}, listeners: map[uint32]*listener{}, done: make(chan struct{})}
 	go cl.read(r)
 	return cl
 }
@@ -67,6 +72,9 @@ func (c *Client) read(r io.Reader) {
 		f, err = fr.next()
 		if err != nil {
 			break
+		}
+		if c.other(f) {
+			continue
 		}
 		c.mu.Lock()
 		cl := c.calls[f.id]
@@ -94,6 +102,7 @@ func (c *Client) read(r io.Reader) {
 			if len(f.payload) == 4 {
 				cl.mu.Lock()
 				cl.acked += int64(binary.BigEndian.Uint32(f.payload))
+				cl.ackedChunks++
 				cl.mu.Unlock()
 				select {
 				case cl.ackNote <- struct{}{}:
@@ -117,6 +126,7 @@ func (c *Client) read(r io.Reader) {
 	c.err = err
 	c.mu.Unlock()
 	close(c.done)
+	c.endAll()
 }
 
 func (c *Client) send(typ byte, id uint32, payload []byte) error {
@@ -205,19 +215,23 @@ func (c *Client) Run(ctx context.Context, spec Spec, onCancel func(), grace time
 	}
 }
 
-// feed sends r as stdin frames, keeping at most Window bytes unacknowledged, then the end of
-// stdin. It stops early when the call is over.
+// windowChunks bounds the stdin frames in flight: the agent queues them in a channel of twice as
+// many, which must never fill, however small the frames are.
+const windowChunks = Window / MaxPayload
+
+// feed sends r as stdin frames, keeping at most Window bytes and windowChunks frames
+// unacknowledged, then the end of stdin. It stops early when the call is over.
 func (c *Client) feed(id uint32, cl *call, r io.Reader, stop <-chan struct{}) {
 	buf := make([]byte, MaxPayload)
-	var sent int64
+	var sent, sentChunks int64
 	for {
 		n, rerr := r.Read(buf)
 		if n > 0 {
 			for {
 				cl.mu.Lock()
-				inflight := sent - cl.acked
+				inflight, chunks := sent-cl.acked, sentChunks-cl.ackedChunks
 				cl.mu.Unlock()
-				if inflight+int64(n) <= Window {
+				if inflight+int64(n) <= Window && chunks < windowChunks {
 					break
 				}
 				select {
@@ -237,6 +251,7 @@ func (c *Client) feed(id uint32, cl *call, r io.Reader, stop <-chan struct{}) {
 				return
 			}
 			sent += int64(n)
+			sentChunks++
 		}
 		if rerr != nil {
 			c.send(FrameStdinEOF, id, nil)

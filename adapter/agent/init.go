@@ -31,6 +31,13 @@ var initIgnored = append(initIgnoredPortable, initIgnoredOS...)
 // become its children), which a PID 1 must do or zombies pile up, without taking the exit status
 // of a process it started and waits for.
 func ServeInit(r io.Reader, w io.Writer) error {
+	a := New(true)
+	defer a.Close()
+	return a.Serve(r, w)
+}
+
+// startReaper takes the signals of initIgnored and reaps orphans on SIGCHLD.
+func startReaper() *reaper {
 	rp := &reaper{waited: map[int]bool{}}
 	sigs := make(chan os.Signal, 16)
 	signal.Notify(sigs, append(initIgnored, syscall.SIGCHLD)...)
@@ -41,7 +48,7 @@ func ServeInit(r io.Reader, w io.Writer) error {
 			}
 		}
 	}()
-	return serve(r, w, rp)
+	return rp
 }
 
 // reaper reaps the children the agent did not start itself.

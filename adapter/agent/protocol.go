@@ -26,12 +26,31 @@
 // payload length, then the payload (at most MaxPayload bytes).
 //
 //	client to agent: 'S' start (JSON Start), 'I' stdin bytes, 'E' end of stdin,
-//	                 'K' kill the call's tree (4-byte grace in milliseconds between SIGTERM and SIGKILL)
+//	                 'K' kill the call's tree (4-byte grace in milliseconds between SIGTERM and SIGKILL),
+//	                 'Q' request (JSON Request: dial, listen, and the background processes' ops)
 //	agent to client: 'O' stdout bytes, 'R' stderr bytes, 'A' stdin bytes consumed (4-byte count),
-//	                 'X' exit (JSON Exit; the call's last frame)
+//	                 'X' exit (JSON Exit; the call's last frame),
+//	                 't' part of a result, 'T' a result's last part (JSON Result, cut in parts
+//	                 of at most MaxPayload bytes), 'N' a connection accepted on the listener whose
+//	                 request id is the 4-byte payload (the frame's id is the new stream's)
+//	both ways:       'W' stream data, 'F' end of a stream's data (half close), 'C' stream reset,
+//	                 'w' stream bytes written out (4-byte count: flow control, see StreamWindow)
 //
-// When the agent's input ends (the client went away), it kills every process it started, with
-// their trees, and exits (or, with -idle, stays as the container's main process).
+// Ids are the client's (a counter from 1), except the streams of accepted connections, which the
+// agent numbers with the top bit set.
+//
+// When the agent's input ends (the client went away), it kills every process it started for that
+// client, with their trees, and exits (or, with -idle, stays as the container's main process).
+// Background processes (Request op "start") belong to the agent, not to a client: they live until
+// they exit, are signalled, or the agent ends.
+//
+// # One agent, many clients
+//
+// The main agent of a container (the container's main process) also listens on the abstract unix
+// socket HubSocket (in the container's network namespace: nothing on any file system). An agent
+// started by an exec (a client that attached to an existing container) relays its stdio to that
+// socket when it answers, so that every client of a sandbox talks to the one agent that keeps the
+// background processes and the listeners; without it, the exec'd agent serves its client itself.
 package agent
 
 import (
@@ -43,7 +62,7 @@ import (
 
 // Version is the protocol version. The image carries it in a label; the adapter uses the agent
 // only when the versions match.
-const Version = "1"
+const Version = "2"
 
 // Path is where the image build installs the agent.
 const Path = "/usr/local/bin/sandboxer-agent"
@@ -58,7 +77,76 @@ const (
 	FrameStderr   byte = 'R'
 	FrameAck      byte = 'A'
 	FrameExit     byte = 'X'
+
+	FrameRequest    byte = 'Q'
+	FrameResult     byte = 'T'
+	FrameResultPart byte = 't'
+	FrameAccept     byte = 'N'
+	FrameData       byte = 'W'
+	FrameFin        byte = 'F'
+	FrameClose      byte = 'C'
+	FrameWindow     byte = 'w'
 )
+
+// HubSocket is the abstract unix socket (Linux) where a container's main agent serves the clients
+// that exec'd agents relay.
+const HubSocket = "@sandboxer-agent-" + Version
+
+// acceptedBit marks the ids the agent gives the streams of accepted connections.
+const acceptedBit = 1 << 31
+
+// Request asks the agent for something other than a foreground process (FrameRequest).
+type Request struct {
+	// Op is one of: "dial" (connect to 127.0.0.1:Port; the request's id becomes the stream's),
+	// "listen" (listen on 127.0.0.1:Port; connections arrive as FrameAccept until the client
+	// sends FrameClose with the request's id), "start" (a background process: Start),
+	// "list", "output" (of process Process, after Since, waiting up to WaitMs for something new),
+	// "input" (Data to its stdin, then its end if EOF), "signal" (Signal by name to its tree),
+	// "wait" (up to WaitMs for its exit).
+	Op      string `json:"op"`
+	Port    int    `json:"port,omitempty"`
+	Start   *Start `json:"start,omitempty"`
+	Process string `json:"process,omitempty"`
+	Since   int64  `json:"since,omitempty"`
+	Limit   int    `json:"limit,omitempty"` // "output": at most this many bytes (0: all the rings hold)
+	WaitMs  int    `json:"waitMs,omitempty"`
+	Data    []byte `json:"data,omitempty"`
+	EOF     bool   `json:"eof,omitempty"`
+	Signal  string `json:"signal,omitempty"`
+}
+
+// Result answers a Request. Code classifies an Error: "invalid", "notfound" (no such process),
+// "limit", "refused" (nothing listens), "inuse" (the port is taken), or for "start" a failure of
+// Wrap ("wrap:" and the code Wrap would print: escape, notfound, noexec) and "failed" (the program
+// could not be started).
+type Result struct {
+	Error     string      `json:"error,omitempty"`
+	Code      string      `json:"code,omitempty"`
+	Process   *ProcState  `json:"process,omitempty"`
+	Processes []ProcState `json:"processes,omitempty"`
+	Output    *ProcOutput `json:"output,omitempty"`
+}
+
+// ProcState is a background process's state.
+type ProcState struct {
+	ID       string   `json:"id"`
+	Args     []string `json:"args"`
+	Started  int64    `json:"started"` // Unix nanoseconds
+	Running  bool     `json:"running"`
+	ExitCode int      `json:"exitCode"`
+}
+
+// ProcOutput is one read of a background process's output (see ring.Buffer.Read).
+type ProcOutput struct {
+	Stdout  []byte    `json:"stdout,omitempty"`
+	Stderr  []byte    `json:"stderr,omitempty"`
+	Offset  int64     `json:"offset"`
+	Dropped int64     `json:"dropped"`
+	State   ProcState `json:"state"`
+}
+
+// MaxProcesses bounds the running background processes of an agent (Result code "limit").
+const MaxProcesses = 16
 
 // MaxPayload bounds one frame's payload; output and stdin are sent in chunks of at most this size.
 const MaxPayload = 32 << 10
@@ -82,6 +170,8 @@ type Start struct {
 	Tree string `json:"tree,omitempty"`
 	// Wrap, when set, runs Args as a sandbox command (see Wrap); Dir is then ignored.
 	Wrap *Wrap `json:"wrap,omitempty"`
+	// TimeoutMs ends a background process's tree after this long (0: never).
+	TimeoutMs int64 `json:"timeoutMs,omitempty"`
 }
 
 // Wrap describes a sandbox command. The agent resolves Dir inside Root through every symlink,

@@ -20,20 +20,27 @@ import (
 const drainGrace = 500 * time.Millisecond
 
 // Serve runs processes as r asks and answers on w until r ends; it then kills every process it
-// started (with the trees named by their Start.Tree) and returns. Frames to w are written whole,
-// each in one Write.
+// started (with the trees named by their Start.Tree), its background processes included, and
+// returns. Frames to w are written whole, each in one Write.
 func Serve(r io.Reader, w io.Writer) error {
-	return serve(r, w, nil)
+	h := newHub(nil)
+	defer h.close()
+	return h.serve(r, w)
 }
 
-func serve(r io.Reader, w io.Writer, rp *reaper) error {
+// serve serves one client: its foreground calls, requests and streams. When r ends, what the
+// client started in the foreground is killed and its streams and listeners end; background
+// processes stay with the hub.
+func (h *hub) serve(r io.Reader, w io.Writer) error {
 	prewarmThreads(8)
-	s := &server{w: w, procs: map[uint32]*proc{}, reap: rp}
+	s := &server{w: w, procs: map[uint32]*proc{}, reap: h.reap, hub: h,
+		streams: map[uint32]*stream{}, listens: map[uint32]int{}}
 	fr := &frameReader{r: r}
 	for {
 		f, err := fr.next()
 		if err != nil {
 			s.abandon()
+			s.endStreams()
 			if errors.Is(err, io.EOF) {
 				return nil
 			}
@@ -66,6 +73,24 @@ func serve(r io.Reader, w io.Writer, rp *reaper) error {
 				p.stdin <- stdinChunk{data: chunk, eof: f.typ == FrameStdinEOF}
 			}
 			s.mu.Unlock()
+		case FrameRequest:
+			var req Request
+			if err := json.Unmarshal(f.payload, &req); err != nil {
+				s.result(f.id, Result{Error: "bad request frame: " + err.Error(), Code: "invalid"})
+				continue
+			}
+			s.request(f.id, req)
+		case FrameData, FrameFin, FrameClose, FrameWindow:
+			s.mu.Lock()
+			st := s.streams[f.id]
+			_, listening := s.listens[f.id]
+			s.mu.Unlock()
+			switch {
+			case st != nil:
+				st.deliver(f.typ, f.payload)
+			case listening && f.typ == FrameClose:
+				s.unlisten(f.id)
+			}
 		}
 	}
 }
@@ -95,10 +120,15 @@ type server struct {
 	w   io.Writer
 	buf []byte
 
-	mu    sync.Mutex
-	procs map[uint32]*proc
+	mu       sync.Mutex
+	procs    map[uint32]*proc
+	streams  map[uint32]*stream
+	listens  map[uint32]int // listen request id -> port
+	accepted uint32         // streams of accepted connections numbered so far
+	ended    bool           // the client is gone: no new streams
 
 	reap *reaper // PID 1 of a container: reaps orphans (see ServeInit)
+	hub  *hub
 }
 
 type stdinChunk struct {
@@ -114,13 +144,14 @@ type proc struct {
 	killing bool
 }
 
-// send writes one frame. A failed write is ignored: the client is gone and the read loop will
-// see its input end.
-func (s *server) send(typ byte, id uint32, payload []byte) {
+// send writes one frame. A failed write is reported but otherwise ignored: the client is gone and
+// the read loop will see its input end.
+func (s *server) send(typ byte, id uint32, payload []byte) error {
 	s.wmu.Lock()
+	defer s.wmu.Unlock()
 	s.buf = appendFrame(s.buf[:0], typ, id, payload)
-	s.w.Write(s.buf)
-	s.wmu.Unlock()
+	_, err := s.w.Write(s.buf)
+	return err
 }
 
 func exitPayload(e Exit) []byte {
@@ -134,9 +165,42 @@ func (s *server) start(id uint32, st Start) {
 		s.send(FrameStderr, id, []byte("sandboxer-agent: "+err.Error()+"\n"))
 		s.send(FrameExit, id, exitPayload(Exit{Code: 126, Error: err.Error()}))
 	}
-	if len(st.Args) == 0 {
-		fail(errors.New("empty command"))
+	sp, refusal, err := spawn(st, s.reap)
+	switch {
+	case refusal != "":
+		s.send(FrameStderr, id, []byte("sandboxer:"+st.Wrap.Nonce+":"+refusal+"\n"))
+		s.send(FrameExit, id, exitPayload(Exit{Code: 199}))
 		return
+	case err != nil:
+		fail(err)
+		return
+	}
+	p := &proc{cmd: sp.cmd, tree: sp.tree, wrapped: st.Wrap != nil}
+	if sp.stdin != nil {
+		p.stdin = make(chan stdinChunk, 2*Window/MaxPayload+4)
+	}
+	s.mu.Lock()
+	s.procs[id] = p
+	s.mu.Unlock()
+	if sp.stdin != nil {
+		go s.feed(id, p.stdin, sp.stdin)
+	}
+	go s.wait(id, p, sp.outR, sp.errR)
+}
+
+// spawned is a started process and the parent's ends of its pipes.
+type spawned struct {
+	cmd        *exec.Cmd
+	tree       string
+	outR, errR *os.File
+	stdin      *os.File // nil unless Start.Stdin
+}
+
+// spawn starts st's process with pipes for its output (and stdin if asked). refusal is Wrap's
+// failure code when the wrapper refused the command before starting it.
+func spawn(st Start, rp *reaper) (sp spawned, refusal string, err error) {
+	if len(st.Args) == 0 {
+		return sp, "", errors.New("empty command")
 	}
 	cmd := exec.Command(st.Args[0], st.Args[1:]...)
 	cmd.Dir = st.Dir
@@ -146,89 +210,66 @@ func (s *server) start(id uint32, st Start) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	tree := st.Tree
 	if w := st.Wrap; w != nil {
-		refuse := func(code string) {
-			s.send(FrameStderr, id, []byte("sandboxer:"+w.Nonce+":"+code+"\n"))
-			s.send(FrameExit, id, exitPayload(Exit{Code: 199}))
-		}
 		dir, code := jail(w.Root, w.Dir)
 		if code != "" {
-			refuse(code)
-			return
+			return sp, code, nil
 		}
 		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
-			refuse(failNotFound)
-			return
+			return sp, failNotFound, nil
 		}
 		env := cmd.Environ()
 		prog, ok := lookExec(st.Args[0], dir, lastEnv(env, "PATH"))
 		if !ok {
-			refuse(failNoExec)
-			return
+			return sp, failNoExec, nil
 		}
 		cmd.Path, cmd.Err, cmd.Dir = prog, nil, dir
 		cmd.Env = append(env, "SANDBOXER_EXEC_ID="+w.ID)
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 		tree = w.ID
 	}
-
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		fail(err)
-		return
-	}
-	errR, errW, err := os.Pipe()
-	if err != nil {
-		outR.Close()
-		outW.Close()
-		fail(err)
-		return
-	}
-	cmd.Stdout, cmd.Stderr = outW, errW
-	p := &proc{cmd: cmd, tree: tree, wrapped: st.Wrap != nil}
-	var inW *os.File
-	if st.Stdin {
-		var inR *os.File
-		inR, inW, err = os.Pipe()
-		if err != nil {
-			outR.Close()
-			outW.Close()
-			errR.Close()
-			errW.Close()
-			fail(err)
-			return
-		}
-		cmd.Stdin = inR
-		defer inR.Close()
-		p.stdin = make(chan stdinChunk, 2*Window/MaxPayload+4)
-	}
-	if s.reap != nil {
-		s.reap.start(func() int {
-			if err = cmd.Start(); err != nil {
-				return 0
+	var files []*os.File // every pipe end, closed on failure
+	pipe := func() (r, w *os.File) {
+		if err == nil {
+			if r, w, err = os.Pipe(); err == nil {
+				files = append(files, r, w)
 			}
-			return cmd.Process.Pid
-		})
-	} else {
-		err = cmd.Start()
+		}
+		return r, w
+	}
+	outR, outW := pipe()
+	errR, errW := pipe()
+	var inR, inW *os.File
+	if st.Stdin {
+		inR, inW = pipe()
+	}
+	if err == nil {
+		cmd.Stdout, cmd.Stderr = outW, errW
+		if inR != nil {
+			cmd.Stdin = inR
+		}
+		if rp != nil {
+			rp.start(func() int {
+				if err = cmd.Start(); err != nil {
+					return 0
+				}
+				return cmd.Process.Pid
+			})
+		} else {
+			err = cmd.Start()
+		}
+	}
+	if err != nil {
+		for _, f := range files {
+			f.Close()
+		}
+		return sp, "", err
 	}
 	outW.Close()
 	errW.Close()
-	if err != nil {
-		outR.Close()
-		errR.Close()
-		if inW != nil {
-			inW.Close()
-		}
-		fail(err)
-		return
+	if inR != nil {
+		inR.Close()
 	}
-	s.mu.Lock()
-	s.procs[id] = p
-	s.mu.Unlock()
-	if inW != nil {
-		go s.feed(id, p.stdin, inW)
-	}
-	go s.wait(id, p, outR, errR)
+	return spawned{cmd: cmd, tree: tree, outR: outR, errR: errR, stdin: inW}, "", nil
 }
 
 // feed writes stdin chunks to the process and acknowledges each, written or not (a process that
@@ -258,18 +299,33 @@ func (s *server) feed(id uint32, in <-chan stdinChunk, w *os.File) {
 
 // wait streams the process's output, waits for it, and reports its exit as the call's last frame.
 func (s *server) wait(id uint32, p *proc, outR, errR *os.File) {
+	code := collect(p.cmd, p.tree, p.wrapped, s.reap, outR, errR,
+		func(b []byte) { s.send(FrameStdout, id, b) }, func(b []byte) { s.send(FrameStderr, id, b) })
+	s.mu.Lock()
+	delete(s.procs, id)
+	if p.stdin != nil {
+		close(p.stdin)
+	}
+	s.mu.Unlock()
+	s.send(FrameExit, id, exitPayload(Exit{Code: code}))
+}
+
+// collect copies a started process's output to out and errOut (from two goroutines) until it
+// exits and its pipes drain (or drainGrace passes), kills what a wrapped command left behind,
+// and returns the exit code. It closes outR and errR.
+func collect(cmd *exec.Cmd, tree string, wrapped bool, rp *reaper, outR, errR *os.File, out, errOut func([]byte)) int {
 	var streams sync.WaitGroup
 	streams.Add(2)
-	go s.pump(id, FrameStdout, outR, &streams)
-	go s.pump(id, FrameStderr, errR, &streams)
-	werr := p.cmd.Wait()
-	if s.reap != nil {
-		s.reap.done(p.cmd.Process.Pid)
+	go pump(out, outR, &streams)
+	go pump(errOut, errR, &streams)
+	werr := cmd.Wait()
+	if rp != nil {
+		rp.done(cmd.Process.Pid)
 	}
-	if p.wrapped {
+	if wrapped {
 		// Nothing the command started outlives it or keeps its output open.
-		syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
-		killMarked(map[string]bool{p.tree: true}, syscall.SIGKILL)
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		killMarked(map[string]bool{tree: true}, syscall.SIGKILL)
 	}
 	drained := make(chan struct{})
 	go func() { streams.Wait(); close(drained) }()
@@ -283,22 +339,16 @@ func (s *server) wait(id uint32, p *proc, outR, errR *os.File) {
 	}
 	outR.Close()
 	errR.Close()
-	s.mu.Lock()
-	delete(s.procs, id)
-	if p.stdin != nil {
-		close(p.stdin)
-	}
-	s.mu.Unlock()
-	s.send(FrameExit, id, exitPayload(Exit{Code: exitCode(p.cmd.ProcessState, werr)}))
+	return exitCode(cmd.ProcessState, werr)
 }
 
-func (s *server) pump(id uint32, typ byte, r *os.File, wg *sync.WaitGroup) {
+func pump(write func([]byte), r *os.File, wg *sync.WaitGroup) {
 	defer wg.Done()
 	buf := make([]byte, MaxPayload)
 	for {
 		n, err := r.Read(buf)
 		if n > 0 {
-			s.send(typ, id, buf[:n])
+			write(buf[:n])
 		}
 		if err != nil {
 			return
@@ -332,18 +382,20 @@ func (s *server) kill(id uint32, grace time.Duration) {
 	p.killing = true
 	pid := p.cmd.Process.Pid
 	s.mu.Unlock()
-	signal := func(sig syscall.Signal) {
-		syscall.Kill(-pid, sig)
-		syscall.Kill(pid, sig)
-		if p.tree != "" {
-			killMarked(map[string]bool{p.tree: true}, sig)
-		}
-	}
-	signal(syscall.SIGTERM)
+	signalTree(pid, p.tree, syscall.SIGTERM)
 	go func() {
 		time.Sleep(grace)
-		signal(syscall.SIGKILL)
+		signalTree(pid, p.tree, syscall.SIGKILL)
 	}()
+}
+
+// signalTree sends sig to process pid, its process group and the processes marked with tree.
+func signalTree(pid int, tree string, sig syscall.Signal) {
+	syscall.Kill(-pid, sig)
+	syscall.Kill(pid, sig)
+	if tree != "" {
+		killMarked(map[string]bool{tree: true}, sig)
+	}
 }
 
 // abandon kills every running process: its process group and every process that carries its

@@ -58,7 +58,7 @@ func (a *agentConn) alive() bool {
 // has none (it was attached to, or its agent died), or nil when the container has no agent or it
 // cannot be started: calls then fall back to one daemon exec each.
 func (s *Sandbox) agentClient(ctx context.Context) *agentConn {
-	if s.agentVersion != agent.Version || s.cfg.NoAgent {
+	if !s.hasAgent() {
 		return nil
 	}
 	s.amu.Lock()

@@ -34,6 +34,7 @@ import (
 	"github.com/sandboxer/sandboxer/adapter"
 	"github.com/sandboxer/sandboxer/adapter/agent"
 	"github.com/sandboxer/sandboxer/adapter/docker/image"
+	"github.com/sandboxer/sandboxer/egress"
 	"github.com/sandboxer/sandboxer/errs"
 )
 
@@ -73,6 +74,14 @@ type Config struct {
 	AllowNetwork bool `mapstructure:"allow_network"`
 	// Network is the network mode used when AllowNetwork is set; "" is "bridge". "host" is refused.
 	Network string `mapstructure:"network"`
+	// AllowHosts gives the sandbox an egress proxy (package egress, issue 16): the container
+	// keeps network mode "none", and the proxy, listening on the container's 127.0.0.1:egress.Port
+	// from the first command on, is the only way out, to these hosts. Every command gets
+	// egress.Env. Exclusive with AllowNetwork.
+	AllowHosts []string `mapstructure:"allow_hosts"`
+	// Egress tunes the egress proxy (resolver, test-only address exceptions); its AllowHosts is
+	// ignored.
+	Egress egress.Config `mapstructure:"-" json:"-"`
 	// User runs the container and its commands; "" is image.User (1000:1000). "0" or "root" is
 	// allowed but loses one layer of defence.
 	User string `mapstructure:"user"`
@@ -127,6 +136,14 @@ func (c Config) Validate() error {
 	}
 	if !c.AllowNetwork && c.Network != "" {
 		return bad("Network is set but AllowNetwork is false")
+	}
+	if len(c.AllowHosts) > 0 {
+		if c.AllowNetwork {
+			return bad("AllowHosts and AllowNetwork exclude each other")
+		}
+		if err := egress.ValidateHosts(c.AllowHosts); err != nil {
+			return err
+		}
 	}
 	for _, e := range c.Env {
 		if k, _, ok := cutEnv(e); !ok || k == "" {
@@ -186,6 +203,8 @@ type Sandbox struct {
 	amu          sync.Mutex
 	agent        *agentConn // nil until started, or after it died
 	agentFailed  time.Time  // last failed start of an agent exec
+
+	egress egress.Holder // the proxy of cfg.AllowHosts
 }
 
 var (
@@ -418,6 +437,8 @@ func (s *Sandbox) Capabilities() adapter.Capabilities {
 		Signals:     true,
 		Symlinks:    true,
 		Workspace:   adapter.DefaultWorkspace,
+		Ports:       s.hasAgent(),
+		Processes:   s.hasAgent(),
 	}
 }
 
@@ -441,12 +462,33 @@ func (s *Sandbox) Stop(ctx context.Context) error {
 	}
 	s.stopped = true
 	s.mu.Unlock()
+	s.egress.Close()
 	s.closeAgent()
 	err := s.remove(ctx)
 	if s.ownEngine {
 		s.eng.Close()
 	}
 	return err
+}
+
+// Detach ends this handle's use of the sandbox and leaves the container running, for another
+// handle (another process) to Attach to: the handle's agent stream is closed (what it ran in the
+// foreground is killed; background processes stay with the container's agent) and every later
+// call of the handle fails with errs.SandboxUnavailable. Use it on a persistent sandbox: the agent
+// of one that is not persistent exits when its creator's stream closes, and the sandbox with it.
+func (s *Sandbox) Detach() error {
+	s.mu.Lock()
+	if s.stopped {
+		s.mu.Unlock()
+		return nil
+	}
+	s.stopped = true
+	s.mu.Unlock()
+	s.closeAgent()
+	if s.ownEngine {
+		s.eng.Close()
+	}
+	return nil
 }
 
 func (s *Sandbox) remove(ctx context.Context) error {

@@ -1,7 +1,6 @@
 package docker
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -14,6 +13,8 @@ import (
 
 	"github.com/sandboxer/sandboxer/adapter"
 	"github.com/sandboxer/sandboxer/adapter/agent"
+	"github.com/sandboxer/sandboxer/adapter/internal/agentproc"
+	"github.com/sandboxer/sandboxer/egress"
 	"github.com/sandboxer/sandboxer/errs"
 )
 
@@ -211,32 +212,14 @@ func (t teeCapped) Write(p []byte) (int, error) {
 // killed by a second exec and the partial output is returned with the error.
 func (s *Sandbox) ExecuteCommand(ctx context.Context, cmd adapter.Command) (adapter.Result, error) {
 	const op = "exec"
-	if len(cmd.Args) == 0 || cmd.Args[0] == "" {
-		return adapter.Result{}, errs.New(errs.InvalidInput, op, "", "empty command")
+	dir, err := agentproc.Validate(op, cmd)
+	if err != nil {
+		return adapter.Result{}, err
 	}
-	if cmd.MaxOutputBytes < 0 || cmd.Timeout < 0 {
-		return adapter.Result{}, errs.New(errs.InvalidInput, op, "", "negative limit")
+	if err := s.Egress().Ensure(ctx, s); err != nil {
+		return adapter.Result{}, err
 	}
-	for _, a := range cmd.Args {
-		if bytes.IndexByte([]byte(a), 0) >= 0 {
-			return adapter.Result{}, errs.New(errs.InvalidInput, op, "", "argument contains a NUL byte")
-		}
-	}
-	dir := "."
-	if cmd.Dir != "" {
-		d, err := adapter.Rel(op, adapter.DefaultWorkspace, cmd.Dir)
-		if err != nil {
-			return adapter.Result{}, err
-		}
-		dir = d
-	}
-	env := make([]string, 0, len(baseEnv)+len(s.cfg.Env)+len(cmd.Env))
-	env = append(append(append(env, baseEnv...), s.cfg.Env...), cmd.Env...)
-	for _, e := range cmd.Env {
-		if k, _, ok := cutEnv(e); !ok || k == "" || bytes.IndexByte([]byte(e), 0) >= 0 {
-			return adapter.Result{}, errs.New(errs.InvalidInput, op, "", "Env entry %q is not KEY=VALUE", e)
-		}
-	}
+	env := s.env(cmd)
 	if s.isStopped() {
 		return adapter.Result{}, s.errStopped(op)
 	}
@@ -278,17 +261,19 @@ func (s *Sandbox) ExecuteCommand(ctx context.Context, cmd adapter.Command) (adap
 	}
 	if code == 199 {
 		if c, ok := errHead.marker(nonce); ok {
-			switch c {
-			case "escape":
-				return adapter.Result{}, errs.New(errs.PathEscape, op, cmd.Dir, "working directory leaves the workspace")
-			case "notfound":
-				return adapter.Result{}, errs.New(errs.NotFound, op, cmd.Dir, "working directory does not exist")
-			case "noexec":
-				return adapter.Result{}, errs.New(errs.ProcessFailed, op, "", "executable %q not found or not executable", cmd.Args[0])
+			if err := agentproc.Refusal(op, cmd, c); err != nil {
+				return adapter.Result{}, err
 			}
 		}
 	}
 	return res, nil
+}
+
+// env is a command's environment: the base, the sandbox's, the command's.
+func (s *Sandbox) env(cmd adapter.Command) []string {
+	proxyEnv := egress.EnvOf(s.Egress())
+	env := make([]string, 0, len(baseEnv)+len(proxyEnv)+len(s.cfg.Env)+len(cmd.Env))
+	return append(append(append(append(env, baseEnv...), proxyEnv...), s.cfg.Env...), cmd.Env...)
 }
 
 func (s *Sandbox) isolation() adapter.Isolation {

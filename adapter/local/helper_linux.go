@@ -126,7 +126,7 @@ type helperReady struct {
 
 // request is one message from the adapter to the helper.
 type request struct {
-	Op   string   `json:"op"` // "spawn" or "signal"
+	Op   string   `json:"op"` // "spawn", "signal", "dial" or "listen"
 	ID   uint64   `json:"id"`
 	Path string   `json:"path,omitempty"`
 	Args []string `json:"args,omitempty"`
@@ -137,16 +137,23 @@ type request struct {
 	Cgroup bool `json:"cgroup,omitempty"`
 	// Init runs the command under a per-command init in its own PID namespace.
 	Init bool `json:"init,omitempty"`
+	// Port is the loopback port of "dial" (connect to it) and "listen" (listen on it): the reply
+	// carries the socket, made in the helper's network namespace, as SCM_RIGHTS.
+	Port int `json:"port,omitempty"`
 }
 
-// reply is one message from the helper: a spawn result (Started or Err) or an exit (Exited).
+// reply is one message from the helper: a spawn result (Started or Err), an exit (Exited), or the
+// result of a socket op (Socket, with the socket as SCM_RIGHTS, or Err).
 type reply struct {
 	ID      uint64 `json:"id"`
+	Socket  bool   `json:"socket,omitempty"`
 	Started bool   `json:"started,omitempty"`
 	Err     string `json:"err,omitempty"`
 	Errno   int    `json:"errno,omitempty"`
 	Exited  bool   `json:"exited,omitempty"`
 	Status  uint32 `json:"status,omitempty"` // syscall.WaitStatus
+
+	socket *os.File // the descriptor that came with a Socket reply (adapter side)
 }
 
 func helperMain() int {
@@ -378,6 +385,9 @@ func (h *helperServer) serve() {
 		switch req.Op {
 		case "spawn":
 			h.spawn(req, files)
+		case "dial", "listen":
+			closeFiles(files)
+			go h.socket(req)
 		case "signal":
 			closeFiles(files)
 			h.mu.Lock()
@@ -390,6 +400,41 @@ func (h *helperServer) serve() {
 			closeFiles(files)
 		}
 	}
+}
+
+// socket makes the loopback socket of a "dial" or "listen" request in this process's network
+// namespace (the sandbox's) and replies with it. The reply's descriptor is this process's only
+// copy, closed once sent.
+func (h *helperServer) socket(req request) {
+	addr := &unix.SockaddrInet4{Port: req.Port, Addr: [4]byte{127, 0, 0, 1}}
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err == nil {
+		if req.Op == "dial" {
+			err = unix.Connect(fd, addr)
+		} else {
+			_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_REUSEADDR, 1)
+			if err = unix.Bind(fd, addr); err == nil {
+				err = unix.Listen(fd, unix.SOMAXCONN)
+			}
+		}
+		if err != nil {
+			unix.Close(fd)
+		}
+	}
+	if err != nil {
+		r := reply{ID: req.ID, Err: err.Error()}
+		var en syscall.Errno
+		if errors.As(err, &en) {
+			r.Errno = int(en)
+		}
+		h.reply(r)
+		return
+	}
+	f := os.NewFile(uintptr(fd), "socket")
+	defer f.Close()
+	h.wmu.Lock()
+	defer h.wmu.Unlock()
+	_ = withFDs([]*os.File{f}, func(fds []int) error { return send(h.conn, reply{ID: req.ID, Socket: true}, fds) })
 }
 
 // receivedFiles turns the descriptors of a message's SCM_RIGHTS (received close-on-exec: the net

@@ -4,6 +4,7 @@ package local
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -156,23 +157,32 @@ func startHelper(spec helperSpec, flags uintptr, o helperStart) (*helperProc, er
 
 func (h *helperProc) readLoop() {
 	buf := make([]byte, 64<<10)
+	oob := make([]byte, unix.CmsgSpace(4))
 	for {
-		n, err := h.conn.Read(buf)
+		n, oobn, _, _, err := h.conn.ReadMsgUnix(buf, oob)
 		if err != nil || n == 0 {
 			break
 		}
+		files := receivedFiles(oob[:oobn])
 		var r reply
 		if json.Unmarshal(buf[:n], &r) != nil {
+			closeFiles(files)
 			continue
 		}
+		if r.Socket && len(files) == 1 {
+			r.socket, files = files[0], nil
+		}
+		closeFiles(files)
 		h.mu.Lock()
 		ch := h.pending[r.ID]
-		if r.Exited || r.Err != "" {
+		if r.Exited || r.Err != "" || r.Socket {
 			delete(h.pending, r.ID)
 		}
 		h.mu.Unlock()
 		if ch != nil {
 			ch <- r
+		} else if r.socket != nil {
+			r.socket.Close()
 		}
 	}
 	h.mu.Lock()
@@ -212,7 +222,7 @@ func (h *helperProc) send(req request, files []*os.File) (chan reply, error) {
 	default:
 	}
 	var ch chan reply
-	if req.Op == "spawn" {
+	if req.Op != "signal" {
 		h.next++
 		req.ID = h.next
 		ch = make(chan reply, 2)
@@ -228,6 +238,57 @@ func (h *helperProc) send(req request, files []*os.File) (chan reply, error) {
 		h.mu.Unlock()
 	}
 	return ch, err
+}
+
+// warm starts the helper the commands of a network mode use; its errors are the first command's.
+func (iso *isolation) warm(network bool) { _, _ = iso.helper(network) }
+
+// socketTimeout bounds the wait for the helper's socket: a helper that does not answer is dead.
+const socketTimeout = 10 * time.Second
+
+// socket asks the sandbox's helper without network for a loopback socket of op ("dial" or
+// "listen") made in its network namespace. nil without error means the commands share the host's
+// network (no network namespace): the caller uses the host's loopback.
+func (iso *isolation) socket(ctx context.Context, op string, port int) (*os.File, error) {
+	h, err := iso.helper(false)
+	if err != nil {
+		return nil, err
+	}
+	if !slices.Contains(h.ready.Layers, LayerNetNS) {
+		return nil, nil
+	}
+	ch, err := h.send(request{Op: op, Port: port}, nil)
+	if err != nil {
+		return nil, err
+	}
+	t := time.NewTimer(socketTimeout)
+	defer t.Stop()
+	select {
+	case r, ok := <-ch:
+		switch {
+		case !ok:
+			return nil, errors.New("helper is gone")
+		case r.Err != "":
+			if r.Errno != 0 {
+				return nil, fmt.Errorf("%s port %d: %w", op, port, syscall.Errno(r.Errno))
+			}
+			return nil, fmt.Errorf("%s port %d: %s", op, port, r.Err)
+		case r.socket == nil:
+			return nil, fmt.Errorf("%s port %d: the helper sent no socket", op, port)
+		}
+		return r.socket, nil
+	case <-ctx.Done():
+	case <-t.C:
+		h.kill()
+		return nil, errors.New("helper did not answer: killed")
+	}
+	// The reply may still come: its socket must not leak.
+	go func() {
+		if r, ok := <-ch; ok && r.socket != nil {
+			r.socket.Close()
+		}
+	}()
+	return nil, ctx.Err()
 }
 
 // ---- the sandbox's isolation state ----
@@ -362,6 +423,11 @@ func (iso *isolation) helper(network bool) (*helperProc, error) {
 		return nil, iso.errs[i] // it could not start: do not pay for a failed start per command
 	}
 	iso.prepare()
+	// The view mounts TMPDIR: it must exist before the first helper does, whoever starts it
+	// (Capabilities, DialPort or a command).
+	if err := iso.makeTmp(); err != nil {
+		return nil, err
+	}
 	// A cgroup namespace too: commands see their cgroup as the root of the tree (and, in the file
 	// system view, no cgroup file at all to clone a process into).
 	flags := uintptr(syscall.CLONE_NEWUSER | syscall.CLONE_NEWPID | syscall.CLONE_NEWNS | unix.CLONE_NEWCGROUP)
@@ -476,6 +542,11 @@ func (iso *isolation) started(h *helperProc, err error) (*helperProc, error) {
 func (iso *isolation) ensureTmp() error {
 	iso.mu.Lock()
 	defer iso.mu.Unlock()
+	return iso.makeTmp()
+}
+
+// makeTmp is ensureTmp with iso.mu held.
+func (iso *isolation) makeTmp() error {
 	if iso.tmpMade {
 		return nil
 	}
@@ -948,20 +1019,34 @@ func (p *cgroupPool) close() {
 	p.mu.Unlock()
 	p.dir.Close()
 	_ = os.WriteFile(filepath.Join(p.base, "cgroup.kill"), []byte("1"), 0)
+	// Killed processes leave their cgroups within milliseconds on a quiet machine; a loaded one
+	// (CI at a load of 30) took over a second. One deadline bounds all the waits.
+	deadline := time.Now().Add(cgroupDrain)
 	for _, d := range all {
-		for i := 0; !d.empty() && i < 200; i++ {
+		for !d.empty() && time.Now().Before(deadline) {
 			time.Sleep(5 * time.Millisecond)
 		}
 		d.release()
 	}
 	// The helper lived in the base itself.
-	for i := 0; !cgroupEmpty(p.base) && i < 200; i++ {
+	for !cgroupEmpty(p.base) && time.Now().Before(deadline) {
 		time.Sleep(5 * time.Millisecond)
 	}
-	if err := os.Remove(p.base); err == nil {
-		released(p.base)
+	for {
+		err := os.Remove(p.base)
+		if err == nil {
+			released(p.base)
+			return
+		}
+		if !errors.Is(err, syscall.EBUSY) || time.Now().After(deadline) {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// cgroupDrain bounds how long closing a sandbox's cgroups waits for killed processes to leave.
+const cgroupDrain = 10 * time.Second
 
 // ---- probe ----
 

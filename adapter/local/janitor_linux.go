@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -43,9 +44,20 @@ const (
 	janitorPG  = "pg"  // a plain command's process group (isolation off): killed
 )
 
-var janitor = sync.OnceValue(func() *janitorpkg.Conn {
-	return janitorpkg.Start(janitorArg0, []string{janitorEnv + "=1"})
-})
+var (
+	janitorOnce sync.Once
+	// janitorConn is the janitor's pipe once janitor() started it; nil before.
+	janitorConn atomic.Pointer[janitorpkg.Conn]
+)
+
+// janitor returns this process's janitor, starting it on first use (the first thing to look
+// after).
+func janitor() *janitorpkg.Conn {
+	janitorOnce.Do(func() {
+		janitorConn.Store(janitorpkg.Start(janitorArg0, []string{janitorEnv + "=1"}))
+	})
+	return janitorConn.Load()
+}
 
 // janitorMain is the janitor: it collects registrations until its stdin ends, then releases
 // what is left.
@@ -121,5 +133,11 @@ func removeCgroup(dir string) {
 // this process dies before released(path).
 func lookAfter(kind, path string) { janitor().Send("+" + kind + " " + path) }
 
-// released tells the janitor that path is gone.
-func released(path string) { janitor().Send("-" + path) }
+// released tells the janitor that path is gone. With no janitor yet nothing was registered, so
+// there is nothing to tell: a sandbox that only served file calls releases its (never made)
+// private TMPDIR at Stop, and that must not start a janitor process (issue 15).
+func released(path string) {
+	if c := janitorConn.Load(); c != nil {
+		c.Send("-" + path)
+	}
+}

@@ -241,11 +241,15 @@ func (l *limitGroups) release() {
 	}
 	l.released = true
 	l.mu.Unlock()
+	deadline := time.Now().Add(cgroupDrain) // see cgroupPool.close
 	for _, d := range l.dirs {
-		for i := 0; i < 200; i++ {
+		for {
 			err := os.Remove(d)
 			if err == nil || errors.Is(err, os.ErrNotExist) {
 				released(d)
+				break
+			}
+			if time.Now().After(deadline) {
 				break
 			}
 			time.Sleep(5 * time.Millisecond)

@@ -40,6 +40,8 @@ import (
 	"time"
 
 	"github.com/sandboxer/sandboxer/adapter"
+	"github.com/sandboxer/sandboxer/adapter/internal/procs"
+	"github.com/sandboxer/sandboxer/egress"
 	"github.com/sandboxer/sandboxer/errs"
 )
 
@@ -91,6 +93,20 @@ type Config struct {
 	// CPUs bounds the CPU time of the sandbox's commands together, in CPUs (1.5 = one and a half
 	// cores' time); 0 means no cap.
 	CPUs float64 `mapstructure:"cpus"`
+	// MaxProcesses bounds the background processes (Start) running at once; 0 means
+	// adapter.DefaultMaxProcesses.
+	MaxProcesses int `mapstructure:"max_processes"`
+
+	// AllowHosts gives the sandbox an egress proxy (package egress, issue 16): commands keep the
+	// network namespace's empty network, and the proxy, listening on the namespace's
+	// 127.0.0.1:egress.Port from the first command on, is their only way out, to these hosts
+	// (egress.ParseAllowlist syntax). Every command without Command.AllowNetwork gets
+	// egress.Env. Without a network namespace (isolation off, or a kernel without it) there is
+	// no proxy and nothing is enforced: only command inspection applies, as with the network off.
+	AllowHosts []string `mapstructure:"allow_hosts"`
+	// Egress tunes the egress proxy (its resolver, and address exceptions for tests); its
+	// AllowHosts is ignored: AllowHosts above is the list.
+	Egress egress.Config `mapstructure:"-" json:"-"`
 }
 
 // Resource limits (Config.Memory, Config.Pids) of a sandbox when its Config leaves them zero.
@@ -103,8 +119,8 @@ const (
 
 // Validate reports a configuration that cannot work.
 func (c Config) Validate() error {
-	if c.KillGrace < 0 || c.WaitDelay < 0 {
-		return errs.New(errs.InvalidInput, "local", "", "kill_grace and wait_delay must not be negative")
+	if c.KillGrace < 0 || c.WaitDelay < 0 || c.MaxProcesses < 0 {
+		return errs.New(errs.InvalidInput, "local", "", "kill_grace, wait_delay and max_processes must not be negative")
 	}
 	switch c.Isolation {
 	case "", IsolationAuto, IsolationOff:
@@ -133,6 +149,11 @@ func (c Config) Validate() error {
 			return errs.New(errs.InvalidInput, "local", p, "%s would show commands the unix socket %s (a daemon's way in): bind a directory without sockets", p, sock)
 		}
 	}
+	if len(c.AllowHosts) > 0 {
+		if err := egress.ValidateHosts(c.AllowHosts); err != nil {
+			return err
+		}
+	}
 	for _, kv := range c.Env {
 		if k, _, ok := strings.Cut(kv, "="); !ok || k == "" {
 			return errs.New(errs.InvalidInput, "local", "", "env entry %q is not KEY=VALUE", kv)
@@ -155,6 +176,11 @@ type Sandbox struct {
 	iso *isolation // nil when Config.Isolation is "off"
 
 	noPidfd bool // collect plain commands as on a kernel without pidfds (tests)
+
+	procs *procs.Table // started processes (Start)
+	ports portSet      // connections and listeners of DialPort and ListenPort
+
+	egress *egress.Proxy // Config.AllowHosts' proxy; nil without an allowlist
 
 	mu      sync.Mutex
 	stopped bool
@@ -187,7 +213,7 @@ func New(cfg Config) (*Sandbox, error) {
 	if cfg.WaitDelay == 0 {
 		cfg.WaitDelay = 100 * time.Millisecond
 	}
-	s := &Sandbox{cfg: cfg, running: map[int]struct{}{}}
+	s := &Sandbox{cfg: cfg, running: map[int]struct{}{}, procs: procs.NewTable(cfg.MaxProcesses)}
 	if cfg.Root == "" {
 		d, err := os.MkdirTemp("", "sandboxer-local-")
 		if err != nil {
@@ -229,6 +255,10 @@ func New(cfg Config) (*Sandbox, error) {
 		s.env = append(s.env, "TMPDIR="+s.iso.tmp)
 	}
 	s.env = append(s.env, cfg.Env...)
+	if s.egress, err = egress.NewFor(cfg.AllowHosts, cfg.Egress); err != nil {
+		s.Stop(context.Background())
+		return nil, err
+	}
 	return s, nil
 }
 
@@ -259,6 +289,8 @@ func (s *Sandbox) Capabilities() adapter.Capabilities {
 		Signals:     true,
 		Symlinks:    true,
 		Workspace:   s.dir,
+		Ports:       true,
+		Processes:   true,
 	}
 }
 
@@ -294,7 +326,10 @@ func (s *Sandbox) Stop(ctx context.Context) error {
 		_ = syscall.Kill(-pgid, syscall.SIGKILL)
 	}
 	s.mu.Unlock()
-	err := s.root.Close()
+	s.ports.close()
+	err := s.stopProcesses(ctx)
+	err = errors.Join(err, s.root.Close())
+	err = errors.Join(err, s.egress.Close())
 	if s.iso != nil {
 		err = errors.Join(err, s.iso.stop())
 	}
@@ -461,29 +496,41 @@ func randomSuffix() string {
 
 // ExecuteCommand runs argv in its own process group. See adapter.Sandbox for the contract.
 func (s *Sandbox) ExecuteCommand(ctx context.Context, c adapter.Command) (adapter.Result, error) {
-	if err := s.checkOpen("exec"); err != nil {
-		return adapter.Result{}, err
-	}
-	if len(c.Args) == 0 || c.Args[0] == "" {
-		return adapter.Result{}, errs.New(errs.InvalidInput, "exec", "", "args must name a program")
-	}
-	if c.MaxOutputBytes < 0 || c.Timeout < 0 {
-		return adapter.Result{}, errs.New(errs.InvalidInput, "exec", "", "limits must not be negative")
-	}
-	dir, err := s.workDir(c.Dir)
+	prog, dir, err := s.prepare("exec", c)
 	if err != nil {
 		return adapter.Result{}, err
 	}
-	if s.iso != nil {
-		if err := s.iso.ensureTmp(); err != nil {
-			return adapter.Result{}, err
-		}
-	}
-	prog, err := s.lookPath(c.Args[0], dir)
-	if err != nil {
+	if c.Env, err = s.egressEnv(ctx, c); err != nil {
 		return adapter.Result{}, err
 	}
 	return s.run(ctx, c, prog, dir)
+}
+
+// prepare checks a command before it starts and returns its program and working directory.
+func (s *Sandbox) prepare(op string, c adapter.Command) (prog, dir string, err error) {
+	if err := s.checkOpen(op); err != nil {
+		return "", "", err
+	}
+	if len(c.Args) == 0 || c.Args[0] == "" {
+		return "", "", errs.New(errs.InvalidInput, op, "", "args must name a program")
+	}
+	if c.MaxOutputBytes < 0 || c.Timeout < 0 {
+		return "", "", errs.New(errs.InvalidInput, op, "", "limits must not be negative")
+	}
+	dir, err = s.workDir(c.Dir)
+	if err != nil {
+		return "", "", err
+	}
+	if s.iso != nil {
+		if err := s.iso.ensureTmp(); err != nil {
+			return "", "", err
+		}
+	}
+	prog, err = s.lookPath(c.Args[0], dir)
+	if err != nil {
+		return "", "", err
+	}
+	return prog, dir, nil
 }
 
 // workDir resolves Command.Dir to a host directory inside the workspace.
@@ -630,13 +677,13 @@ func (s *Sandbox) startPlain(c adapter.Command, prog, dir string, env []string, 
 	return p, nil
 }
 
-func (s *Sandbox) run(ctx context.Context, c adapter.Command, prog, dir string) (adapter.Result, error) {
-	start := time.Now()
+// spawn starts a prepared command with its output on new pipes (which the caller closes), isolated
+// when isolation is on.
+func (s *Sandbox) spawn(c adapter.Command, prog, dir string) (process, *outPipes, adapter.Isolation, error) {
 	pipes, err := newOutPipes()
 	if err != nil {
-		return adapter.Result{}, errs.Wrap(errs.Internal, "exec", "", err)
+		return nil, nil, adapter.Isolation{}, errs.Wrap(errs.Internal, "exec", "", err)
 	}
-	defer pipes.close()
 	env := append(append([]string(nil), s.env...), c.Env...)
 	var p process
 	var iso adapter.Isolation
@@ -648,8 +695,19 @@ func (s *Sandbox) run(ctx context.Context, c adapter.Command, prog, dir string) 
 	}
 	pipes.closeWriters()
 	if err != nil {
+		pipes.close()
+		return nil, nil, iso, err
+	}
+	return p, pipes, iso, nil
+}
+
+func (s *Sandbox) run(ctx context.Context, c adapter.Command, prog, dir string) (adapter.Result, error) {
+	start := time.Now()
+	p, pipes, iso, err := s.spawn(c, prog, dir)
+	if err != nil {
 		return adapter.Result{Isolation: iso}, err
 	}
+	defer pipes.close()
 
 	limit := c.Limit()
 	stdout, stderr := adapter.NewCappedBuffer(limit), adapter.NewCappedBuffer(limit)

@@ -80,3 +80,16 @@ func TestUnprivilegedFallsBackWithoutIdmap(t *testing.T) {
 	require.ErrorIs(t, err, errs.IsolationUnavailable)
 	assert.Contains(t, err.Error(), local.LayerUnprivileged)
 }
+
+// The private TMPDIR exists for commands whoever started the helper first: Capabilities (or
+// DialPort) before any command once started it without making TMPDIR, and every command of that
+// sandbox then found no TMPDIR.
+func TestTmpdirWhenCapabilitiesCameFirst(t *testing.T) {
+	requireLayers(t, local.LayerFSView)
+	sb := newIsolated(t, local.Config{})
+	_ = sb.Capabilities()
+	res, err := sb.ExecuteCommand(context.Background(), adapter.Command{Args: []string{"sh", "-c", `echo x > "$TMPDIR/f" && cat "$TMPDIR/f"`}})
+	require.NoError(t, err)
+	assert.Equal(t, 0, res.ExitCode, "stderr: %s", res.Stderr)
+	assert.Equal(t, "x\n", string(res.Stdout))
+}

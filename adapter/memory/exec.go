@@ -173,28 +173,43 @@ func (n notFound) Error() string { return n.name + ": " + n.why }
 // output so far); errs.ProcessFailed when Args[0] is neither a builtin, a utility nor an
 // executable file in the tree.
 func (s *Sandbox) ExecuteCommand(ctx context.Context, c adapter.Command) (adapter.Result, error) {
-	start := time.Now()
+	return s.execute(ctx, c, false)
+}
+
+// prepare checks a command before it runs and returns its working directory and environment.
+func (s *Sandbox) prepare(op string, c adapter.Command) (string, expand.Environ, error) {
 	if len(c.Args) == 0 || c.Args[0] == "" {
-		return adapter.Result{}, errs.New(errs.InvalidInput, "exec", "", "empty argv")
+		return "", nil, errs.New(errs.InvalidInput, op, "", "empty argv")
 	}
 	if c.MaxOutputBytes < 0 || c.Timeout < 0 {
-		return adapter.Result{}, errs.New(errs.InvalidInput, "exec", "", "negative MaxOutputBytes or Timeout")
+		return "", nil, errs.New(errs.InvalidInput, op, "", "negative MaxOutputBytes or Timeout")
 	}
-	if err := s.checkOpen("exec"); err != nil {
-		return adapter.Result{}, err
+	if err := s.checkOpen(op); err != nil {
+		return "", nil, err
 	}
 	dir, err := s.workDir(c.Dir)
 	if err != nil {
-		return adapter.Result{}, err
+		return "", nil, err
 	}
 	env := s.envList
 	if len(c.Env) > 0 {
 		for _, kv := range c.Env {
 			if k, _, ok := strings.Cut(kv, "="); !ok || k == "" {
-				return adapter.Result{}, errs.New(errs.InvalidInput, "exec", "", "env entry %q is not KEY=VALUE", kv)
+				return "", nil, errs.New(errs.InvalidInput, op, "", "env entry %q is not KEY=VALUE", kv)
 			}
 		}
 		env = shellEnv(append(append([]string(nil), s.baseEnv...), c.Env...))
+	}
+	return dir, env, nil
+}
+
+// execute is ExecuteCommand; a background command (Starter) has no time limit but its own
+// Command.Timeout.
+func (s *Sandbox) execute(ctx context.Context, c adapter.Command, background bool) (adapter.Result, error) {
+	start := time.Now()
+	dir, env, err := s.prepare("exec", c)
+	if err != nil {
+		return adapter.Result{}, err
 	}
 	limit := c.MaxOutputBytes
 	if limit == 0 {
@@ -204,7 +219,7 @@ func (s *Sandbox) ExecuteCommand(ctx context.Context, c adapter.Command) (adapte
 	stderr := &stream{buf: adapter.NewCappedBuffer(limit), live: c.Stderr}
 
 	timeout := c.Timeout
-	if _, ok := ctx.Deadline(); !ok && timeout == 0 {
+	if _, ok := ctx.Deadline(); !ok && timeout == 0 && !background {
 		timeout = s.cfg.Timeout
 	}
 	runCtx, cancel := context.WithCancel(ctx)
@@ -259,8 +274,7 @@ func (s *Sandbox) ExecuteCommand(ctx context.Context, c adapter.Command) (adapte
 	if errors.As(runErr, &nf) {
 		return adapter.Result{}, errs.New(errs.ProcessFailed, "exec", nf.name, "%s", nf.why)
 	}
-	res := adapter.Result{ExitCode: code, Duration: max(time.Since(start), time.Nanosecond),
-		Isolation: adapter.Isolation{Network: true, Filesystem: true, ProcessTree: true, Layers: []string{"memory"}}}
+	res := adapter.Result{ExitCode: code, Duration: max(time.Since(start), time.Nanosecond), Isolation: isolation()}
 	adapter.Capture(&res, stdout.buf, stderr.buf)
 	var k killed
 	switch {
@@ -284,7 +298,11 @@ func (s *Sandbox) ExecuteCommand(ctx context.Context, c adapter.Command) (adapte
 		return res, withOutput(e, res)
 	case runErr != nil:
 		// The interpreter stopped on an error of its own: report it like a shell would.
-		res.Stderr = append(res.Stderr, []byte("sh: "+runErr.Error()+"\n")...)
+		msg := "sh: " + runErr.Error() + "\n"
+		res.Stderr = append(res.Stderr, msg...)
+		if c.Stderr != nil {
+			_, _ = io.WriteString(c.Stderr, msg)
+		}
 		if res.ExitCode == 0 {
 			res.ExitCode = 1
 		}
@@ -357,16 +375,28 @@ func (s *Sandbox) runTop(ctx context.Context, cl *call, args []string, dir strin
 	if isShell(name) && !strings.Contains(name, "/") {
 		return s.runShell(ctx, cl, args, dir, env, stdin, stdout, stderr)
 	}
+	if err := s.findProgram(name, dir, env); err != nil {
+		return 127, err
+	}
+	return s.runNode(ctx, cl, callExpr(args), false, nil, dir, env, stdin, stdout, stderr)
+}
+
+// findProgram returns notFound when the top-level program name is neither a shell, a builtin,
+// a utility nor an executable file of the tree.
+func (s *Sandbox) findProgram(name, dir string, env expand.Environ) error {
+	if isShell(name) && !strings.Contains(name, "/") {
+		return nil
+	}
 	if _, ok := coreutils.Lookup(name); !ok && !interp.IsBuiltin(name) && internal[name] == nil {
 		if !strings.Contains(name, "/") {
 			if s.lookPath(env.Get("PATH").String(), name) == "" {
-				return 127, notFound{name, "executable file not found in $PATH"}
+				return notFound{name, "executable file not found in $PATH"}
 			}
 		} else if _, why := s.executable(dir, name); why != "" {
-			return 127, notFound{name, why}
+			return notFound{name, why}
 		}
 	}
-	return s.runNode(ctx, cl, callExpr(args), false, nil, dir, env, stdin, stdout, stderr)
+	return nil
 }
 
 // executable finds an executable file of the tree, or says why not.

@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/sandboxer/sandboxer/adapter"
+	"github.com/sandboxer/sandboxer/adapter/internal/procs"
 	"github.com/sandboxer/sandboxer/adapter/memory/memfs"
 	"github.com/sandboxer/sandboxer/errs"
 	"github.com/sandboxer/sandboxer/third_party/mvdansh/expand"
@@ -69,12 +70,15 @@ type Config struct {
 	Timeout time.Duration `mapstructure:"timeout"`
 	// Env is added to every command's environment ("KEY=VALUE"), before Command.Env.
 	Env []string `mapstructure:"env"`
+	// MaxProcesses bounds the background processes (Start) running at once; 0 means
+	// adapter.DefaultMaxProcesses.
+	MaxProcesses int `mapstructure:"max_processes"`
 }
 
 // Validate reports a configuration that cannot work (negative limits, malformed Env).
 func (c Config) Validate() error {
 	if c.MaxCommands < 0 || c.MaxLoopIterations < 0 || c.MaxOutputBytes < 0 || c.MaxTreeBytes < 0 ||
-		c.MaxStringBytes < 0 || c.Timeout < 0 {
+		c.MaxStringBytes < 0 || c.Timeout < 0 || c.MaxProcesses < 0 {
 		return errs.New(errs.InvalidInput, "memory", "", "limits must not be negative")
 	}
 	for _, kv := range c.Env {
@@ -114,6 +118,8 @@ type Sandbox struct {
 	fs      *memfs.FS
 	baseEnv []string
 	envList expand.Environ // baseEnv as an Environ, for calls without Command.Env
+
+	procs *procs.Table // background processes (Start)
 
 	mu      sync.RWMutex
 	stopped bool
@@ -165,7 +171,7 @@ func newSandbox(cfg Config, t *memfs.FS) *Sandbox {
 	base := []string{"PATH=" + DefaultPath, "HOME=" + Workspace, "LANG=C.UTF-8", "TZ=UTC",
 		"USER=sandbox", "LOGNAME=sandbox", "SHELL=/bin/sh", "TMPDIR=/tmp"}
 	base = append(base, cfg.Env...)
-	return &Sandbox{cfg: cfg, id: id, fs: t, baseEnv: base, envList: shellEnv(base)}
+	return &Sandbox{cfg: cfg, id: id, fs: t, baseEnv: base, envList: shellEnv(base), procs: procs.NewTable(cfg.MaxProcesses)}
 }
 
 // identity are the shell's own variables: the user ids, set and read-only but not exported, as
@@ -232,6 +238,7 @@ func (s *Sandbox) Capabilities() adapter.Capabilities {
 		Signals:     true,
 		Symlinks:    true,
 		Workspace:   Workspace,
+		Processes:   true,
 	}
 }
 
@@ -272,15 +279,17 @@ func (s *Sandbox) checkOpen(op string) error {
 	return nil
 }
 
-// Stop ends the commands in flight and refuses every later call. It is idempotent.
+// Stop ends the commands in flight (background processes too, which it waits for, bounded by
+// ctx) and refuses every later call. It is idempotent.
 func (s *Sandbox) Stop(ctx context.Context) error {
+	bg := s.procs.Close()
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	s.stopped = true
 	for c := range s.running {
 		c.stop()
 	}
-	return nil
+	s.mu.Unlock()
+	return procs.WaitAll(ctx, bg)
 }
 
 // track registers a call so that Stop can end it; false when the sandbox is stopped.

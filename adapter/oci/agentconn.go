@@ -151,7 +151,11 @@ func (s *Sandbox) run(ctx context.Context, op string, e rawExec) (int, error) {
 			return 0, s.errStopped(op)
 		}
 		if !s.rt.running(context.WithoutCancel(ctx), containerID(s.rec.ID)) {
-			return 0, s.unavailable(op, "its container stopped during the call")
+			why := "its container stopped during the call"
+			if msg := a.stderr.waitString(100 * time.Millisecond); msg != "" {
+				why += " (its agent said: " + msg + ")"
+			}
+			return 0, s.unavailable(op, why)
 		}
 		msg := a.stderr.String()
 		if msg == "" {

@@ -4,12 +4,13 @@ import (
 	"context"
 	"errors"
 	"io"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/sandboxer/sandboxer/adapter"
 	"github.com/sandboxer/sandboxer/adapter/agent"
+	"github.com/sandboxer/sandboxer/adapter/internal/agentproc"
+	"github.com/sandboxer/sandboxer/egress"
 	"github.com/sandboxer/sandboxer/errs"
 )
 
@@ -36,32 +37,14 @@ func (t teeCapped) Write(p []byte) (int, error) {
 // ends. Errors as adapter.Sandbox documents.
 func (s *Sandbox) ExecuteCommand(ctx context.Context, cmd adapter.Command) (adapter.Result, error) {
 	const op = "exec"
-	if len(cmd.Args) == 0 || cmd.Args[0] == "" {
-		return adapter.Result{}, errs.New(errs.InvalidInput, op, "", "empty command")
+	dir, err := agentproc.Validate(op, cmd)
+	if err != nil {
+		return adapter.Result{}, err
 	}
-	if cmd.MaxOutputBytes < 0 || cmd.Timeout < 0 {
-		return adapter.Result{}, errs.New(errs.InvalidInput, op, "", "negative limit")
+	if err := s.Egress().Ensure(ctx, s); err != nil {
+		return adapter.Result{}, err
 	}
-	for _, a := range cmd.Args {
-		if strings.IndexByte(a, 0) >= 0 {
-			return adapter.Result{}, errs.New(errs.InvalidInput, op, "", "argument contains a NUL byte")
-		}
-	}
-	for _, e := range cmd.Env {
-		if k, _, ok := strings.Cut(e, "="); !ok || k == "" || strings.IndexByte(e, 0) >= 0 {
-			return adapter.Result{}, errs.New(errs.InvalidInput, op, "", "Env entry %q is not KEY=VALUE", e)
-		}
-	}
-	dir := "."
-	if cmd.Dir != "" {
-		d, err := adapter.Rel(op, adapter.DefaultWorkspace, cmd.Dir)
-		if err != nil {
-			return adapter.Result{}, err
-		}
-		dir = d
-	}
-	env := make([]string, 0, len(baseEnv)+len(s.cfg.Env)+len(cmd.Env))
-	env = append(append(append(env, baseEnv...), s.cfg.Env...), cmd.Env...)
+	env := s.env(cmd)
 	if s.isStopped() {
 		return adapter.Result{}, s.errStopped(op)
 	}
@@ -102,17 +85,19 @@ func (s *Sandbox) ExecuteCommand(ctx context.Context, cmd adapter.Command) (adap
 	}
 	if code == 199 {
 		if c, ok := errHead.marker(nonce); ok {
-			switch c {
-			case "escape":
-				return adapter.Result{}, errs.New(errs.PathEscape, op, cmd.Dir, "working directory leaves the workspace")
-			case "notfound":
-				return adapter.Result{}, errs.New(errs.NotFound, op, cmd.Dir, "working directory does not exist")
-			case "noexec":
-				return adapter.Result{}, errs.New(errs.ProcessFailed, op, "", "executable %q not found or not executable", cmd.Args[0])
+			if err := agentproc.Refusal(op, cmd, c); err != nil {
+				return adapter.Result{}, err
 			}
 		}
 	}
 	return res, nil
+}
+
+// env is a command's environment: the base, the sandbox's, the command's.
+func (s *Sandbox) env(cmd adapter.Command) []string {
+	proxyEnv := egress.EnvOf(s.Egress())
+	env := make([]string, 0, len(baseEnv)+len(proxyEnv)+len(s.cfg.Env)+len(cmd.Env))
+	return append(append(append(append(env, baseEnv...), proxyEnv...), s.cfg.Env...), cmd.Env...)
 }
 
 // Isolation is what each result reports: the layers checked in force when the sandbox was made

@@ -203,7 +203,7 @@ func cgroupLayers(pid int, cfg Config) []string {
 			layers = append(layers, "cgroup:memory")
 		}
 	}
-	if pids := orDefault(cfg.Pids, DefaultPids); pids > 0 {
+	if pids := cfg.hostPids(); pids > 0 {
 		if readLimit(file("pids", "pids.max", "pids.max")) == strconv.FormatInt(pids, 10) {
 			layers = append(layers, "cgroup:pids")
 		}

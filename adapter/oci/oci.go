@@ -47,6 +47,7 @@ import (
 
 	"github.com/sandboxer/sandboxer/adapter"
 	"github.com/sandboxer/sandboxer/adapter/rootfs"
+	"github.com/sandboxer/sandboxer/egress"
 	"github.com/sandboxer/sandboxer/errs"
 )
 
@@ -103,6 +104,14 @@ type Config struct {
 	// This is weaker than docker's bridge: the sandbox sees every host interface and can reach
 	// services that listen on the host's loopback.
 	AllowNetwork bool `mapstructure:"allow_network"`
+	// AllowHosts gives the sandbox an egress proxy (package egress, issue 16): the container
+	// keeps its empty network namespace, and the proxy, listening on the container's
+	// 127.0.0.1:egress.Port from the first command on, is the only way out, to these hosts.
+	// Every command gets egress.Env. Exclusive with AllowNetwork.
+	AllowHosts []string `mapstructure:"allow_hosts"`
+	// Egress tunes the egress proxy (resolver, test-only address exceptions); its AllowHosts is
+	// ignored.
+	Egress egress.Config `mapstructure:"-" json:"-"`
 	// UserNamespace is "auto" (""), "on" or "off". With runc and crun, "auto" maps the container's
 	// uids to UIDBase.. when the runtime can reach the sandbox's files from that namespace (every
 	// directory above the state directory searchable by others), and runs without a user namespace
@@ -115,7 +124,9 @@ type Config struct {
 	MemoryBytes int64 `mapstructure:"memory_bytes"`
 	// MilliCPUs limits CPU time in thousandths of a CPU; 0 is DefaultMilliCPUs, -1 is unlimited.
 	MilliCPUs int64 `mapstructure:"milli_cpus"`
-	// Pids limits the number of processes; 0 is DefaultPids, -1 is unlimited.
+	// Pids limits the number of processes; 0 is DefaultPids, -1 is unlimited. Under runsc the
+	// host's limit is on gVisor's host tasks, Pids*16+128 (see hostPids): reaching it ends the
+	// whole sandbox rather than failing a fork.
 	Pids int64 `mapstructure:"pids"`
 	// TmpBytes is the size of the /tmp tmpfs; 0 is DefaultTmpBytes.
 	TmpBytes int64 `mapstructure:"tmp_bytes"`
@@ -154,6 +165,14 @@ type Mount struct {
 // Validate reports a configuration that cannot be used, as errs.InvalidInput.
 func (c Config) Validate() error {
 	bad := func(f string, a ...any) error { return errs.New(errs.InvalidInput, "oci config", "", f, a...) }
+	if len(c.AllowHosts) > 0 {
+		if c.AllowNetwork {
+			return bad("AllowHosts and AllowNetwork exclude each other")
+		}
+		if err := egress.ValidateHosts(c.AllowHosts); err != nil {
+			return err
+		}
+	}
 	if c.Runtime != "" && !slices.Contains(Runtimes, c.Runtime) {
 		return bad("Runtime %q: want one of %v", c.Runtime, Runtimes)
 	}
@@ -216,6 +235,29 @@ func (c Config) Validate() error {
 		}
 	}
 	return nil
+}
+
+// Host tasks of a runsc sandbox: on gVisor's ptrace platform every process of the sandbox costs
+// the host a stub process with a traced thread per kernel thread that has run it (11 to 14 host
+// tasks per sleeping process here, on 2 CPUs), and gVisor's kernel has ~40 threads of its own.
+// The host's pids cgroup counts all of them, and gVisor's kernel dies when it cannot make a
+// thread (gVisor issue 2490), so a runsc sandbox's host limit is scaled from Pids.
+const (
+	runscTasksPerProcess = 16
+	runscKernelTasks     = 128
+)
+
+// hostPids is the pids.max of the sandbox's host cgroup, or 0 for none: Pids itself, or for
+// runsc the host tasks that Pids processes cost (see runscTasksPerProcess).
+func (c Config) hostPids() int64 {
+	pids := orDefault(c.Pids, DefaultPids)
+	if pids <= 0 {
+		return 0
+	}
+	if c.runtime() == Runsc {
+		return pids*runscTasksPerProcess + runscKernelTasks
+	}
+	return pids
 }
 
 func (c Config) runtime() string {
@@ -380,6 +422,8 @@ type Sandbox struct {
 	agent       *agentConn // nil until started, or after it died
 	agentFailed time.Time  // last failed start of an agent exec
 	agentErr    error
+
+	egress egress.Holder // the proxy of cfg.AllowHosts
 }
 
 var (
@@ -576,6 +620,8 @@ func (s *Sandbox) Capabilities() adapter.Capabilities {
 		Signals:     true,
 		Symlinks:    true,
 		Workspace:   adapter.DefaultWorkspace,
+		Ports:       true,
+		Processes:   true,
 	}
 }
 
@@ -601,6 +647,7 @@ func (s *Sandbox) Stop(ctx context.Context) error {
 	}
 	s.stopped = true
 	s.mu.Unlock()
+	s.egress.Close()
 	return s.destroy(ctx)
 }
 

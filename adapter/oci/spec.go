@@ -144,7 +144,7 @@ func (b bundle) resources() *specs.LinuxResources {
 		quota := cpus * int64(period) / 1000
 		r.CPU = &specs.LinuxCPU{Quota: &quota, Period: &period}
 	}
-	if pids := orDefault(c.Pids, DefaultPids); pids > 0 {
+	if pids := c.hostPids(); pids > 0 {
 		r.Pids = &specs.LinuxPids{Limit: &pids}
 	}
 	return r

@@ -25,16 +25,7 @@ import (
 // startMCP starts `sandboxer mcp` in e's workspace and connects the go-sdk client to it.
 func (e *env) startMCP(t testing.TB, args ...string) *mcp.ClientSession {
 	t.Helper()
-	cmd := exec.Command(bin, append([]string{"mcp"}, args...)...)
-	cmd.Dir = e.work
-	cmd.Env = e.vars
-	client := mcp.NewClient(&mcp.Implementation{Name: "sandboxer-test", Version: "1"}, nil)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
-	require.NoError(t, err)
-	t.Cleanup(func() { cs.Close() }) // closes stdin; the server exits (killed after a grace)
-	return cs
+	return e.startMCPWith(t, nil, args...)
 }
 
 func callTool(t testing.TB, cs *mcp.ClientSession, name string, args any) *mcp.CallToolResult {
@@ -60,7 +51,7 @@ func TestMCPEndToEnd(t *testing.T) {
 	cs := e.startMCP(t, "--run-id", "mcp-run", "--node-id", "agent")
 	ctx := context.Background()
 
-	// The five tools, with the tools layer's own input schemas.
+	// The tools, with the tools layer's own input schemas.
 	lt, err := cs.ListTools(ctx, nil)
 	require.NoError(t, err)
 	var names []string
@@ -74,7 +65,7 @@ func TestMCPEndToEnd(t *testing.T) {
 		assert.Equal(t, !want.Metadata().SideEffect, tl.Annotations.ReadOnlyHint, tl.Name)
 	}
 	sort.Strings(names)
-	assert.Equal(t, []string{"bash", "edit", "grep", "read", "write"}, names)
+	assert.Equal(t, []string{"bash", "edit", "grep", "process_input", "process_kill", "process_list", "process_output", "read", "write"}, names)
 
 	// Each tool once.
 	res := callTool(t, cs, "write", map[string]any{"path": "src/main.txt", "content": "alpha\nbeta\n"})

@@ -205,7 +205,7 @@ func localConfig(s Settings, root string) local.Config {
 		iso = local.IsolationAuto
 	}
 	cfg := local.Config{Root: root, Isolation: iso, RequireIsolation: s.RequireIsolation, CPUs: s.CPUs,
-		Memory: s.Memory, Pids: s.Pids, ReadPaths: s.ROBind, WritePaths: s.RWBind}
+		Memory: s.Memory, Pids: s.Pids, ReadPaths: s.ROBind, WritePaths: s.RWBind, AllowHosts: s.AllowHosts}
 	// Settings say 0 for none; local.Config says NoLimit (its 0 is the default).
 	if cfg.Memory == 0 {
 		cfg.Memory = local.NoLimit

@@ -12,7 +12,7 @@ import (
 )
 
 func dockerConfig(s Settings, persist bool) docker.Config {
-	return docker.Config{Image: s.Image, AllowNetwork: s.AllowNetwork, Persist: persist}
+	return docker.Config{Image: s.Image, AllowNetwork: s.AllowNetwork, AllowHosts: s.AllowHosts, Persist: persist}
 }
 
 // dockerBackend: one container per sandbox. An ephemeral sandbox's container is removed when the
@@ -43,9 +43,12 @@ var dockerBackend = backend{
 		}
 		return sb, err
 	},
-	// The docker adapter has no way to release its client without removing the container; the
-	// connection ends with the process.
-	detach: func(ctx context.Context, sb adapter.Sandbox) error { return nil },
+	detach: func(ctx context.Context, sb adapter.Sandbox) error {
+		if d, ok := sb.(*docker.Sandbox); ok {
+			return d.Detach()
+		}
+		return nil
+	},
 	destroy: func(ctx context.Context, s Settings, rec state.Record) error {
 		sb, err := docker.Attach(ctx, dockerConfig(s, true), rec.Backend)
 		if errors.Is(err, errs.NotFound) {
@@ -98,12 +101,20 @@ var errMemoryOneProcess = errs.New(errs.InvalidInput, "sandbox", "",
 	"memory sandboxes live inside one process and cannot be kept across invocations: "+
 		"use `sandboxer mcp --adapter memory`, or --store to keep the files")
 
+// errMemoryNoNetwork: a memory sandbox has no network, so no way out through an egress proxy.
+var errMemoryNoNetwork = errs.New(errs.SandboxUnavailable, "sandbox", "",
+	"the memory adapter has no network at all, so --allow-host cannot be served: "+
+		"use --adapter local (with a network namespace), docker or oci")
+
 // memoryBackend: an in-memory tree and a shell interpreter; nothing on the host is touched. Each
 // invocation starts from an empty workspace (or the --store).
 var memoryBackend = backend{
 	enforces: "no host file, process or socket is touched: an in-memory file tree and a Go shell " +
 		"interpreter with built-in utilities, with command, loop and size limits.",
 	open: func(ctx context.Context, s Settings) (adapter.Sandbox, error) {
+		if len(s.AllowHosts) > 0 {
+			return nil, errMemoryNoNetwork
+		}
 		return memory.New(memory.Config{})
 	},
 	create: func(ctx context.Context, s Settings, st state.Dir, rec *state.Record) error {

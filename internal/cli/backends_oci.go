@@ -11,7 +11,7 @@ import (
 )
 
 func ociConfig(s Settings, persist bool) oci.Config {
-	return oci.Config{Runtime: s.Runtime, StateDir: s.StateDir, AllowNetwork: s.AllowNetwork, Persist: persist}
+	return oci.Config{Runtime: s.Runtime, StateDir: s.StateDir, AllowNetwork: s.AllowNetwork, AllowHosts: s.AllowHosts, Persist: persist}
 }
 
 // ociBackend: one OCI container per sandbox, run by runc, runsc or crun (--runtime) without a

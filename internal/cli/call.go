@@ -242,14 +242,18 @@ func (c *caller) begin(ctx context.Context, e journal.Entry) (seq int, begun boo
 	return int(c.seq.Add(1)), false
 }
 
-// call runs one tool call and returns its reply. input must be a JSON object (or empty).
-func (c *caller) call(ctx context.Context, t *tools.Tool, input json.RawMessage) Reply {
+// call runs one tool call and returns its reply. input must be a JSON object (or empty). with,
+// if given, adjusts the call's tool context (live output writers).
+func (c *caller) call(ctx context.Context, t *tools.Tool, input json.RawMessage, with ...func(*tools.Context)) Reply {
 	// The journal's part in a call is not cut short when the call is cancelled: the seq and the
 	// row are the record of it. SQLite's busy timeout bounds how long either waits for a lock.
 	// (A context without a Done channel also spares the SQLite driver a goroutine per statement.)
 	jctx := context.WithoutCancel(ctx)
 	meta := t.Metadata()
 	tc := c.base
+	for _, f := range with {
+		f(&tc)
+	}
 	started := time.Now()
 	e := journal.Entry{
 		RunID: c.pos.RunID, NodeID: c.pos.NodeID, Iteration: c.pos.Iteration, Attempt: c.pos.Attempt,

@@ -17,6 +17,8 @@ import (
 	"github.com/sandboxer/sandboxer/adapter"
 	"github.com/sandboxer/sandboxer/adapter/docker/image"
 	"github.com/sandboxer/sandboxer/adapter/oci"
+	"github.com/sandboxer/sandboxer/egress"
+	"github.com/sandboxer/sandboxer/errs"
 	"github.com/sandboxer/sandboxer/sync/filesync"
 )
 
@@ -27,6 +29,8 @@ const (
 	keyRoot           = "root"
 	keyImage          = "image"
 	keyAllowNetwork   = "allow-network"
+	keyAllowHosts     = "allow-hosts" // flag --allow-host (repeatable), env SANDBOXER_ALLOW_HOSTS (comma-separated)
+	flagAllowHost     = "allow-host"
 	keyMaxOutputBytes = "max-output-bytes"
 	keyTimeout        = "timeout"
 	keyJournal        = "journal"
@@ -54,7 +58,7 @@ var knownKeys = map[string]bool{
 	keyTimeout: true, keyJournal: true, keyStateDir: true, keyRunID: true, keyNodeID: true,
 	keyIteration: true, keyAttempt: true, keySandbox: true, keyStore: true, keySyncMaxFile: true,
 	keyIsolation: true, keyRequireIso: true, keyMemory: true, keyPids: true, keyCPUs: true,
-	keyROBind: true, keyRWBind: true, keyMCPMaxMessage: true, keyRuntime: true,
+	keyROBind: true, keyRWBind: true, keyMCPMaxMessage: true, keyRuntime: true, keyAllowHosts: true,
 }
 
 // configAliases are config file spellings accepted for a key (SPEC.md writes require_isolation).
@@ -83,10 +87,13 @@ const (
 
 // Settings is the resolved configuration of one invocation.
 type Settings struct {
-	Adapter        string
-	Root           string // absolute
-	Image          string
-	AllowNetwork   bool
+	Adapter      string
+	Root         string // absolute
+	Image        string
+	AllowNetwork bool
+	// AllowHosts is the egress allowlist (issue 16): the network stays cut and the sandbox's
+	// egress proxy lets commands reach only these hosts. Exclusive with AllowNetwork.
+	AllowHosts     []string
 	MaxOutputBytes int
 	Timeout        time.Duration
 	Journal        string // absolute path, or "" when off
@@ -154,6 +161,7 @@ func addCommonFlags(f *pflag.FlagSet) {
 	f.String(keyRoot, "", "workspace directory of the local adapter (default the current directory)")
 	f.String(keyImage, DefaultImage, "image of the docker adapter")
 	f.Bool(keyAllowNetwork, false, "let commands reach the network")
+	f.StringArray(flagAllowHost, nil, "let commands reach this host (modules.example.com, or *.suffix) through the sandbox's egress proxy, and no other; repeatable (env SANDBOXER_ALLOW_HOSTS, comma-separated)")
 	f.Int(keyMaxOutputBytes, DefaultMaxOutputBytes, "per-stream output cap and file/content/patch size limit, in bytes")
 	f.Duration(keyTimeout, DefaultTimeout, "timeout of one command (bash, grep, exec)")
 	f.String(keyJournal, "", `tool-call journal (SQLite) path, or "off" (default STATE_DIR/journal.db)`)
@@ -249,6 +257,18 @@ func load(flags *pflag.FlagSet) (Settings, error) {
 	if has(keyAllowNetwork) {
 		if s.AllowNetwork, err = boolSetting(v, keyAllowNetwork); err != nil {
 			return Settings{}, err
+		}
+	}
+	if has(flagAllowHost) {
+		if err := v.BindPFlag(keyAllowHosts, flags.Lookup(flagAllowHost)); err != nil {
+			return Settings{}, err
+		}
+		s.AllowHosts = listSetting(v.Get(keyAllowHosts))
+		if err := egress.ValidateHosts(s.AllowHosts); len(s.AllowHosts) > 0 && err != nil {
+			return Settings{}, fmt.Errorf("--%s: %s", flagAllowHost, errs.As(err).Message())
+		}
+		if s.AllowNetwork && len(s.AllowHosts) > 0 {
+			return Settings{}, fmt.Errorf("--%s and --%s exclude each other: --%s opens every host, --%s only the ones named", keyAllowNetwork, flagAllowHost, keyAllowNetwork, flagAllowHost)
 		}
 	}
 	if has(keyRequireIso) {
@@ -458,10 +478,42 @@ func checkConfigFile(s Settings, flags *pflag.FlagSet, keys map[string]any) erro
 	if _, ok := keys[keyIsolation]; ok && s.Isolation == "off" && !explicit(keyIsolation) {
 		return fmt.Errorf("config file %s: isolation: off lowers isolation, which only --%s off or SANDBOXER_ISOLATION=off may do", s.ConfigFile, keyIsolation)
 	}
+	if _, ok := keys[keyAllowHosts]; ok && len(s.AllowHosts) > 0 && !flags.Changed(flagAllowHost) && os.Getenv("SANDBOXER_ALLOW_HOSTS") == "" {
+		return fmt.Errorf("config file %s: allow-hosts opens the network to hosts, which only --%s or SANDBOXER_ALLOW_HOSTS may do", s.ConfigFile, flagAllowHost)
+	}
 	if _, ok := keys[keyAllowNetwork]; ok && s.AllowNetwork && !explicit(keyAllowNetwork) {
 		return fmt.Errorf("config file %s: allow-network: true opens the network, which only --%s or SANDBOXER_ALLOW_NETWORK=true may do", s.ConfigFile, keyAllowNetwork)
 	}
 	return nil
+}
+
+// listSetting reads a list setting: a flag's values, a comma-separated environment variable or
+// a config file's list or string; each entry is split at commas and trimmed, and empty ones are
+// dropped.
+func listSetting(x any) []string {
+	var raw []string
+	switch x := x.(type) {
+	case nil:
+	case string:
+		raw = []string{x}
+	case []string:
+		raw = x
+	case []any:
+		for _, e := range x {
+			raw = append(raw, fmt.Sprint(e))
+		}
+	default:
+		raw = []string{fmt.Sprint(x)}
+	}
+	var out []string
+	for _, r := range raw {
+		for e := range strings.SplitSeq(r, ",") {
+			if e = strings.TrimSpace(e); e != "" {
+				out = append(out, e)
+			}
+		}
+	}
+	return out
 }
 
 // sizeSetting reads a byte size: a number of bytes, or one with a KiB, MiB, GiB (or K, M, G)

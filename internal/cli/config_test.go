@@ -84,3 +84,49 @@ func TestSyncMaxFileBytesSetting(t *testing.T) { // not parallel: it sets the en
 		assert.Error(t, err, bad)
 	}
 }
+
+// allow-hosts: --allow-host (repeatable) or SANDBOXER_ALLOW_HOSTS (comma-separated); validated;
+// never from a config file alone (it opens the network to hosts), and not with --allow-network.
+func TestAllowHostsSetting(t *testing.T) { // not parallel: it sets the environment
+	cfg := filepath.Join(t.TempDir(), "sandboxer.yaml")
+	load := func(args ...string) (Settings, error) {
+		t.Helper()
+		c := newMCPCmd(Streams{})
+		require.NoError(t, c.Flags().Parse(args))
+		return load(c.Flags())
+	}
+	t.Setenv("SANDBOXER_CONFIG", "")
+	t.Setenv("SANDBOXER_ALLOW_HOSTS", "")
+	t.Setenv("SANDBOXER_ALLOW_NETWORK", "")
+	s, err := load()
+	require.NoError(t, err)
+	assert.Empty(t, s.AllowHosts)
+
+	s, err = load("--allow-host", "modules.example.com", "--allow-host", "*.gitcontent.example.net,sums.example.com")
+	require.NoError(t, err)
+	assert.Equal(t, []string{"modules.example.com", "*.gitcontent.example.net", "sums.example.com"}, s.AllowHosts)
+
+	t.Setenv("SANDBOXER_ALLOW_HOSTS", "modules.example.com, sums.example.com")
+	s, err = load()
+	require.NoError(t, err)
+	assert.Equal(t, []string{"modules.example.com", "sums.example.com"}, s.AllowHosts)
+	s, err = load("--allow-host", "git.example.com")
+	require.NoError(t, err)
+	assert.Equal(t, []string{"git.example.com"}, s.AllowHosts, "flag over environment")
+
+	for _, bad := range []string{"*", "*.com", "http://x.example", "10.0.0.1", "a.example:443"} {
+		_, err = load("--allow-host", bad)
+		assert.ErrorContains(t, err, "--allow-host", bad)
+	}
+	_, err = load("--allow-host", "git.example.com", "--allow-network")
+	assert.ErrorContains(t, err, "exclude each other")
+
+	// A config file may not open hosts on its own; the environment or a flag may, over it.
+	t.Setenv("SANDBOXER_ALLOW_HOSTS", "")
+	require.NoError(t, os.WriteFile(cfg, []byte("allow-hosts: [github.com]\n"), 0o644))
+	_, err = load("--config", cfg)
+	assert.ErrorContains(t, err, "allow-hosts")
+	s, err = load("--config", cfg, "--allow-host", "modules.example.com")
+	require.NoError(t, err)
+	assert.Equal(t, []string{"modules.example.com"}, s.AllowHosts)
+}

@@ -14,6 +14,7 @@ import (
 	"github.com/sandboxer/sandboxer/adapter"
 	"github.com/sandboxer/sandboxer/adapter/local"
 	"github.com/sandboxer/sandboxer/adapter/oci"
+	"github.com/sandboxer/sandboxer/egress"
 	"github.com/sandboxer/sandboxer/internal/doctor"
 )
 
@@ -32,7 +33,33 @@ type adapterReport struct {
 	Available    bool                  `json:"available"`
 	Enforces     string                `json:"enforces"`
 	Capabilities *adapter.Capabilities `json:"capabilities,omitempty"`
-	Error        string                `json:"error,omitempty"`
+	// Allowlist says whether --allow-host is enforced by this adapter here (issue 16).
+	Allowlist allowlistReport `json:"allowlist"`
+	Error     string          `json:"error,omitempty"`
+}
+
+// allowlistReport: whether an allowlist is enforced (the egress proxy is the sandbox's only way
+// out), and why not.
+type allowlistReport struct {
+	Enforced bool   `json:"enforced"`
+	Detail   string `json:"detail"`
+}
+
+// allowlistOf says whether sb enforces an allowlist: it needs a network of its own that is cut
+// (a network namespace or a container's network none), a listener on that network's loopback
+// (adapter.PortListener) and an egress proxy of its own (egress.Egressed).
+func allowlistOf(sb adapter.Sandbox, caps adapter.Capabilities) allowlistReport {
+	_, listens := sb.(adapter.PortListener)
+	_, proxied := sb.(egress.Egressed)
+	switch {
+	case caps.Network == adapter.NetVirtual:
+		return allowlistReport{Detail: "no network at all: --allow-host is refused (SANDBOX_UNAVAILABLE)"}
+	case caps.Network == adapter.NetHost:
+		return allowlistReport{Detail: "NOT enforced: commands share the host's network here (no network namespace), so only command inspection checks the hosts"}
+	case !listens || !proxied:
+		return allowlistReport{Detail: "NOT available in this build: the adapter cannot yet carry the egress proxy"}
+	}
+	return allowlistReport{Enforced: true, Detail: fmt.Sprintf("enforced: the network stays cut and the egress proxy on the sandbox's 127.0.0.1:%d is the only way out", egress.Port)}
 }
 
 func newDoctorCmd(std Streams) *cobra.Command {
@@ -91,6 +118,9 @@ probe passed, 1 otherwise (the report is printed either way).`,
 							a.Capabilities.Signals, a.Capabilities.Workspace)
 					}
 					fmt.Fprintf(std.Out, "  %s\n", a.Enforces)
+					if a.Allowlist.Detail != "" {
+						fmt.Fprintf(std.Out, "  allowlist (--allow-host): %s\n", a.Allowlist.Detail)
+					}
 				}
 				printLocalLayers(std, rep.LocalIsolation)
 				printOCIRuntimes(std, rep.OCIRuntimes)
@@ -165,6 +195,7 @@ func describeAdapter(ctx context.Context, s Settings, name string) adapterReport
 	if cp, ok := sb.(adapter.Capable); ok {
 		caps := cp.Capabilities()
 		r.Capabilities = &caps
+		r.Allowlist = allowlistOf(sb, caps)
 	}
 	return r
 }

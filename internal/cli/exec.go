@@ -58,7 +58,7 @@ executable could not be started). Standard input is passed only with --stdin.`,
 			if stdin {
 				cmd.Stdin = std.In
 			}
-			if err := checkPolicy(sess.Sandbox, args, s.AllowNetwork); err != nil {
+			if err := checkPolicy(sess.Sandbox, args, s.AllowNetwork, s.AllowHosts); err != nil {
 				return &exitError{code: ExitExecFailed, err: err}
 			}
 			var fsync *filesync.Sync

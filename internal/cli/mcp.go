@@ -8,8 +8,10 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"sync"
 	"sync/atomic"
 	"syscall"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
@@ -23,9 +25,11 @@ var Version = "0.1.0"
 func newMCPCmd(std Streams) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "mcp [flags]",
-		Short: "Serve the five tools over MCP on stdio",
-		Long: `Serve read, write, edit, grep and bash as MCP tools on stdin/stdout, with the same input
-schemas and behaviour as 'sandboxer tool'. A successful call returns its result as text; a
+		Short: "Serve the tools over MCP on stdio",
+		Long: `Serve read, write, edit, grep, bash and the process tools (process_output, process_input,
+process_kill, process_list) as MCP tools on stdin/stdout, with the same input schemas and
+behaviour as 'sandboxer tool'. Background processes (bash with opts.background) live as long as
+the server for the local and memory adapters, as long as the sandbox for docker and oci. A successful call returns its result as text; a
 failed one has isError true and text starting with the code ("TOOL_PATH_ESCAPE: ..."). Both
 carry structured content equal to the JSON object 'sandboxer tool' prints. Every call is recorded
 in the journal. With --store, the workspace is hydrated from the store at start and flushed back
@@ -42,7 +46,7 @@ completed) and the server exits 0.`,
 				return err
 			}
 			ctx := c.Context()
-			sess, cl, done, err := openCaller(ctx, s, std.Err)
+			sess, cl, done, err := openCaller(ctx, s, std.Err, false)
 			if err != nil {
 				return err
 			}
@@ -88,7 +92,7 @@ func newMCPServer(cl *caller) *mcp.Server {
 			"without a shell (use cmd sh with args [\"-c\", script] for pipes).",
 	})
 	var warned atomic.Bool
-	for _, t := range tools.Builtins() {
+	for _, t := range tools.All() {
 		meta := t.Metadata()
 		destructive := meta.SideEffect
 		openWorld := t.Name() == "bash"
@@ -103,7 +107,14 @@ func newMCPServer(cl *caller) *mcp.Server {
 				OpenWorldHint:   &openWorld,
 			},
 		}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			reply := cl.call(ctx, t, req.Params.Arguments)
+			var with []func(*tools.Context)
+			if token := req.Params.GetProgressToken(); token != nil && t.Name() == "bash" {
+				with = append(with, func(tc *tools.Context) {
+					p := &progressOut{ctx: ctx, session: req.Session, token: token, budget: tc.MaxOutputBytes}
+					tc.Stdout, tc.Stderr = p.stream("stdout"), p.stream("stderr")
+				})
+			}
+			reply := cl.call(ctx, t, req.Params.Arguments, with...)
 			structured, err := json.Marshal(reply)
 			if err != nil {
 				return nil, err
@@ -122,4 +133,77 @@ func newMCPServer(cl *caller) *mcp.Server {
 		})
 	}
 	return srv
+}
+
+// progressOut sends a foreground bash command's output, as it comes, as MCP progress
+// notifications of the call's progress token: the message is the text (cut on UTF-8
+// boundaries), progress counts the bytes sent so far, and _meta.stream says "stdout" or
+// "stderr". Each stream sends at most budget bytes (the result's own cap); the result still
+// carries the whole capped output.
+type progressOut struct {
+	ctx     context.Context
+	session *mcp.ServerSession
+	token   any
+	budget  int
+
+	mu   sync.Mutex
+	sent int64
+}
+
+func (p *progressOut) stream(name string) io.Writer {
+	return &progressStream{p: p, name: name, left: p.budget}
+}
+
+type progressStream struct {
+	p       *progressOut
+	name    string
+	pending []byte // an incomplete UTF-8 sequence held back from the last write
+	left    int
+}
+
+func (s *progressStream) Write(b []byte) (int, error) {
+	n := len(b)
+	if s.left <= 0 {
+		return n, nil
+	}
+	data := append(s.pending, b...)
+	cut := len(data)
+	// Hold back a trailing incomplete UTF-8 sequence (at most 3 bytes) for the next write.
+	for i := 1; i <= 3 && i <= len(data); i++ {
+		c := data[len(data)-i]
+		if c < 0x80 {
+			break
+		}
+		if c >= 0xC0 { // a leading byte: is its sequence complete?
+			if !utf8.FullRune(data[len(data)-i:]) {
+				cut = len(data) - i
+			}
+			break
+		}
+	}
+	s.pending = append([]byte(nil), data[cut:]...)
+	data = data[:cut]
+	if len(data) > s.left { // the last that fits, cut before a rune that would not
+		k := s.left
+		for k > 0 && !utf8.RuneStart(data[k]) {
+			k--
+		}
+		data, s.left = data[:k], 0
+	} else {
+		s.left -= len(data)
+	}
+	if len(data) == 0 {
+		return n, nil
+	}
+	s.p.mu.Lock()
+	defer s.p.mu.Unlock()
+	s.p.sent += int64(len(data))
+	// A client that went away or a slow one must not fail the command: errors are dropped.
+	_ = s.p.session.NotifyProgress(s.p.ctx, &mcp.ProgressNotificationParams{
+		Meta:          mcp.Meta{"stream": s.name},
+		ProgressToken: s.p.token,
+		Message:       string(data),
+		Progress:      float64(s.p.sent),
+	})
+	return n, nil
 }

@@ -101,6 +101,10 @@ Configuration: defaults < ~/.config/sandboxer/sandboxer.yaml (or --config; never
 		newMCPCmd(std),
 		newDoctorCmd(std),
 		newImageCmd(std),
+		newPsCmd(std),
+		newLogsCmd(std),
+		newKillCmd(std),
+		newPortForwardCmd(std),
 	)
 	root.CompletionOptions.DisableDefaultCmd = true
 	return root

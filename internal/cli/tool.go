@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sandboxer/sandboxer/adapter"
 	"github.com/sandboxer/sandboxer/journal"
 	"github.com/sandboxer/sandboxer/tools"
 )
@@ -21,7 +22,7 @@ const maxInputBytes = 8*tools.BashMaxOutputBytes + 1<<20
 
 func toolNames() []string {
 	var n []string
-	for _, t := range tools.Builtins() {
+	for _, t := range tools.All() {
 		n = append(n, t.Name())
 	}
 	return n
@@ -80,7 +81,7 @@ the journal (--journal). Exit status: 0 ok, 1 tool error, 2 usage error (unknown
 				}
 				return exit(1)
 			}
-			sess, cl, done, err := openCaller(ctx, s, std.Err)
+			sess, cl, done, err := openCaller(ctx, s, std.Err, t.Name() == "bash")
 			if err != nil {
 				return fail(err)
 			}
@@ -166,18 +167,34 @@ func (o *journalOpening) discard() {
 }
 
 // openCaller opens the invocation's journal and sandbox together, then prepares its caller (see
-// newCaller). done closes what it opened.
-func openCaller(ctx context.Context, s Settings, warn io.Writer) (*session, *caller, func(), error) {
+// newCaller). done closes what it opened, the two together too: closing the journal completes
+// the rows still queued and checkpoints its WAL into the file (two fsyncs), while the sandbox
+// stops (its helper killed, its cgroups and temporary directories removed); neither needs the
+// other (issue 15).
+func openCaller(ctx context.Context, s Settings, warn io.Writer, warm bool) (*session, *caller, func(), error) {
 	jo := openJournal(ctx, s)
 	sess, err := openSession(ctx, s)
 	if err != nil {
 		jo.discard()
 		return nil, nil, nil, err
 	}
+	if w, ok := sess.Sandbox.(adapter.Warmer); ok && warm {
+		// The command's isolation helper starts while the journal opens and records the call.
+		w.Warm(s.AllowNetwork)
+	}
 	cl, done := newCaller(s, sess, jo, warn)
 	return sess, cl, func() {
-		done()
+		if cl.j == nil {
+			sess.Close()
+			return
+		}
+		closed := make(chan struct{})
+		go func() {
+			defer close(closed)
+			done()
+		}()
 		sess.Close()
+		<-closed
 	}, nil
 }
 
@@ -187,6 +204,7 @@ func newCaller(s Settings, sess *session, jo *journalOpening, warn io.Writer) (*
 	tc := tools.NewContext(sess.Sandbox)
 	tc.RunID, tc.NodeID, tc.Iteration, tc.Attempt = s.RunID, s.NodeID, s.Iteration, s.Attempt
 	tc.AllowNetwork, tc.MaxOutputBytes, tc.Timeout = s.AllowNetwork, s.MaxOutputBytes, s.Timeout
+	tc.AllowHosts = s.AllowHosts
 	cl := &caller{
 		base: *tc,
 		pos:  journal.Position{RunID: s.RunID, NodeID: s.NodeID, Iteration: s.Iteration, Attempt: s.Attempt},

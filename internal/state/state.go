@@ -20,7 +20,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"time"
 
@@ -47,8 +46,6 @@ func Open(root string) Dir { return Dir{root: root} }
 // Root returns the state directory's path.
 func (d Dir) Root() string { return d.root }
 
-var idPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`)
-
 // NewID returns a fresh sandbox id.
 func NewID() string {
 	var b [6]byte
@@ -59,10 +56,26 @@ func NewID() string {
 // CheckID rejects ids that are not of the form this package generates (lower-case letters, digits
 // and '-', at most 63): errs.InvalidInput.
 func CheckID(id string) error {
-	if !idPattern.MatchString(id) {
+	if !validID(id) {
 		return errs.New(errs.InvalidInput, "sandbox", "", "invalid sandbox id %q", id)
 	}
 	return nil
+}
+
+// validID reports whether id matches ^[a-z0-9][a-z0-9-]{0,62}$. It is a loop, not a regexp: a
+// compiled regexp with that repetition was the largest package-level allocation of this package
+// (722 allocations, 51 KB, at every process start, issue 15).
+func validID(id string) bool {
+	if len(id) == 0 || len(id) > 63 || id[0] == '-' {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		if !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '-') {
+			return false
+		}
+	}
+	return true
 }
 
 // SandboxDir returns the directory of sandbox id.

@@ -2,8 +2,11 @@ package state_test
 
 import (
 	"errors"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -62,4 +65,31 @@ func TestHostileIDs(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(d.SandboxDir(id), "sandbox.json"), []byte(`{"id":"sbx-000000000000"}`), 0o644))
 	_, err = d.Get(id)
 	assert.Error(t, err)
+}
+
+// TestCheckIDAgreesWithPattern checks the hand-written id check against the documented pattern,
+// on the edges and on random strings over the alphabet around it.
+func TestCheckIDAgreesWithPattern(t *testing.T) {
+	t.Parallel()
+	pattern := regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`)
+	cases := []string{"", "a", "0", "-", "-a", "a-", "sbx-0123456789ab", "é", "a\n", "A", "a_b", "a.b",
+		strings.Repeat("a", 63), strings.Repeat("a", 64), "z" + strings.Repeat("-", 62), "z" + strings.Repeat("-", 63)}
+	rng := rand.New(rand.NewPCG(1, 2))
+	const alphabet = "az09-_A/.\x00é"
+	for range 5000 {
+		b := make([]byte, rng.IntN(70))
+		for i := range b {
+			b[i] = alphabet[rng.IntN(len(alphabet))]
+		}
+		cases = append(cases, string(b))
+	}
+	for _, id := range cases {
+		want := pattern.MatchString(id)
+		err := state.CheckID(id)
+		if want {
+			assert.NoError(t, err, "id %q", id)
+		} else {
+			assert.True(t, errors.Is(err, errs.InvalidInput), "id %q", id)
+		}
+	}
 }

@@ -1,4 +1,4 @@
-// Package toolstest is the tool suite: it runs the five built-in tools of package tools over any
+// Package toolstest is the tool suite: it runs the tools of package tools over any
 // adapter.Sandbox and checks the contract of SPEC.md section 3 (results, limits, error codes,
 // network policy) end to end. Each adapter's test calls Run with a constructor:
 //
@@ -59,6 +59,9 @@ func Run(t *testing.T, newSandbox func(t *testing.T) adapter.Sandbox) {
 		{"NetworkAllowed", s.testNetworkAllowed},
 		{"AllowNetworkSkipsPolicy", s.testAllowNetworkSkipsPolicy},
 		{"StoppedSandbox", s.testStoppedSandbox},
+		{"Background", s.testBackground},
+		{"ProcessErrors", s.testProcessErrors},
+		{"BackgroundNetworkDenied", s.testBackgroundNetworkDenied},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/sandboxer/sandboxer/adapter"
+	"github.com/sandboxer/sandboxer/adapter/adaptertest"
 	"github.com/sandboxer/sandboxer/adapter/docker"
 	"github.com/sandboxer/sandboxer/adapter/docker/image"
 	"github.com/sandboxer/sandboxer/adapter/local"
@@ -328,5 +329,16 @@ func BenchmarkFiles4KiBPair(b *testing.B) {
 			b.Run("op=ReadFile", func(b *testing.B) { alternate(b, read(lsb), read(sb)) })
 			b.Run("op=WriteFile", func(b *testing.B) { alternate(b, write(lsb), write(sb)) })
 		})
+	}
+}
+
+// BenchmarkDialPort: a forwarded port (issue 17) on runc and crun, next to the same httpd on the
+// host (adaptertest.BenchDialPort): the bytes go through the agent's stream on the container's
+// stdio pipes.
+//
+//	go test -run '^$' -bench DialPort -benchtime 10x -count 3 ./adapter/oci/ocibench/
+func BenchmarkDialPort(b *testing.B) {
+	for _, rt := range []string{oci.Runc, oci.Crun} {
+		b.Run("runtime="+rt, func(b *testing.B) { adaptertest.BenchDialPort(b, ociSandbox(b, rt)) })
 	}
 }

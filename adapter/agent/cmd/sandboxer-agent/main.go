@@ -1,7 +1,9 @@
 // Command sandboxer-agent is the process spawner of docker and oci sandboxes (see package agent). It
 // serves the agent protocol on stdin and stdout and logs to stderr.
 //
-//	sandboxer-agent               serve until stdin ends, then exit (started by an exec)
+//	sandboxer-agent               serve until stdin ends, then exit: the container's main process
+//	                              (or the first agent started in it) serves agent.HubSocket too;
+//	                              an agent exec'd later relays its stdio to that one
 //	sandboxer-agent -idle         serve, then stay as the container's main process until SIGTERM
 //	sandboxer-agent -init [-idle] serve as PID 1 of an oci container (see agent.ServeInit): deaf
 //	                              to signals from inside, reaping orphans; with -idle stay when
@@ -29,21 +31,33 @@ func main() {
 		fmt.Fprintln(os.Stderr, "usage: sandboxer-agent [-init] [-idle]")
 		os.Exit(2)
 	}
+	a := agent.New(init)
+	if !a.ListenHub() && !init && !idle {
+		// The container's agent serves the hub: relay to it, so that this client shares its
+		// background processes and listeners. Without it (an older agent), serve here.
+		if agent.Relay(os.Stdin, os.Stdout) {
+			return
+		}
+	}
 	if init {
-		if err := agent.ServeInit(os.Stdin, os.Stdout); err != nil {
+		if err := a.Serve(os.Stdin, os.Stdout); err != nil {
 			fmt.Fprintln(os.Stderr, "sandboxer-agent:", err)
 		}
-		for idle {
+		if !idle {
+			a.Close()
+			return
+		}
+		for {
 			time.Sleep(time.Hour) // PID 1 ignores every signal: the runtime's SIGKILL ends it
 		}
-		return
 	}
 	stop := make(chan os.Signal, 1)
 	signal.Notify(stop, syscall.SIGTERM, syscall.SIGINT)
 	served := make(chan error, 1)
-	go func() { served <- agent.Serve(os.Stdin, os.Stdout) }()
+	go func() { served <- a.Serve(os.Stdin, os.Stdout) }()
 	select {
 	case <-stop:
+		a.Close()
 		os.Exit(0)
 	case err := <-served:
 		if err != nil {
@@ -53,4 +67,5 @@ func main() {
 	if idle {
 		<-stop
 	}
+	a.Close()
 }

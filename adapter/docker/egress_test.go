@@ -1,0 +1,18 @@
+package docker_test
+
+import (
+	"testing"
+
+	"github.com/sandboxer/sandboxer/adapter"
+	"github.com/sandboxer/sandboxer/adapter/docker"
+	"github.com/sandboxer/sandboxer/egress"
+	"github.com/sandboxer/sandboxer/egress/egresstest"
+)
+
+// TestEgressAllowlist: the egress harness in a container with network mode none.
+func TestEgressAllowlist(t *testing.T) {
+	t.Parallel()
+	egresstest.Run(t, func(t *testing.T, allow []string, opts egress.Config) adapter.Sandbox {
+		return newSandbox(t, docker.Config{AllowHosts: allow, Egress: opts})
+	})
+}
