@@ -636,8 +636,11 @@ type helperProcess struct {
 	h       *helperProc
 	id      uint64
 	replies chan reply
-	cg      *cgroupDir
 	pool    *cgroupPool
+
+	mu       sync.Mutex // a background process is signalled from other goroutines than the one that finishes it
+	cg       *cgroupDir // nil once finish has put it back in the pool
+	finished bool       // its id may now name another command: signal nothing
 }
 
 func (p *helperProcess) wait() (int, error) {
@@ -653,19 +656,27 @@ func (p *helperProcess) wait() (int, error) {
 }
 
 func (p *helperProcess) signal(sig syscall.Signal) {
+	p.mu.Lock()
+	finished := p.finished
 	if sig == syscall.SIGKILL && p.cg != nil {
-		p.cg.kill()
+		p.cg.kill() // under mu: the cgroup cannot be back in the pool, serving another command
 	}
-	_, _ = p.h.send(request{Op: "signal", ID: p.id, Sig: int(sig)}, nil)
+	p.mu.Unlock()
+	if !finished {
+		_, _ = p.h.send(request{Op: "signal", ID: p.id, Sig: int(sig)}, nil)
+	}
 }
 
 func (p *helperProcess) abandon() { p.h.kill() }
 
 func (p *helperProcess) finish() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	if p.cg != nil {
 		p.pool.put(p.cg)
 		p.cg = nil
 	}
+	p.finished = true
 }
 
 // start asks the helper to run one command with the given stdio.

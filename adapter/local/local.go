@@ -614,6 +614,9 @@ type groupProcess struct {
 	cmd   *exec.Cmd
 	pgid  int
 	pidfd *os.File // readable once the child has exited; nil where the kernel has no pidfd
+
+	mu       sync.Mutex // a background process is signalled from other goroutines than the one that finishes it
+	finished bool       // its group id may now be another process's: signal nothing
 }
 
 func (p *groupProcess) wait() (int, error) {
@@ -621,11 +624,23 @@ func (p *groupProcess) wait() (int, error) {
 	return exitCode(p.cmd.ProcessState, err), nil
 }
 
-func (p *groupProcess) signal(sig syscall.Signal) { _ = syscall.Kill(-p.pgid, sig) }
+func (p *groupProcess) signal(sig syscall.Signal) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.finished {
+		_ = syscall.Kill(-p.pgid, sig)
+	}
+}
 
 func (p *groupProcess) abandon() {} // a plain child's SIGKILL always ends its wait
 
 func (p *groupProcess) finish() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.finished {
+		return
+	}
+	p.finished = true
 	_ = syscall.Kill(-p.pgid, syscall.SIGKILL)
 	released(strconv.Itoa(p.pgid))
 	p.s.untrack(p.pgid)
