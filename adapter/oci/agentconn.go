@@ -13,6 +13,7 @@ import (
 
 	"github.com/sandboxer/sandboxer/adapter"
 	"github.com/sandboxer/sandboxer/adapter/agent"
+	"github.com/sandboxer/sandboxer/adapter/internal/agentproc"
 	"github.com/sandboxer/sandboxer/errs"
 )
 
@@ -102,9 +103,6 @@ func (s *Sandbox) closeAgent() {
 	}
 }
 
-// termGrace is the time between SIGTERM and SIGKILL when a command's tree is killed.
-const termGrace = 200 * time.Millisecond
-
 // killGrace bounds how long a killed command may take to report its exit before the call gives up
 // on it.
 const killGrace = 2 * time.Second
@@ -122,17 +120,8 @@ type rawExec struct {
 	wrap           *agent.Wrap
 }
 
-// run executes e through the agent and returns its exit code. The error is
-// errs.SandboxUnavailable when the sandbox or its agent is gone, or ctx.Err() when ctx ended
-// first (the tree was killed).
+// run executes e through the agent and returns its exit code.
 func (s *Sandbox) run(ctx context.Context, op string, e rawExec) (int, error) {
-	if s.isStopped() {
-		return 0, s.errStopped(op)
-	}
-	a, err := s.agentClient(ctx, op)
-	if err != nil {
-		return 0, err
-	}
 	spec := agent.Spec{
 		Start:  agent.Start{Args: e.args, Env: e.env, Dir: adapter.DefaultWorkspace, Wrap: e.wrap},
 		Stdin:  e.stdin,
@@ -140,7 +129,20 @@ func (s *Sandbox) run(ctx context.Context, op string, e rawExec) (int, error) {
 		Stderr: e.stderr,
 	}
 	if e.wrap != nil {
-		spec.KillGrace = termGrace
+		spec.KillGrace = agentproc.TermGrace
+	}
+	return s.runSpec(ctx, op, spec)
+}
+
+// runSpec sends spec to the agent. The error is errs.SandboxUnavailable when the sandbox or its
+// agent is gone, or ctx.Err() when ctx ended first (the tree was killed).
+func (s *Sandbox) runSpec(ctx context.Context, op string, spec agent.Spec) (int, error) {
+	if s.isStopped() {
+		return 0, s.errStopped(op)
+	}
+	a, err := s.agentClient(ctx, op)
+	if err != nil {
+		return 0, err
 	}
 	ex, err := a.Run(ctx, spec, nil, killGrace)
 	switch {
@@ -205,14 +207,4 @@ func (h *headBuffer) String() string {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return string(h.buf)
-}
-
-// marker returns CODE when the buffer is exactly the wrapper's failure line for nonce.
-func (h *headBuffer) marker(nonce string) (string, bool) {
-	prefix := "sandboxer:" + nonce + ":"
-	b := h.String()
-	if len(b) < len(prefix)+2 || b[:len(prefix)] != prefix || b[len(b)-1] != '\n' {
-		return "", false
-	}
-	return b[len(prefix) : len(b)-1], true
 }
