@@ -212,6 +212,9 @@ func (p *Proxy) Close() error {
 		c.Close()
 	}
 	p.transport.CloseIdleConnections()
+	if errors.Is(err, net.ErrClosed) {
+		err = nil // a listener the sandbox had already ended (its stream closed first)
+	}
 	return err
 }
 

@@ -512,3 +512,27 @@ func listenLoopback(tb testing.TB) net.Listener {
 }
 
 func splitPort(addr string) (string, string, error) { return net.SplitHostPort(addr) }
+
+// A listener that its sandbox closed first (its stream ended), while the proxy still serves it,
+// does not make Close fail.
+func TestCloseAfterListenerEnded(t *testing.T) {
+	for range 50 {
+		p, err := egress.New(egress.Config{AllowHosts: []string{"example.test"}})
+		require.NoError(t, err)
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		served := make(chan error, 1)
+		go func() { served <- p.Serve(ln) }()
+		require.Eventually(t, func() bool {
+			c, err := net.Dial("tcp", ln.Addr().String())
+			if err == nil {
+				c.Close()
+			}
+			return err == nil
+		}, 10*time.Second, time.Millisecond)
+		ln.Close()
+		require.NoError(t, p.Close())
+		require.NoError(t, p.Close(), "idempotent")
+		<-served
+	}
+}
