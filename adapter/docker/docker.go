@@ -34,6 +34,7 @@ import (
 	"github.com/sandboxer/sandboxer/adapter"
 	"github.com/sandboxer/sandboxer/adapter/agent"
 	"github.com/sandboxer/sandboxer/adapter/docker/image"
+	"github.com/sandboxer/sandboxer/adapter/internal/shellfs"
 	"github.com/sandboxer/sandboxer/egress"
 	"github.com/sandboxer/sandboxer/errs"
 )
@@ -526,7 +527,7 @@ func (s *Sandbox) Fork(ctx context.Context) (adapter.Sandbox, error) {
 		return nil, err
 	}
 	f.ownEngine = true
-	if err := s.copyWorkspaceTo(ctx, f); err != nil {
+	if err := shellfs.CopyWorkspace(ctx, s.files(), f.files()); err != nil {
 		f.Stop(context.WithoutCancel(ctx))
 		return nil, err
 	}

@@ -1,443 +1,69 @@
 package docker
 
 import (
-	"archive/tar"
-	"bytes"
 	"context"
-	"errors"
-	"fmt"
-	"io"
-	"io/fs"
-	"path"
-	"strconv"
-	"strings"
-	"time"
 
 	"github.com/sandboxer/sandboxer/adapter"
-	"github.com/sandboxer/sandboxer/errs"
+	"github.com/sandboxer/sandboxer/adapter/internal/shellfs"
 )
 
-// tmpPrefix names the temporary files and directories of writes; listings skip them.
-const tmpPrefix = ".sandboxer-tmp-"
-
-// maxArgBytes bounds the paths passed to one bulk exec (argv must stay well under ARG_MAX).
-const maxArgBytes = 256 << 10
-
-// script runs one of the file scripts with args and maps its exit code to an error for the
-// caller's path p.
-func (s *Sandbox) script(ctx context.Context, op, p, text string, args []string, stdin io.Reader, stdout io.Writer) ([]byte, error) {
-	stderr := adapter.NewCappedBuffer(1 << 20)
-	argv := append([]string{"/bin/sh", "-c", text, "sandboxer"}, args...)
-	code, err := s.run(ctx, op, rawExec{args: argv, env: baseEnv, stdin: stdin, stdout: stdout, stderr: stderr})
-	msg, _, _ := stderr.Result()
-	if err != nil {
-		return msg, err
+// files is the sandbox's file operations: shellfs scripts run over s.run with baseEnv.
+func (s *Sandbox) files() shellfs.FS {
+	return shellfs.FS{
+		Run: func(ctx context.Context, op string, e shellfs.Exec) (int, error) {
+			return s.run(ctx, op, rawExec{args: e.Args, env: e.Env, stdin: e.Stdin, stdout: e.Stdout, stderr: e.Stderr})
+		},
+		Env: baseEnv,
 	}
-	return msg, codeErr(op, p, code, msg)
-}
-
-func codeErr(op, p string, code int, msg []byte) error {
-	switch code {
-	case 0:
-		return nil
-	case exitEscape:
-		return errs.New(errs.PathEscape, op, p, "path leaves the workspace")
-	case exitNotFound:
-		return errs.New(errs.NotFound, op, p, "no such file")
-	case exitLoop:
-		return errs.New(errs.PathEscape, op, p, "too many levels of symbolic links")
-	case exitIsDir:
-		return errs.New(errs.InvalidInput, op, p, "is a directory")
-	case exitNotDir:
-		return errs.New(errs.InvalidInput, op, p, "a parent is not a directory")
-	case exitInvalid:
-		return errs.New(errs.InvalidInput, op, p, "not allowed on the workspace root")
-	}
-	return errs.New(errs.Internal, op, p, "exit %d: %s", code, strings.TrimSpace(string(msg)))
-}
-
-func rel(op, p string) (string, error) {
-	return adapter.Rel(op, adapter.DefaultWorkspace, p)
 }
 
 // ReadFile returns a regular file's content (one exec: resolve in the jail, then cat).
 func (s *Sandbox) ReadFile(ctx context.Context, p string) ([]byte, error) {
-	const op = "read"
-	r, err := rel(op, p)
-	if err != nil {
-		return nil, err
-	}
-	// The file arrives as a stream: past the limit, the read is cancelled.
-	var buf bytes.Buffer
-	limit := adapter.ReadLimit(ctx)
-	rctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	w := &adapter.LimitedWriter{W: &buf, Limit: limit, OnExceed: cancel}
-	_, err = s.script(rctx, op, p, readScript, []string{r}, nil, w)
-	if w.Exceeded() {
-		return nil, adapter.FileTooLarge(op, p, limit+1, limit)
-	}
-	if err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
+	return s.files().ReadFile(ctx, p)
 }
 
 // WriteFile writes data through a temporary file renamed over the target (one exec, data on
 // stdin), creating parent directories.
 func (s *Sandbox) WriteFile(ctx context.Context, p string, data []byte) error {
-	const op = "write"
-	r, err := rel(op, p)
-	if err != nil {
-		return err
-	}
-	if r == "." {
-		return errs.New(errs.InvalidInput, op, p, "is the workspace root")
-	}
-	_, err = s.script(ctx, op, p, writeScript, []string{r}, bytes.NewReader(data), nil)
-	return err
+	return s.files().WriteFile(ctx, p, data)
 }
 
 // StatFile reports one entry without following a final symlink.
 func (s *Sandbox) StatFile(ctx context.Context, p string) (adapter.FileInfo, error) {
-	const op = "stat"
-	r, err := rel(op, p)
-	if err != nil {
-		return adapter.FileInfo{}, err
-	}
-	var buf bytes.Buffer
-	if _, err := s.script(ctx, op, p, statScript, []string{r}, nil, &buf); err != nil {
-		return adapter.FileInfo{}, err
-	}
-	line, link, _ := strings.Cut(buf.String(), "\n")
-	fi, err := parseStat(strings.TrimSpace(line))
-	if err != nil {
-		return adapter.FileInfo{}, errs.Wrap(errs.Internal, op, p, err)
-	}
-	fi.Path = r
-	if fi.IsLink() {
-		fi.Link = strings.TrimSuffix(link, "\n")
-	}
-	return fi, nil
+	return s.files().StatFile(ctx, p)
 }
 
 // RemoveFile deletes a file, a symlink or an empty directory.
 func (s *Sandbox) RemoveFile(ctx context.Context, p string) error {
-	const op = "remove"
-	r, err := rel(op, p)
-	if err != nil {
-		return err
-	}
-	if r == "." {
-		return errs.New(errs.InvalidInput, op, p, "cannot remove the workspace root")
-	}
-	_, err = s.script(ctx, op, p, removeScript, []string{r}, nil, nil)
-	return err
+	return s.files().RemoveFile(ctx, p)
 }
 
 // ListFiles walks dir in one exec (find plus batched stat) and returns its regular files and
 // symbolic links (with their target text).
 func (s *Sandbox) ListFiles(ctx context.Context, dir string) ([]adapter.FileInfo, error) {
-	const op = "list"
-	if dir == "" {
-		dir = "."
-	}
-	r, err := rel(op, dir)
-	if err != nil {
-		return nil, err
-	}
-	var names bytes.Buffer
-	stats := adapter.NewCappedBuffer(1 << 30)
-	argv := []string{"/bin/sh", "-c", listScript, "sandboxer", r}
-	code, err := s.run(ctx, op, rawExec{args: argv, env: baseEnv, stdout: &names, stderr: stats})
-	if err != nil {
-		return nil, err
-	}
-	statText, _, _ := stats.Result()
-	if code != 0 {
-		return nil, codeErr(op, dir, code, statText)
-	}
-	tokens := strings.Split(names.String(), "\x00")
-	tokens = tokens[:len(tokens)-1]
-	if len(tokens) == 0 {
-		return []adapter.FileInfo{}, nil
-	}
-	lines := strings.Split(strings.TrimSuffix(string(statText), "\n"), "\n")
-	out := make([]adapter.FileInfo, 0, len(lines))
-	for _, line := range lines {
-		if len(tokens) == 0 {
-			return nil, errs.New(errs.Internal, op, dir, "walk changed under the listing (more stats than names)")
-		}
-		n := path.Clean(tokens[0])
-		tokens = tokens[1:]
-		fi, err := parseStat(line)
-		if err != nil {
-			return nil, errs.Wrap(errs.Internal, op, dir, err)
-		}
-		if fi.IsLink() {
-			if len(tokens) == 0 {
-				return nil, errs.New(errs.Internal, op, dir, "walk changed under the listing (a link without its target)")
-			}
-			fi.Link, tokens = tokens[0], tokens[1:]
-		}
-		if strings.HasPrefix(path.Base(n), tmpPrefix) || strings.Contains(n, "/"+tmpPrefix) || strings.HasPrefix(n, tmpPrefix) {
-			continue
-		}
-		fi.Path = n
-		out = append(out, fi)
-	}
-	if len(tokens) != 0 {
-		return nil, errs.New(errs.Internal, op, dir, "walk changed under the listing (more names than stats)")
-	}
-	return out, nil
+	return s.files().ListFiles(ctx, dir)
 }
 
-// parseStat reads "size rawmode(hex) inode YYYY-MM-DD hh:mm:ss.nnnnnnnnn +zzzz".
-func parseStat(line string) (adapter.FileInfo, error) {
-	f := strings.Fields(line)
-	if len(f) != 6 {
-		return adapter.FileInfo{}, fmt.Errorf("unexpected stat output %q", line)
-	}
-	size, err1 := strconv.ParseInt(f[0], 10, 64)
-	raw, err2 := strconv.ParseUint(f[1], 16, 32)
-	ino, err3 := strconv.ParseUint(f[2], 10, 64)
-	mt, err4 := time.Parse("2006-01-02 15:04:05.999999999 -0700", f[3]+" "+f[4]+" "+f[5])
-	if err := errors.Join(err1, err2, err3, err4); err != nil {
-		return adapter.FileInfo{}, fmt.Errorf("unexpected stat output %q: %w", line, err)
-	}
-	return adapter.FileInfo{Size: size, Mode: unixMode(uint32(raw)), Inode: ino, ModTime: mt}, nil
-}
-
-// unixMode converts st_mode to fs.FileMode.
-func unixMode(m uint32) fs.FileMode {
-	mode := fs.FileMode(m & 0o777)
-	switch m & 0o170000 {
-	case 0o040000:
-		mode |= fs.ModeDir
-	case 0o120000:
-		mode |= fs.ModeSymlink
-	case 0o010000:
-		mode |= fs.ModeNamedPipe
-	case 0o140000:
-		mode |= fs.ModeSocket
-	case 0o020000:
-		mode |= fs.ModeDevice | fs.ModeCharDevice
-	case 0o060000:
-		mode |= fs.ModeDevice
-	}
-	if m&0o4000 != 0 {
-		mode |= fs.ModeSetuid
-	}
-	if m&0o2000 != 0 {
-		mode |= fs.ModeSetgid
-	}
-	if m&0o1000 != 0 {
-		mode |= fs.ModeSticky
-	}
-	return mode
-}
-
-// batches splits paths so that each batch's argv stays under maxArgBytes.
-func batches(paths []string) [][]int {
-	var out [][]int
-	var cur []int
-	size := 0
-	for i, p := range paths {
-		if len(cur) > 0 && size+len(p)+1 > maxArgBytes {
-			out = append(out, cur)
-			cur, size = nil, 0
-		}
-		cur = append(cur, i)
-		size += len(p) + 1
-	}
-	if len(cur) > 0 {
-		out = append(out, cur)
-	}
-	return out
-}
-
-// indexOf reads the "index N" line a bulk script prints before failing on path N.
-func indexOf(msg []byte) int {
-	s := string(msg)
-	if i := strings.LastIndex(s, "index "); i >= 0 {
-		if n, err := strconv.Atoi(strings.TrimSpace(strings.SplitN(s[i+6:], "\n", 2)[0])); err == nil {
-			return n
-		}
-	}
-	return -1
-}
-
-// ReadFiles reads many files with one exec per batch of paths: the container resolves each path
-// in the jail and streams one tar of all of them, read as it arrives: a file over
+// ReadFiles reads many files with one exec per batch of paths, streamed as one tar: a file over
 // adapter.ReadLimit(ctx) stops the exec (errs.FileTooLarge) before its content is held.
 func (s *Sandbox) ReadFiles(ctx context.Context, paths []string, fn func(path string, data []byte) error) error {
-	const op = "read"
-	limit := adapter.ReadLimit(ctx)
-	rels := make([]string, len(paths))
-	for i, p := range paths {
-		r, err := rel(op, p)
-		if err != nil {
-			return err
-		}
-		rels[i] = r
-	}
-	for _, b := range batches(rels) {
-		args := make([]string, len(b))
-		for j, i := range b {
-			args[j] = rels[i]
-		}
-		content := map[string][]byte{}
-		pr, pw := io.Pipe()
-		rctx, cancel := context.WithCancel(ctx)
-		parsed := make(chan error, 1)
-		go func() {
-			err := readTar(pr, limit, content)
-			if err != nil {
-				cancel() // stop the exec; its writes fail from now on
-				pr.CloseWithError(err)
-			} else {
-				io.Copy(io.Discard, pr) // the archive's padding, until the exec ends
-			}
-			parsed <- err
-		}()
-		stderr := adapter.NewCappedBuffer(64 << 20)
-		argv := append([]string{"/bin/sh", "-c", readManyScript, "sandboxer"}, args...)
-		code, err := s.run(rctx, op, rawExec{args: argv, env: baseEnv, stdout: pw, stderr: stderr})
-		pw.Close()
-		perr := <-parsed
-		cancel()
-		if errs.CodeOf(perr) == errs.FileTooLarge {
-			return perr
-		}
-		if err != nil {
-			return err
-		}
-		msg, _, _ := stderr.Result()
-		if code != 0 {
-			p := ""
-			if k := indexOf(msg); k >= 0 && k < len(b) {
-				p = paths[b[k]]
-			}
-			return codeErr(op, p, code, msg)
-		}
-		if perr != nil {
-			return errs.Wrap(errs.Internal, op, "", perr)
-		}
-		reals := strings.Split(string(msg), "\x00")
-		if len(reals) < len(b) {
-			return errs.New(errs.Internal, op, "", "bulk read: %s", msg)
-		}
-		for j, i := range b {
-			data, ok := content[path.Clean(reals[j])]
-			if !ok {
-				return errs.New(errs.NotFound, op, paths[i], "missing from the archive")
-			}
-			if err := fn(paths[i], data); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
+	return s.files().ReadFiles(ctx, paths, fn)
 }
 
-// readTar reads a tar stream into content (name to data). A regular file whose header says more
-// than limit bytes is errs.FileTooLarge, before any of it is read.
-func readTar(r io.Reader, limit int64, content map[string][]byte) error {
-	tr := tar.NewReader(r)
-	for {
-		h, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		name := path.Clean(h.Name)
-		switch h.Typeflag {
-		case tar.TypeReg:
-			if h.Size > limit {
-				return adapter.FileTooLarge("read", name, h.Size, limit)
-			}
-			data := make([]byte, h.Size)
-			if _, err := io.ReadFull(tr, data); err != nil {
-				return err
-			}
-			content[name] = data
-		case tar.TypeLink:
-			content[name] = content[path.Clean(h.Linkname)]
-		}
-	}
-}
-
-// WriteFiles writes many files with one exec per batch: a tar on stdin is unpacked into a
-// staging directory of the workspace and each file renamed into place after every path passed
-// the jail.
+// WriteFiles writes many files with one exec per batch (a tar on stdin, each file renamed into
+// place after every path passed the jail).
 func (s *Sandbox) WriteFiles(ctx context.Context, files []adapter.File) error {
-	const op = "write"
-	rels := make([]string, len(files))
-	for i, f := range files {
-		r, err := rel(op, f.Path)
-		if err != nil {
-			return err
-		}
-		if r == "." {
-			return errs.New(errs.InvalidInput, op, f.Path, "is the workspace root")
-		}
-		rels[i] = r
-	}
-	for _, b := range batches(rels) {
-		var buf bytes.Buffer
-		tw := tar.NewWriter(&buf)
-		now := time.Now()
-		for j, i := range b {
-			if err := tw.WriteHeader(&tar.Header{Name: strconv.Itoa(j), Mode: 0o644, Size: int64(len(files[i].Data)), ModTime: now, Typeflag: tar.TypeReg}); err != nil {
-				return errs.Wrap(errs.Internal, op, "", err)
-			}
-			tw.Write(files[i].Data)
-		}
-		tw.Close()
-		args := make([]string, len(b))
-		for j, i := range b {
-			args[j] = rels[i]
-		}
-		stderr := adapter.NewCappedBuffer(1 << 20)
-		argv := append([]string{"/bin/sh", "-c", writeManyScript, "sandboxer"}, args...)
-		code, err := s.run(ctx, op, rawExec{args: argv, env: baseEnv, stdin: &buf, stderr: stderr})
-		if err != nil {
-			return err
-		}
-		if code != 0 {
-			msg, _, _ := stderr.Result()
-			p := ""
-			if k := indexOf(msg); k >= 0 && k < len(b) {
-				p = files[b[k]].Path
-			}
-			return codeErr(op, p, code, msg)
-		}
-	}
-	return nil
+	return s.files().WriteFiles(ctx, files)
 }
 
-// copyWorkspaceTo streams this workspace into dst's (tar out of one exec, into another).
-func (s *Sandbox) copyWorkspaceTo(ctx context.Context, dst *Sandbox) error {
-	pr, pw := io.Pipe()
-	inErr := make(chan error, 1)
-	inStderr := adapter.NewCappedBuffer(1 << 16)
-	go func() {
-		code, err := dst.run(ctx, "fork", rawExec{args: []string{"/bin/sh", "-c", tarInScript}, env: baseEnv, stdin: pr, stderr: inStderr})
-		pr.CloseWithError(io.ErrClosedPipe)
-		if err == nil && code != 0 {
-			msg, _, _ := inStderr.Result()
-			err = errs.New(errs.Internal, "fork", "", "unpack workspace: exit %d: %s", code, msg)
-		}
-		inErr <- err
-	}()
-	outStderr := adapter.NewCappedBuffer(1 << 16)
-	code, err := s.run(ctx, "fork", rawExec{args: []string{"/bin/sh", "-c", tarOutScript}, env: baseEnv, stdout: pw, stderr: outStderr})
-	pw.Close()
-	if err == nil && code != 0 {
-		msg, _, _ := outStderr.Result()
-		err = errs.New(errs.Internal, "fork", "", "pack workspace: exit %d: %s", code, msg)
-	}
-	return errors.Join(err, <-inErr)
+// Symlink implements adapter.ModeWriter with one exec in the container.
+func (s *Sandbox) Symlink(ctx context.Context, p, target string) error {
+	return s.files().Symlink(ctx, p, target)
 }
+
+// SetExecutable implements adapter.ModeWriter with one exec in the container.
+func (s *Sandbox) SetExecutable(ctx context.Context, p string, exec bool) error {
+	return s.files().SetExecutable(ctx, p, exec)
+}
+
+var _ adapter.ModeWriter = (*Sandbox)(nil)
