@@ -1,0 +1,13 @@
+package kubernetes
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// PodOf returns a sandbox's pod object, for tests that check its spec.
+func PodOf(ctx context.Context, s *Sandbox) (*corev1.Pod, error) { return s.k.getPod(ctx, s.pod) }
+
+// DeletePod deletes a sandbox's pod behind its handle's back.
+func DeletePod(ctx context.Context, s *Sandbox) error { return s.k.deletePod(ctx, s.pod) }

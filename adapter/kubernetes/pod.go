@@ -1,0 +1,309 @@
+package kubernetes
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/sandboxer/sandboxer/adapter"
+	"github.com/sandboxer/sandboxer/adapter/agent"
+	"github.com/sandboxer/sandboxer/errs"
+)
+
+// What the egress probe found (AnnotNetwork).
+const (
+	netEnforced   = "enforced"   // the deny-all policy holds: no probe target answered
+	netUnenforced = "unenforced" // a probe target answered: the cluster ignores the policy
+	netAllowed    = "allowed"    // AllowNetwork: no policy, nothing to probe
+	netProxied    = "proxied"    // AllowHosts, with the policy enforced: the proxy is the only way out
+)
+
+// baseEnv is the minimal environment of every command (and of the container itself).
+var baseEnv = []string{
+	"PATH=/usr/local/bin:/usr/bin:/bin",
+	"HOME=" + adapter.DefaultWorkspace,
+	"LANG=C.UTF-8",
+	"TZ=UTC",
+}
+
+// labels are a sandbox pod's labels.
+func (c Config) labels(id, pool string) map[string]string {
+	l := maps.Clone(c.Labels)
+	if l == nil {
+		l = map[string]string{}
+	}
+	l[LabelManaged] = managedByValue
+	l[LabelID] = id
+	l[LabelPersist] = strconv.FormatBool(c.Persist)
+	if pool != "" {
+		l[LabelPool] = pool
+	}
+	return l
+}
+
+// podSpec is the hardened pod of a sandbox.
+func (c Config) podSpec(id, pool string) *corev1.Pod {
+	yes, no := true, false
+	uid := c.uid()
+	zero := int64(0)
+	limits := corev1.ResourceList{}
+	if m := orDefault(c.MemoryBytes, DefaultMemoryBytes); m > 0 {
+		limits[corev1.ResourceMemory] = *resource.NewQuantity(m, resource.BinarySI)
+	}
+	if cpu := orDefault(c.MilliCPUs, DefaultMilliCPUs); cpu > 0 {
+		limits[corev1.ResourceCPU] = *resource.NewMilliQuantity(cpu, resource.DecimalSI)
+	}
+	// Requests are small, so that a node packs many idle sandboxes; limits bound each one.
+	requests := corev1.ResourceList{
+		corev1.ResourceCPU:    *resource.NewMilliQuantity(10, resource.DecimalSI),
+		corev1.ResourceMemory: *resource.NewQuantity(16<<20, resource.BinarySI),
+	}
+	tmp := resource.NewQuantity(orDefault(c.TmpBytes, DefaultTmpBytes), resource.BinarySI)
+	var ws *resource.Quantity
+	if c.WorkspaceBytes > 0 {
+		ws = resource.NewQuantity(c.WorkspaceBytes, resource.BinarySI)
+	}
+	env := make([]corev1.EnvVar, 0, len(baseEnv))
+	for _, e := range baseEnv {
+		k, v, _ := strings.Cut(e, "=")
+		env = append(env, corev1.EnvVar{Name: k, Value: v})
+	}
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        namePrefix + id,
+			Labels:      c.labels(id, pool),
+			Annotations: map[string]string{AnnotOwner: owner()},
+		},
+		Spec: corev1.PodSpec{
+			RestartPolicy:                 corev1.RestartPolicyNever,
+			AutomountServiceAccountToken:  &no,
+			EnableServiceLinks:            &no,
+			TerminationGracePeriodSeconds: &zero,
+			SecurityContext: &corev1.PodSecurityContext{
+				RunAsNonRoot:   &yes,
+				RunAsUser:      &uid,
+				RunAsGroup:     &uid,
+				FSGroup:        &uid,
+				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+			},
+			Containers: []corev1.Container{{
+				Name:            containerName,
+				Image:           c.image(),
+				ImagePullPolicy: corev1.PullPolicy(c.pullPolicy()),
+				// PID 1 serves no stream (its stdin is empty) but the hub that exec'd agents relay
+				// to, reaps orphans and stays until the pod is deleted.
+				Command:    []string{agent.Path, "-init", "-idle"},
+				WorkingDir: adapter.DefaultWorkspace,
+				Env:        env,
+				Resources:  corev1.ResourceRequirements{Limits: limits, Requests: requests},
+				SecurityContext: &corev1.SecurityContext{
+					Privileged:               &no,
+					AllowPrivilegeEscalation: &no,
+					ReadOnlyRootFilesystem:   &yes,
+					RunAsNonRoot:             &yes,
+					Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+				},
+				VolumeMounts: []corev1.VolumeMount{
+					{Name: "workspace", MountPath: adapter.DefaultWorkspace},
+					{Name: "tmp", MountPath: "/tmp"},
+				},
+			}},
+			Volumes: []corev1.Volume{
+				{Name: "workspace", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: ws}}},
+				{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory, SizeLimit: tmp}}},
+			},
+		},
+	}
+	if c.RuntimeClassName != "" {
+		rc := c.RuntimeClassName
+		p.Spec.RuntimeClassName = &rc
+	}
+	if ws != nil {
+		limits[corev1.ResourceEphemeralStorage] = *ws
+	}
+	return p
+}
+
+// denyPolicy is the NetworkPolicy that cuts a sandbox pod's egress and ingress.
+func (c Config) denyPolicy(id string) *networkingv1.NetworkPolicy {
+	return &networkingv1.NetworkPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: namePrefix + id, Labels: map[string]string{LabelManaged: managedByValue, LabelID: id}},
+		Spec: networkingv1.NetworkPolicySpec{
+			PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{LabelManaged: managedByValue, LabelID: id}},
+			PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeEgress, networkingv1.PolicyTypeIngress},
+		},
+	}
+}
+
+// create makes a sandbox: the policy first (the pod never runs a moment without it), the pod, the
+// wait until it runs, the agent stream, the egress probe. pool, when set, labels the pod as a warm
+// pool's (its probe result is then kept for the claimer). Whatever fails, nothing is left behind.
+func create(ctx context.Context, k *kube, cfg Config, pool string) (*Sandbox, error) {
+	id := newID()
+	s := &Sandbox{k: k, cfg: cfg, id: id, pod: namePrefix + id, network: netAllowed}
+	ok := false
+	defer func() {
+		if !ok {
+			s.closeAgent()
+			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+			defer cancel()
+			k.deleteSandbox(dctx, id)
+		}
+	}()
+	if !cfg.AllowNetwork {
+		if err := k.createPolicy(ctx, cfg.denyPolicy(id)); err != nil {
+			return nil, k.classify("create", err)
+		}
+	}
+	if _, err := k.createPod(ctx, cfg.podSpec(id, pool)); err != nil {
+		return nil, k.classify("create", err)
+	}
+	p, err := k.waitRunning(ctx, s.pod, cfg.startTimeout())
+	if err != nil {
+		return nil, err
+	}
+	if cfg.AllowNetwork {
+		s.network = netAllowed
+	} else {
+		if s.network, err = s.probeNetwork(ctx, p); err != nil {
+			return nil, err
+		}
+		if s.network == netUnenforced && cfg.RequireIsolation {
+			return nil, errs.New(errs.IsolationUnavailable, "create", "",
+				"required isolation cannot be applied: network (the cluster's CNI does not enforce NetworkPolicy: a probe from the pod reached %s)", probeTargets(p))
+		}
+		if s.network == netEnforced && len(cfg.AllowHosts) > 0 {
+			s.network = netProxied
+		}
+	}
+	// The annotation records the verdict for other handles, and marks a pool's pod ready.
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{AnnotNetwork: s.network}}})
+	if _, err := k.patchPod(ctx, s.pod, patch); err != nil {
+		return nil, k.classify("create", err)
+	}
+	ok = true
+	return s, nil
+}
+
+// fatalWaiting are container waiting reasons that never resolve by themselves.
+var fatalWaiting = map[string]bool{
+	"ErrImagePull": true, "ImagePullBackOff": true, "ErrImageNeverPull": true, "InvalidImageName": true,
+	"CreateContainerConfigError": true, "CreateContainerError": true, "RunContainerError": true, "CrashLoopBackOff": true,
+}
+
+// waitRunning polls the pod until its container runs; a pod that cannot start (image, config,
+// exit) is reported with the kubelet's reason at once, not after the timeout.
+func (k *kube) waitRunning(ctx context.Context, name string, timeout time.Duration) (*corev1.Pod, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	delay := 20 * time.Millisecond
+	for {
+		p, err := k.getPod(ctx, name)
+		if err != nil {
+			if ctx.Err() != nil {
+				break
+			}
+			return nil, k.classify("create", err)
+		}
+		if p.Status.Phase == corev1.PodRunning {
+			for _, cs := range p.Status.ContainerStatuses {
+				if cs.Name == containerName && cs.State.Running != nil {
+					return p, nil
+				}
+			}
+		}
+		if p.Status.Phase == corev1.PodFailed || p.Status.Phase == corev1.PodSucceeded {
+			return nil, errs.New(errs.SandboxUnavailable, "create", "", "pod %s ended before it ran: %s", name, podState(p))
+		}
+		for _, cs := range p.Status.ContainerStatuses {
+			if w := cs.State.Waiting; w != nil && fatalWaiting[w.Reason] {
+				return nil, errs.New(errs.SandboxUnavailable, "create", "", "pod %s cannot start: %s: %s", name, w.Reason, w.Message)
+			}
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(delay):
+			delay = min(delay*3/2, 500*time.Millisecond)
+			continue
+		}
+		break
+	}
+	p, _ := k.getPod(context.WithoutCancel(ctx), name)
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) && p != nil {
+		return nil, errs.New(errs.SandboxUnavailable, "create", "", "pod %s did not run within %s: %s", name, timeout, podState(p))
+	}
+	return nil, ctx.Err()
+}
+
+// podState says where a pod is, for messages.
+func podState(p *corev1.Pod) string {
+	if p.DeletionTimestamp != nil {
+		return "being deleted"
+	}
+	s := strings.ToLower(string(p.Status.Phase))
+	for _, cs := range p.Status.ContainerStatuses {
+		switch {
+		case cs.State.Waiting != nil:
+			s += fmt.Sprintf(" (waiting: %s %s)", cs.State.Waiting.Reason, cs.State.Waiting.Message)
+		case cs.State.Terminated != nil:
+			s += fmt.Sprintf(" (terminated: %s, exit %d)", cs.State.Terminated.Reason, cs.State.Terminated.ExitCode)
+		}
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status != corev1.ConditionTrue && c.Message != "" {
+			s += " (unschedulable: " + c.Message + ")"
+		}
+	}
+	return s
+}
+
+// probeTargets are addresses outside the pod that a pod reaches when nothing cuts its egress: the
+// node's kubelet (every node runs one on 10250) and the pod network's gateway on the same port.
+func probeTargets(p *corev1.Pod) string {
+	var t []string
+	if p.Status.HostIP != "" {
+		t = append(t, p.Status.HostIP+":10250")
+	}
+	return strings.Join(append(t, "the default gateway:10250"), ", ")
+}
+
+// probeScript connects to each target with busybox nc (1 s each) and prints "open" when one
+// answers. The default gateway comes from /proc/net/route (little-endian hex).
+const probeScript = `
+gw=$(awk '$2 == "00000000" { h = $3; printf "%d.%d.%d.%d", "0x" substr(h,7,2), "0x" substr(h,5,2), "0x" substr(h,3,2), "0x" substr(h,1,2); exit }' /proc/net/route 2>/dev/null)
+for t in "$@" ${gw:+$gw}; do
+	if nc -w 1 "$t" 10250 </dev/null >/dev/null 2>&1; then echo open; exit 0; fi
+done
+echo closed
+`
+
+// probeNetwork checks from inside the pod that its egress is cut.
+func (s *Sandbox) probeNetwork(ctx context.Context, p *corev1.Pod) (string, error) {
+	var targets []string
+	if p.Status.HostIP != "" && p.Status.HostIP != "127.0.0.1" {
+		targets = append(targets, p.Status.HostIP)
+	}
+	out := adapter.NewCappedBuffer(256)
+	_, err := s.run(ctx, "create", rawExec{args: append([]string{"/bin/sh", "-c", probeScript, "probe"}, targets...), env: baseEnv, stdout: out})
+	if err != nil {
+		return "", err
+	}
+	b, _, _ := out.Result()
+	switch strings.TrimSpace(string(b)) {
+	case "open":
+		return netUnenforced, nil
+	case "closed":
+		return netEnforced, nil
+	}
+	return "", errs.New(errs.SandboxUnavailable, "create", "", "the network probe in pod %s said %q", s.pod, b)
+}
