@@ -57,12 +57,12 @@ func (f closerFunc) Close() error { return f() }
 func (a *agentConn) close() error {
 	a.closeOnce.Do(func() {
 		a.inW.Close()
-		a.outR.Close()
-		select { // let the agent see the end of its input before the exec is torn down
+		select { // the agent sees the end of its input and exits, which ends the exec
 		case <-a.ended:
 		case <-time.After(time.Second):
 		}
 		a.cancel()
+		a.outR.Close()
 	})
 	return nil
 }
