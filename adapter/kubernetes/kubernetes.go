@@ -196,6 +196,7 @@ type Sandbox struct {
 	pod string // the pod's name (namePrefix + id)
 	// network is the egress probe's verdict (AnnotNetwork).
 	network string
+	rv      string // the pod's resourceVersion when create finished (a pool's claim precondition)
 
 	amu   sync.Mutex
 	agent *agentConn

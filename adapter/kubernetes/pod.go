@@ -188,9 +188,11 @@ func create(ctx context.Context, k *kube, cfg Config, pool string) (*Sandbox, er
 	}
 	// The annotation records the verdict for other handles, and marks a pool's pod ready.
 	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{AnnotNetwork: s.network}}})
-	if _, err := k.patchPod(ctx, s.pod, patch); err != nil {
+	got, err := k.patchPod(ctx, s.pod, patch)
+	if err != nil {
 		return nil, k.classify("create", err)
 	}
+	s.rv = got.ResourceVersion
 	ok = true
 	return s, nil
 }

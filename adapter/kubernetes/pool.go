@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -27,7 +28,8 @@ type Pool struct {
 	closed sync.Once
 
 	mu      sync.Mutex
-	fillErr error // the last refill's failure, reported by a claim that found the pool empty
+	fillErr error      // the last refill's failure
+	warm    []*Sandbox // this process's ready pods, each with its agent stream open
 }
 
 // NewPool starts a pool of size pods named name (a label value: letters, digits, '-', '.', '_')
@@ -56,6 +58,9 @@ func (p *Pool) refill() {
 	}
 }
 
+// refillEvery is how often a pool checks that it still has its size.
+const refillEvery = time.Second
+
 // run keeps size pods of this process in the pool until Close.
 func (p *Pool) run() {
 	defer close(p.done)
@@ -67,6 +72,7 @@ func (p *Pool) run() {
 		case <-p.stop:
 			return
 		case <-p.kick:
+		case <-time.After(refillEvery): // claims by other processes kick nothing here
 		}
 		pods, err := p.k.listPods(ctx, selector(LabelPool+"="+p.name))
 		if err != nil {
@@ -83,14 +89,31 @@ func (p *Pool) run() {
 		for range p.size - mine {
 			wg.Go(func() {
 				s, err := create(ctx, p.k, p.cfg, p.name)
+				if err == nil {
+					// The stream stays open for a claim of this process: its first command costs
+					// one frame, not an exec through the apiserver and the kubelet.
+					_, err = s.run(ctx, "pool", rawExec{args: []string{"true"}})
+					if err != nil {
+						s.Stop(context.WithoutCancel(ctx))
+					}
+				}
 				p.setErr(err)
-				if s != nil {
-					s.closeAgent() // the claimer opens its own stream
+				if err == nil {
+					p.mu.Lock()
+					p.warm = append(p.warm, s)
+					p.mu.Unlock()
 				}
 			})
 		}
 		wg.Wait()
 	}
+}
+
+// Err is the last refill's failure (nil once a refill succeeds again).
+func (p *Pool) Err() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.fillErr
 }
 
 func (p *Pool) setErr(err error) {
@@ -103,6 +126,26 @@ func (p *Pool) setErr(err error) {
 // none is ready it starts one as New does. The pool refills in the background.
 func (p *Pool) Claim(ctx context.Context) (*Sandbox, error) {
 	defer p.refill()
+	for {
+		s := p.takeWarm()
+		if s == nil {
+			break
+		}
+		_, err := p.k.patchPod(ctx, s.pod, claimPatch(s.rv, p.cfg))
+		if apierrors.IsConflict(err) {
+			// The pod changed since (the kubelet updates its status too): still ours to claim?
+			if pod, gerr := p.k.getPod(ctx, s.pod); gerr == nil && pod.Labels[LabelPool] == p.name && ready(*pod) {
+				_, err = p.k.patchPod(ctx, s.pod, claimPatch(pod.ResourceVersion, p.cfg))
+			}
+		}
+		if err == nil {
+			return s, nil
+		}
+		s.closeAgent() // another process claimed it (or it is gone)
+		if !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) {
+			return nil, p.k.classify("claim", err)
+		}
+	}
 	s, err := claim(ctx, p.k, p.cfg, p.name)
 	if s != nil || err != nil {
 		return s, err
@@ -138,12 +181,7 @@ func claim(ctx context.Context, k *kube, cfg Config, pool string) (*Sandbox, err
 		if !ready(pod) {
 			continue
 		}
-		patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{
-			"resourceVersion": pod.ResourceVersion, // the precondition: nobody changed it since the list
-			"labels":          map[string]any{LabelPool: nil, LabelPersist: boolText(cfg.Persist)},
-			"annotations":     map[string]string{AnnotOwner: owner()},
-		}})
-		got, err := k.patchPod(ctx, pod.Name, patch)
+		got, err := k.patchPod(ctx, pod.Name, claimPatch(pod.ResourceVersion, cfg))
 		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 			continue // another claimer was first
 		}
@@ -153,6 +191,29 @@ func claim(ctx context.Context, k *kube, cfg Config, pool string) (*Sandbox, err
 		return &Sandbox{k: k, cfg: cfg, id: got.Labels[LabelID], pod: got.Name, network: got.Annotations[AnnotNetwork]}, nil
 	}
 	return nil, nil
+}
+
+// claimPatch takes a pod out of its pool for the caller, on the condition that its resourceVersion
+// is still rv (nobody claimed or changed it since): the apiserver answers 409 Conflict otherwise.
+func claimPatch(rv string, cfg Config) []byte {
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{
+		"resourceVersion": rv,
+		"labels":          map[string]any{LabelPool: nil, LabelPersist: boolText(cfg.Persist)},
+		"annotations":     map[string]string{AnnotOwner: owner()},
+	}})
+	return patch
+}
+
+// takeWarm pops one of this process's ready sandboxes, or nil.
+func (p *Pool) takeWarm() *Sandbox {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.warm) == 0 {
+		return nil
+	}
+	s := p.warm[0]
+	p.warm = p.warm[1:]
+	return s
 }
 
 // ready: running, probed (create has annotated it), not being deleted.
@@ -174,6 +235,9 @@ func (p *Pool) Close(ctx context.Context) error {
 	p.closed.Do(func() {
 		close(p.stop)
 		<-p.done
+		for s := p.takeWarm(); s != nil; s = p.takeWarm() {
+			s.closeAgent()
+		}
 		var pods []corev1.Pod
 		pods, err = p.k.listPods(ctx, selector(LabelPool+"="+p.name))
 		if err != nil {
@@ -208,3 +272,11 @@ func (p *Pool) Ready(ctx context.Context) (int, error) {
 
 // Name is the pool's name, which Claim takes.
 func (p *Pool) Name() string { return p.name }
+
+// Warm counts this process's ready pods, whose agent stream is open (a claim of one costs a label
+// update and the command's frame).
+func (p *Pool) Warm() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.warm)
+}
