@@ -43,10 +43,11 @@ type backend struct {
 // backends is the explicit adapter table: name -> constructor. No init() registration: what is
 // listed here is what this build can run.
 var backends = map[string]backend{
-	"local":  localBackend,
-	"docker": dockerBackend,
-	"memory": memoryBackend,
-	"oci":    ociBackend,
+	"local":      localBackend,
+	"docker":     dockerBackend,
+	"memory":     memoryBackend,
+	"oci":        ociBackend,
+	"kubernetes": kubernetesBackend,
 }
 
 // plannedBackends are adapter names of the contract that this build does not include, with the

@@ -51,6 +51,14 @@ const (
 	keyRWBind         = "rw-bind"
 	keyMCPMaxMessage  = "mcp-max-message-bytes"
 	keyRuntime        = "runtime"
+	// The kubernetes adapter's (kubernetes.Config). KUBECONFIG is read by client-go itself when
+	// --kubeconfig is not given.
+	keyKubeconfig      = "kubeconfig"
+	keyKubeContext     = "kube-context"
+	keyNamespace       = "namespace"
+	keyKubeImage       = "kubernetes-image"
+	keyImagePullPolicy = "image-pull-policy"
+	keyRuntimeClass    = "runtime-class"
 )
 
 var knownKeys = map[string]bool{
@@ -59,7 +67,12 @@ var knownKeys = map[string]bool{
 	keyIteration: true, keyAttempt: true, keySandbox: true, keyStore: true, keySyncMaxFile: true,
 	keyIsolation: true, keyRequireIso: true, keyMemory: true, keyPids: true, keyCPUs: true,
 	keyROBind: true, keyRWBind: true, keyMCPMaxMessage: true, keyRuntime: true, keyAllowHosts: true,
+	keyKubeconfig: true, keyKubeContext: true, keyNamespace: true, keyKubeImage: true,
+	keyImagePullPolicy: true, keyRuntimeClass: true,
 }
+
+// imagePullPolicies are the values of --image-pull-policy (a pod's imagePullPolicy).
+var imagePullPolicies = []string{"Always", "IfNotPresent", "Never"}
 
 // configAliases are config file spellings accepted for a key (SPEC.md writes require_isolation).
 var configAliases = map[string]string{"require_isolation": keyRequireIso}
@@ -121,8 +134,13 @@ type Settings struct {
 	// error reply and is skipped).
 	MCPMaxMessageBytes int
 	// Runtime is the OCI runtime of the oci adapter (runc, runsc or crun).
-	Runtime    string
-	ConfigFile string // the file that was read, if any
+	Runtime string
+	// The kubernetes adapter's cluster and pods: the kubeconfig file ("" is KUBECONFIG, then
+	// ~/.kube/config, then in-cluster; absolute), its context, the namespace, the sandbox image,
+	// its pull policy and an optional runtime class; "" is the adapter's default for each.
+	Kubeconfig, KubeContext, Namespace             string
+	KubernetesImage, ImagePullPolicy, RuntimeClass string
+	ConfigFile                                     string // the file that was read, if any
 }
 
 // DefaultStateDir is $XDG_STATE_HOME/sandboxer, or ~/.local/state/sandboxer, or (without a home
@@ -181,6 +199,17 @@ func addCommonFlags(f *pflag.FlagSet) {
 	f.StringArray(keyROBind, nil, "local adapter: a host path commands also see, read-only (repeatable; refused when it holds a unix socket)")
 	f.StringArray(keyRWBind, nil, "local adapter: a host directory commands may also write (repeatable; refused when it holds a unix socket)")
 	f.String(keyRuntime, oci.Runc, "OCI runtime of the oci adapter: "+strings.Join(oci.Runtimes, "|"))
+	addKubernetesFlags(f)
+}
+
+// addKubernetesFlags declares the kubernetes adapter's flags (sandbox commands and doctor).
+func addKubernetesFlags(f *pflag.FlagSet) {
+	f.String(keyKubeconfig, "", "kubernetes adapter: kubeconfig file (default $KUBECONFIG, then ~/.kube/config, then the pod's in-cluster configuration)")
+	f.String(keyKubeContext, "", "kubernetes adapter: kubeconfig context (default its current context)")
+	f.String(keyNamespace, "", "kubernetes adapter: namespace of the sandbox pods (default the context's, else default)")
+	f.String(keyKubeImage, "", "kubernetes adapter: sandbox image as the cluster pulls it, like <your-registry>/sandboxer-sandbox:TAG (default "+image.DefaultTag+")")
+	f.String(keyImagePullPolicy, "", "kubernetes adapter: the pods' image pull policy: "+strings.Join(imagePullPolicies, "|")+" (default IfNotPresent)")
+	f.String(keyRuntimeClass, "", "kubernetes adapter: runtime class of the pods (gVisor's or Kata's, as the cluster names it; default none)")
 }
 
 // load resolves the settings: defaults < config file < SANDBOXER_* environment < flags that were
@@ -245,6 +274,18 @@ func load(flags *pflag.FlagSet) (Settings, error) {
 	s.Store = v.GetString(keyStore)
 	if s.Runtime = v.GetString(keyRuntime); s.Runtime != "" && !slices.Contains(oci.Runtimes, s.Runtime) {
 		return Settings{}, fmt.Errorf("--%s %q: want one of %v", keyRuntime, s.Runtime, oci.Runtimes)
+	}
+	// Read whether or not the command declares the flags: sandbox rm, ls and prune reach the
+	// cluster of the environment or the config file.
+	s.KubeContext, s.Namespace = v.GetString(keyKubeContext), v.GetString(keyNamespace)
+	s.KubernetesImage, s.RuntimeClass = v.GetString(keyKubeImage), v.GetString(keyRuntimeClass)
+	if s.ImagePullPolicy = v.GetString(keyImagePullPolicy); s.ImagePullPolicy != "" && !slices.Contains(imagePullPolicies, s.ImagePullPolicy) {
+		return Settings{}, fmt.Errorf("--%s %q: want one of %v", keyImagePullPolicy, s.ImagePullPolicy, imagePullPolicies)
+	}
+	if s.Kubeconfig = v.GetString(keyKubeconfig); s.Kubeconfig != "" {
+		if s.Kubeconfig, err = filepath.Abs(s.Kubeconfig); err != nil {
+			return Settings{}, err
+		}
 	}
 	s.MaxOutputBytes, s.Timeout, s.Attempt = DefaultMaxOutputBytes, DefaultTimeout, 1
 	s.SyncMaxFileBytes = filesync.DefaultMaxFileBytes

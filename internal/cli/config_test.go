@@ -7,6 +7,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/sandboxer/sandboxer/adapter/kubernetes"
 )
 
 // mcp-max-message-bytes is a setting like the others: default < config file < environment < flag,
@@ -129,4 +131,86 @@ func TestAllowHostsSetting(t *testing.T) { // not parallel: it sets the environm
 	s, err = load("--config", cfg, "--allow-host", "modules.example.com")
 	require.NoError(t, err)
 	assert.Equal(t, []string{"modules.example.com"}, s.AllowHosts)
+}
+
+// The kubernetes adapter's settings follow the same layers into kubernetes.Config: config file <
+// environment < flag; a bad pull policy is a usage error; a relative kubeconfig becomes absolute;
+// commands with only the state flags (sandbox rm, ls, prune) still read the environment.
+func TestKubernetesSettings(t *testing.T) { // not parallel: it sets the environment
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "sandboxer.yaml")
+	keys := []string{"KUBECONFIG", "KUBE_CONTEXT", "NAMESPACE", "KUBERNETES_IMAGE", "IMAGE_PULL_POLICY", "RUNTIME_CLASS",
+		"CONFIG", "ALLOW_NETWORK", "ALLOW_HOSTS", "REQUIRE_ISOLATION", "ADAPTER"}
+	for _, k := range keys {
+		t.Setenv("SANDBOXER_"+k, "")
+	}
+	exec := func(args ...string) (Settings, error) {
+		t.Helper()
+		c := newExecCmd(Streams{})
+		require.NoError(t, c.Flags().Parse(args))
+		return load(c.Flags())
+	}
+
+	s, err := exec()
+	require.NoError(t, err)
+	assert.Equal(t, kubernetes.Config{}, kubeConfig(s, false), "no setting: the adapter's zero value")
+	assert.Equal(t, kubernetes.Config{Persist: true}, kubeConfig(s, true))
+
+	require.NoError(t, os.WriteFile(cfg, []byte("adapter: kubernetes\nkubeconfig: /etc/k/file.conf\nkube-context: ctx-file\n"+
+		"namespace: ns-file\nkubernetes-image: img-file\nimage-pull-policy: Always\nruntime-class: gvisor\n"), 0o644))
+	s, err = exec("--config", cfg)
+	require.NoError(t, err)
+	assert.Equal(t, kubernetes.Config{Kubeconfig: "/etc/k/file.conf", Context: "ctx-file", Namespace: "ns-file", Image: "img-file",
+		ImagePullPolicy: "Always", RuntimeClassName: "gvisor"}, kubeConfig(s, false), "config file")
+
+	t.Setenv("SANDBOXER_NAMESPACE", "ns-env")
+	t.Setenv("SANDBOXER_IMAGE_PULL_POLICY", "Never")
+	t.Setenv("SANDBOXER_REQUIRE_ISOLATION", "true")
+	s, err = exec("--config", cfg)
+	require.NoError(t, err)
+	k := kubeConfig(s, true)
+	assert.Equal(t, "ns-env", k.Namespace, "environment over config file")
+	assert.Equal(t, "Never", k.ImagePullPolicy)
+	assert.True(t, k.RequireIsolation)
+	assert.True(t, k.Persist)
+	assert.Equal(t, "ctx-file", k.Context, "the file's context, where the environment sets none")
+
+	s, err = exec("--config", cfg, "--namespace", "ns-flag", "--kube-context", "ctx-flag", "--kubernetes-image", "img-flag",
+		"--runtime-class", "kata", "--kubeconfig", "rel/kc", "--allow-host", "modules.example.com")
+	require.NoError(t, err)
+	k = kubeConfig(s, false)
+	assert.Equal(t, kubernetes.Config{Kubeconfig: filepath.Join(mustGetwd(t), "rel", "kc"), Context: "ctx-flag", Namespace: "ns-flag",
+		Image: "img-flag", ImagePullPolicy: "Never", RuntimeClassName: "kata", AllowHosts: []string{"modules.example.com"},
+		RequireIsolation: true}, k, "flags over environment")
+	require.NoError(t, k.Validate())
+
+	s, err = exec("--allow-network")
+	require.NoError(t, err)
+	assert.True(t, kubeConfig(s, false).AllowNetwork)
+
+	_, err = exec("--image-pull-policy", "Sometimes")
+	assert.ErrorContains(t, err, "--image-pull-policy")
+	t.Setenv("SANDBOXER_IMAGE_PULL_POLICY", "never")
+	_, err = exec()
+	assert.ErrorContains(t, err, "--image-pull-policy", "the policy is spelled as Kubernetes spells it")
+
+	// sandbox rm, ls and prune declare only --config and --state-dir: the cluster comes from the
+	// environment or the file.
+	t.Setenv("SANDBOXER_IMAGE_PULL_POLICY", "")
+	t.Setenv("SANDBOXER_KUBECONFIG", filepath.Join(dir, "env.kubeconfig"))
+	rm := newSandboxRmCmd(Streams{})
+	require.NoError(t, rm.Flags().Parse([]string{"--config", cfg}))
+	s, err = load(rm.Flags())
+	require.NoError(t, err)
+	k = kubeConfig(s, true)
+	assert.Equal(t, filepath.Join(dir, "env.kubeconfig"), k.Kubeconfig)
+	assert.Equal(t, "ns-env", k.Namespace)
+	assert.Equal(t, "img-file", k.Image)
+}
+
+func mustGetwd(t *testing.T) string {
+	t.Helper()
+	wd, err := os.Getwd()
+	require.NoError(t, err)
+	return wd
 }

@@ -8,10 +8,12 @@ import (
 	"slices"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/sandboxer/sandboxer/adapter"
+	"github.com/sandboxer/sandboxer/adapter/kubernetes"
 	"github.com/sandboxer/sandboxer/adapter/local"
 	"github.com/sandboxer/sandboxer/adapter/oci"
 	"github.com/sandboxer/sandboxer/egress"
@@ -26,6 +28,65 @@ type doctorReport struct {
 	LocalIsolation local.Report `json:"localIsolation"`
 	// OCIRuntimes: each runtime of the oci adapter, found or not, and what it enforces here.
 	OCIRuntimes []oci.RuntimeReport `json:"ociRuntimes"`
+	// Kubernetes: the cluster of the kubernetes adapter, if one is configured (never a failed check).
+	Kubernetes kubeReport `json:"kubernetes"`
+}
+
+// kubeReport is what kubernetes.Probe found, with its errors as text.
+type kubeReport struct {
+	// Kubeconfig is where the cluster's configuration comes from; "" when nowhere (not probed).
+	Kubeconfig string `json:"kubeconfig"`
+	Server     string `json:"server,omitempty"`
+	Version    string `json:"version,omitempty"`
+	Namespace  string `json:"namespace,omitempty"`
+	// Error is why the cluster cannot be used, or why it was not probed.
+	Error string `json:"error,omitempty"`
+	// Permissions: each verb the adapter needs in the namespace ("create pods/exec") and whether
+	// RBAC allows it.
+	Permissions    []kubePermission `json:"permissions,omitempty"`
+	RuntimeClasses []string         `json:"runtimeClasses"`
+	// Network is what a probe pod found of the deny-all egress NetworkPolicy: "enforced",
+	// "unenforced", or "" when not probed (only with --adapter kubernetes) or the probe failed
+	// (NetworkError).
+	Network      string `json:"network,omitempty"`
+	NetworkError string `json:"networkError,omitempty"`
+}
+
+type kubePermission struct {
+	Permission string `json:"permission"`
+	Allowed    bool   `json:"allowed"`
+}
+
+// probeKubernetes probes the cluster of the kubernetes adapter when --adapter kubernetes or a
+// kubeconfig is found, and with a probe pod for the network only with --adapter kubernetes.
+func probeKubernetes(ctx context.Context, s Settings) kubeReport {
+	r := kubeReport{Kubeconfig: kubeconfigSource(s)}
+	if r.Kubeconfig == "" && s.Adapter != "kubernetes" {
+		r.Error = "no kubeconfig (--kubeconfig, KUBECONFIG or ~/.kube/config) and not in a cluster: not probed"
+		return r
+	}
+	probeNetwork := s.Adapter == "kubernetes"
+	limit := 30 * time.Second
+	if probeNetwork {
+		limit = kubernetes.DefaultStartTimeout + time.Minute
+	}
+	ctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	rep := kubernetes.Probe(ctx, kubeConfig(s, false), probeNetwork)
+	r.Server, r.Version, r.Namespace, r.RuntimeClasses, r.Network = rep.Server, rep.Version, rep.Namespace, rep.RuntimeClasses, rep.Network
+	if rep.Err != nil {
+		r.Error = rep.Err.Error()
+	}
+	for _, p := range rep.Permissions {
+		r.Permissions = append(r.Permissions, kubePermission{Permission: p.String(), Allowed: p.Allowed})
+	}
+	switch {
+	case rep.NetworkErr != nil:
+		r.NetworkError = rep.NetworkErr.Error()
+	case !probeNetwork && rep.Err == nil:
+		r.NetworkError = "not probed (doctor --adapter kubernetes starts a probe pod)"
+	}
+	return r
 }
 
 type adapterReport struct {
@@ -36,6 +97,9 @@ type adapterReport struct {
 	// Allowlist says whether --allow-host is enforced by this adapter here (issue 16).
 	Allowlist allowlistReport `json:"allowlist"`
 	Error     string          `json:"error,omitempty"`
+	// NotProbed says why no probe sandbox was made (kubernetes: a pod, only with --adapter
+	// kubernetes).
+	NotProbed string `json:"notProbed,omitempty"`
 }
 
 // allowlistReport: whether an allowlist is enforced (the egress proxy is the sandbox's only way
@@ -72,8 +136,12 @@ is started in new user+network namespaces) and Landlock (the kernel's ABI versio
 each adapter of this build with the capabilities it declares here, and each OCI runtime of the
 oci adapter (runc, runsc, crun): found or not, its version, and the isolation layers a probe
 sandbox had in force, and the local adapter's isolation layers: in force here, or missing and
-why (--require-isolation refuses commands while one is missing). Exit status 0 when every
-probe passed, 1 otherwise (the report is printed either way).`,
+why (--require-isolation refuses commands while one is missing). With a kubeconfig (--kubeconfig,
+KUBECONFIG, ~/.kube/config) or --adapter kubernetes, the cluster of the kubernetes adapter: its
+server and version, whether RBAC allows what the adapter needs in --namespace, its runtime
+classes and, with --adapter kubernetes only, whether a probe pod finds NetworkPolicy egress
+enforced. Exit status 0 when every probe passed, 1 otherwise (the report is printed either way;
+the cluster is never a failed probe).`,
 		Args: exactArgs(0),
 		RunE: runE(func(c *cobra.Command, args []string) error {
 			s, err := settingsOf(c)
@@ -90,6 +158,7 @@ probe passed, 1 otherwise (the report is printed either way).`,
 			}
 			rep.LocalIsolation = local.Probe()
 			rep.OCIRuntimes = oci.Probe(ctx, ociConfig(s, false))
+			rep.Kubernetes = probeKubernetes(ctx, s)
 			if asJSON {
 				if err := printJSON(std, rep); err != nil {
 					return err
@@ -112,6 +181,8 @@ probe passed, 1 otherwise (the report is printed either way).`,
 						continue
 					case a.Error != "":
 						fmt.Fprintf(std.Out, "cannot start here: %s\n", a.Error)
+					case a.NotProbed != "":
+						fmt.Fprintf(std.Out, "not probed: %s\n", a.NotProbed)
 					default:
 						fmt.Fprintf(std.Out, "fs=%s network=%s exec=%s signals=%t workspace=%s\n",
 							a.Capabilities.FSIsolation, a.Capabilities.Network, a.Capabilities.Exec,
@@ -124,6 +195,7 @@ probe passed, 1 otherwise (the report is printed either way).`,
 				}
 				printLocalLayers(std, rep.LocalIsolation)
 				printOCIRuntimes(std, rep.OCIRuntimes)
+				printKubernetes(std, rep.Kubernetes)
 			}
 			for _, ch := range rep.Checks {
 				if !ch.OK {
@@ -136,7 +208,52 @@ probe passed, 1 otherwise (the report is printed either way).`,
 	c.Flags().BoolVar(&asJSON, "json", false, "print a JSON report")
 	c.Flags().String("config", "", configFlagUsage)
 	c.Flags().String(keyImage, DefaultImage, "image of the docker adapter to look for")
+	c.Flags().String(keyAdapter, DefaultAdapter, "the adapter to probe in depth (kubernetes: a probe pod tells whether the cluster enforces NetworkPolicy egress)")
+	addKubernetesFlags(c.Flags())
 	return c
+}
+
+// printKubernetes prints the kubernetes adapter's cluster: one line when there is none.
+func printKubernetes(std Streams, r kubeReport) {
+	if r.Kubeconfig == "" && r.Server == "" {
+		fmt.Fprintf(std.Out, "\nkubernetes: %s\n", r.Error)
+		return
+	}
+	where := r.Kubeconfig
+	if where == "" {
+		where = "no kubeconfig"
+	}
+	if r.Error != "" {
+		fmt.Fprintf(std.Out, "\nkubernetes (%s): not usable: %s\n", where, r.Error)
+		return
+	}
+	fmt.Fprintf(std.Out, "\nkubernetes (%s): %s %s, namespace %s\n", where, r.Server, r.Version, r.Namespace)
+	var missing []string
+	for _, p := range r.Permissions {
+		if !p.Allowed {
+			missing = append(missing, p.Permission)
+		}
+	}
+	if len(missing) == 0 {
+		fmt.Fprintf(std.Out, "  rbac: ok (%d permissions the adapter needs)\n", len(r.Permissions))
+	} else {
+		fmt.Fprintf(std.Out, "  rbac: MISSING %s (docs/kubernetes.md has the Role)\n", strings.Join(missing, ", "))
+	}
+	classes := "none"
+	if len(r.RuntimeClasses) > 0 {
+		classes = strings.Join(r.RuntimeClasses, ", ")
+	}
+	fmt.Fprintf(std.Out, "  runtime classes (--runtime-class): %s\n", classes)
+	switch r.Network {
+	case "enforced":
+		fmt.Fprintf(std.Out, "  network policy egress: enforced (a probe pod found no way out)\n")
+	case "unenforced":
+		fmt.Fprintf(std.Out, "  network policy egress: NOT enforced: this cluster's CNI ignores NetworkPolicy, so results report the network as not cut and --require-isolation refuses\n")
+	case "":
+		fmt.Fprintf(std.Out, "  network policy egress: %s\n", r.NetworkError)
+	default:
+		fmt.Fprintf(std.Out, "  network policy egress: %s\n", r.Network)
+	}
 }
 
 // printLocalLayers lists the local adapter's isolation layers: in force here or missing, and why.
@@ -184,6 +301,10 @@ func describeAdapter(ctx context.Context, s Settings, name string) adapterReport
 		return adapterReport{Name: name, Error: plannedBackends[name]}
 	}
 	r := adapterReport{Name: name, Available: true, Enforces: b.enforces}
+	if name == "kubernetes" && s.Adapter != name {
+		r.NotProbed = "no probe pod without --adapter kubernetes (the cluster is described below)"
+		return r
+	}
 	probe := s
 	probe.Root = "" // local: a temporary workspace, removed by Stop
 	sb, err := b.open(ctx, probe)
