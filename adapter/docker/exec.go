@@ -2,7 +2,6 @@ package docker
 
 import (
 	"context"
-	"errors"
 	"io"
 	"sync"
 	"time"
@@ -190,26 +189,10 @@ func (s *Sandbox) unavailable(op string, err error) error {
 	return err
 }
 
-// syncWriter serialises writes of the demultiplexer to a caller's writer and a capped buffer.
-type teeCapped struct {
-	buf  *adapter.CappedBuffer
-	live io.Writer
-	mu   *sync.Mutex
-}
-
-func (t teeCapped) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	t.buf.Write(p)
-	t.mu.Unlock()
-	if t.live != nil {
-		t.live.Write(p) // a failing live copy never stops the capture
-	}
-	return len(p), nil
-}
-
-// ExecuteCommand runs cmd in the container under the process-group wrapper (see package doc).
-// Errors as adapter.Sandbox documents; on a timeout or a cancelled context the command's tree is
-// killed by a second exec and the partial output is returned with the error.
+// ExecuteCommand runs cmd in the container under the process-group wrapper (see package doc and
+// agentproc.Execute). Errors as adapter.Sandbox documents; on a timeout or a cancelled context the
+// command's tree is killed (by the agent, or by a second exec) and the partial output is returned
+// with the error.
 func (s *Sandbox) ExecuteCommand(ctx context.Context, cmd adapter.Command) (adapter.Result, error) {
 	const op = "exec"
 	dir, err := agentproc.Validate(op, cmd)
@@ -219,54 +202,13 @@ func (s *Sandbox) ExecuteCommand(ctx context.Context, cmd adapter.Command) (adap
 	if err := s.Egress().Ensure(ctx, s); err != nil {
 		return adapter.Result{}, err
 	}
-	env := s.env(cmd)
 	if s.isStopped() {
 		return adapter.Result{}, s.errStopped(op)
 	}
-
-	runCtx := ctx
-	if cmd.Timeout > 0 {
-		var cancel context.CancelFunc
-		runCtx, cancel = context.WithTimeout(ctx, cmd.Timeout)
-		defer cancel()
-	}
-	id, nonce := newID(), newID()
-	var mu sync.Mutex
-	outBuf, errBuf := adapter.NewCappedBuffer(cmd.Limit()), adapter.NewCappedBuffer(cmd.Limit())
-	// The wrapper's own failure line is small; keep stderr's head visible to the check below
-	// even when the caller's budget is tiny.
-	errHead := &headBuffer{n: 128}
-	start := time.Now()
-	code, err := s.run(runCtx, op, rawExec{
-		args:   cmd.Args,
-		env:    env,
-		wrap:   &agent.Wrap{Root: adapter.DefaultWorkspace, Dir: dir, ID: id, Nonce: nonce},
-		stdin:  cmd.Stdin,
-		stdout: teeCapped{buf: outBuf, live: cmd.Stdout, mu: &mu},
-		stderr: io.MultiWriter(errHead, teeCapped{buf: errBuf, live: cmd.Stderr, mu: &mu}),
+	return agentproc.Execute(ctx, op, cmd, dir, s.env(cmd), s.isolation(), func(ctx context.Context, spec agent.Spec) (int, error) {
+		return s.run(ctx, op, rawExec{args: spec.Start.Args, env: spec.Start.Env, wrap: spec.Start.Wrap,
+			stdin: spec.Stdin, stdout: spec.Stdout, stderr: spec.Stderr})
 	})
-	res := adapter.Result{ExitCode: code, Duration: time.Since(start), Isolation: s.isolation()}
-	mu.Lock()
-	adapter.Capture(&res, outBuf, errBuf)
-	mu.Unlock()
-	if err != nil {
-		switch {
-		case errors.Is(err, context.DeadlineExceeded):
-			e := errs.New(errs.ProcessTimeout, op, "", "command timed out after %s; its process tree was killed", res.Duration.Round(time.Millisecond))
-			e.Err = err
-			e.Details = map[string]any{"stdout": string(res.Stdout), "stderr": string(res.Stderr), "exitCode": res.ExitCode}
-			return res, e
-		}
-		return res, err
-	}
-	if code == 199 {
-		if c, ok := errHead.marker(nonce); ok {
-			if err := agentproc.Refusal(op, cmd, c); err != nil {
-				return adapter.Result{}, err
-			}
-		}
-	}
-	return res, nil
 }
 
 // env is a command's environment: the base, the sandbox's, the command's.
@@ -318,16 +260,6 @@ func (h *headBuffer) Write(p []byte) (int, error) {
 		h.buf = append(h.buf, p[:min(room, len(p))]...)
 	}
 	return len(p), nil
-}
-
-// marker returns CODE when the buffer is exactly the wrapper's failure line for nonce.
-func (h *headBuffer) marker(nonce string) (string, bool) {
-	prefix := "sandboxer:" + nonce + ":"
-	b := h.String()
-	if len(b) < len(prefix)+2 || b[:len(prefix)] != prefix || b[len(b)-1] != '\n' {
-		return "", false
-	}
-	return b[len(prefix) : len(b)-1], true
 }
 
 func (h *headBuffer) String() string {
