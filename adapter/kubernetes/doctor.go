@@ -23,7 +23,8 @@ type Report struct {
 	// RuntimeClasses are the cluster's runtime classes (Config.RuntimeClassName picks one).
 	RuntimeClasses []string
 	// Network is what a probe sandbox found: "enforced" (the deny-all NetworkPolicy holds),
-	// "unenforced" (the CNI ignores it: only command inspection applies), or "" when no probe
+	// "unenforced" (the CNI ignores it: only command inspection applies), "unverified" (no
+	// address answered the pod even before the policy), or "" when no probe
 	// sandbox could be made (NetworkErr says why).
 	Network    string
 	NetworkErr error

@@ -44,7 +44,8 @@ func (s *Sandbox) env(cmd adapter.Command) []string {
 }
 
 // Isolation is what each result reports. The network is reported cut only when the probe at
-// creation found the deny-all policy enforced; "network:unenforced" says it was not.
+// creation found the deny-all policy enforced; "network:unenforced" says it was not,
+// "network:unverified" that nothing could tell.
 func (s *Sandbox) Isolation() adapter.Isolation {
 	layers := []string{"pod", "non-root", "capabilities:none", "no-new-privileges", "seccomp:runtime-default", "rootfs:read-only", "pgroup"}
 	if s.cfg.RuntimeClassName != "" {
@@ -61,8 +62,8 @@ func (s *Sandbox) Isolation() adapter.Isolation {
 		if s.network == netProxied {
 			layers = append(layers, "egress:proxy")
 		}
-	case netUnenforced:
-		layers = append(layers, "network:unenforced")
+	case netUnenforced, netUnverified:
+		layers = append(layers, "network:"+s.network)
 	}
 	return adapter.Isolation{Network: network, Filesystem: true, Limits: orDefault(s.cfg.MemoryBytes, DefaultMemoryBytes) > 0, Layers: layers}
 }

@@ -27,6 +27,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"net"
 	"os"
 	"strings"
 	"sync"
@@ -98,8 +99,14 @@ type Config struct {
 	TmpBytes int64 `mapstructure:"tmp_bytes"`
 	// WorkspaceBytes limits the workspace emptyDir (evicted past it); 0 is no limit.
 	WorkspaceBytes int64 `mapstructure:"workspace_bytes"`
-	// RequireIsolation refuses to create a sandbox whose network cut is not enforced (a cluster
-	// whose CNI ignores NetworkPolicy), with errs.IsolationUnavailable.
+	// ProbeTargets are addresses ("host:port") that a pod of this namespace reaches when nothing
+	// cuts its network, for the verification of the cut when none of the usual ones (the node's
+	// kubelet and apiserver, the gateway, the apiserver's service) answers a pod: each is tried
+	// before the deny-all policy, and the one that answered must stop answering after it.
+	ProbeTargets []string `mapstructure:"probe_targets"`
+	// RequireIsolation refuses to create a sandbox whose network cut is not verified (a cluster
+	// whose CNI ignores NetworkPolicy, or where no probe address answers a pod), with
+	// errs.IsolationUnavailable.
 	RequireIsolation bool `mapstructure:"require_isolation"`
 	// Persist marks the pod as outliving the process that created it: Prune leaves it unless
 	// asked for all.
@@ -139,6 +146,11 @@ func (c Config) Validate() error {
 	}
 	if c.TmpBytes < 0 || c.WorkspaceBytes < 0 || c.StartTimeout < 0 {
 		return bad("negative size or timeout")
+	}
+	for _, t := range c.ProbeTargets {
+		if h, p, err := net.SplitHostPort(t); err != nil || h == "" || p == "" {
+			return bad("probe target %q is not host:port", t)
+		}
 	}
 	for _, e := range c.Env {
 		if k, _, ok := strings.Cut(e, "="); !ok || k == "" {
@@ -275,10 +287,10 @@ func (s *Sandbox) Namespace() string { return s.k.ns }
 func (s *Sandbox) Workspace() string { return adapter.DefaultWorkspace }
 
 // Capabilities describes the adapter. The network is NetContainer when the pod's cut was verified,
-// NetHost (only command inspection applies) when the cluster does not enforce it.
+// NetHost (only command inspection applies) when it was not.
 func (s *Sandbox) Capabilities() adapter.Capabilities {
 	network := adapter.NetContainer
-	if s.network == netUnenforced {
+	if s.network == netUnenforced || s.network == netUnverified {
 		network = adapter.NetHost
 	}
 	return adapter.Capabilities{

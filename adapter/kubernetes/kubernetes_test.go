@@ -4,9 +4,12 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"net"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -112,41 +115,76 @@ touch /workspace/w /tmp/t && echo writable`}})
 	assert.Equal(t, "1000\nCapEff: 0000000000000000\nNoNewPrivs: 1\nSeccomp: 2\n0\nwritable\n", string(res.Stdout))
 }
 
-// The network is reported as what the probe found: the fixture's bridge CNI ignores
-// NetworkPolicy, so results must not claim a cut network there, and RequireIsolation refuses.
-// On a cluster that enforces policies, the reverse holds and a connection attempt fails.
+// The network is reported as what the probe found. The fixture's pods reach none of the usual
+// probe addresses (kubelet and apiserver on 127.0.0.1, no kube-proxy): unverified, not claimed cut.
+// With a listener of the test's own on the node as the positive control, the fixture's bridge CNI
+// is seen ignoring the policy: unenforced, and RequireIsolation refuses. On a cluster that enforces
+// policies the control stops answering: enforced.
 func TestNetworkIsReportedHonestly(t *testing.T) {
 	sb := newSandbox(t, base)
 	ctx := ctxT(t)
-	p, err := kubernetes.PodOf(ctx, sb)
-	require.NoError(t, err)
-	verdict := p.Annotations[kubernetes.AnnotNetwork]
-	require.Contains(t, []string{"enforced", "unenforced"}, verdict)
+	verdict := annotation(t, sb)
+	require.Contains(t, []string{"enforced", "unenforced", "unverified"}, verdict)
 	res, err := sb.ExecuteCommand(ctx, adapter.Command{Args: []string{"true"}})
 	require.NoError(t, err)
 	assert.Equal(t, verdict == "enforced", res.Isolation.Network, "layers %v", res.Isolation.Layers)
 	if verdict == "enforced" {
 		assert.Contains(t, res.Isolation.Layers, "network-policy:deny-all")
 		assert.Equal(t, adapter.NetContainer, sb.Capabilities().Network)
-		return
-	}
-	assert.Contains(t, res.Isolation.Layers, "network:unenforced")
-	assert.Equal(t, adapter.NetHost, sb.Capabilities().Network)
-	// The probe's positive: from this pod, the node answers.
-	if p.Status.HostIP != "" && p.Status.HostIP != "127.0.0.1" {
-		res, err = sb.ExecuteCommand(ctx, adapter.Command{Args: []string{"nc", "-w", "2", "-z", p.Status.HostIP, "10250"}})
-		require.NoError(t, err)
-		assert.Equal(t, 0, res.ExitCode, "the node answered the probe, so it answers a command: %s", res.Stderr)
+	} else {
+		assert.Contains(t, res.Isolation.Layers, "network:"+verdict)
+		assert.Equal(t, adapter.NetHost, sb.Capabilities().Network)
 	}
 
+	// The positive control: a listener on the node, at the address pods reach it by (their
+	// gateway, learnt from a pod with the network allowed).
+	var conns atomic.Int64
+	ln, err := net.Listen("tcp", "0.0.0.0:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			conns.Add(1)
+			c.Close()
+		}
+	}()
+	open := newSandbox(t, cfgWith(func(c *kubernetes.Config) { c.AllowNetwork = true }))
+	res, err = open.ExecuteCommand(ctx, adapter.Command{Args: []string{"sh", "-c",
+		`awk '$2 == "00000000" { h = $3; printf "%d.%d.%d.%d", "0x" substr(h,7,2), "0x" substr(h,5,2), "0x" substr(h,3,2), "0x" substr(h,1,2); exit }' /proc/net/route`}})
+	require.NoError(t, err)
+	gw := strings.TrimSpace(string(res.Stdout))
+	require.NotEmpty(t, gw, "no default route in the pod: %s", res.Stderr)
+	target := net.JoinHostPort(gw, strconv.Itoa(ln.Addr().(*net.TCPAddr).Port))
+	probed := cfgWith(func(c *kubernetes.Config) { c.ProbeTargets = []string{target} })
+
+	ctl := newSandbox(t, probed)
+	assert.Positive(t, conns.Load(), "the control was probed")
+	got := annotation(t, ctl)
+	require.Contains(t, []string{"enforced", "unenforced"}, got, "with a control that answers, the verdict is known")
+	res, err = ctl.ExecuteCommand(ctx, adapter.Command{Args: []string{"nc", "-w", "2", gw, strconv.Itoa(ln.Addr().(*net.TCPAddr).Port), "-e", "/bin/true"}})
+	require.NoError(t, err)
+	assert.Equal(t, got == "unenforced", res.ExitCode == 0, "a command reaches the control exactly when the verdict says the cut does not hold (%s)", res.Stderr)
+	if got == "enforced" {
+		return
+	}
 	before, err := kubernetes.List(ctx, base)
 	require.NoError(t, err)
-	_, err = kubernetes.New(ctx, cfgWith(func(c *kubernetes.Config) { c.RequireIsolation = true }))
+	_, err = kubernetes.New(ctx, cfgWith(func(c *kubernetes.Config) { c.ProbeTargets, c.RequireIsolation = []string{target}, true }))
 	require.ErrorIs(t, err, errs.IsolationUnavailable)
-	assert.Contains(t, err.Error(), "NetworkPolicy")
+	assert.Contains(t, err.Error(), "does not enforce NetworkPolicy")
 	after, err := kubernetes.List(ctx, base)
 	require.NoError(t, err)
 	assert.LessOrEqual(t, countLive(after), countLive(before), "the refused sandbox's pod is deleted")
+}
+
+func annotation(t *testing.T, sb *kubernetes.Sandbox) string {
+	p, err := kubernetes.PodOf(ctxT(t), sb)
+	require.NoError(t, err)
+	return p.Annotations[kubernetes.AnnotNetwork]
 }
 
 func countLive(infos []kubernetes.Info) int {

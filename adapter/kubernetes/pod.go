@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -22,8 +24,9 @@ import (
 
 // What the egress probe found (AnnotNetwork).
 const (
-	netEnforced   = "enforced"   // the deny-all policy holds: no probe target answered
-	netUnenforced = "unenforced" // a probe target answered: the cluster ignores the policy
+	netEnforced   = "enforced"   // an address that answered before the deny-all policy no longer does
+	netUnenforced = "unenforced" // it still answers: the cluster ignores the policy
+	netUnverified = "unverified" // no address answered even before the policy: nothing proves the cut
 	netAllowed    = "allowed"    // AllowNetwork: no policy, nothing to probe
 	netProxied    = "proxied"    // AllowHosts, with the policy enforced: the proxy is the only way out
 )
@@ -145,8 +148,8 @@ func (c Config) denyPolicy(id string) *networkingv1.NetworkPolicy {
 	}
 }
 
-// create makes a sandbox: the policy first (the pod never runs a moment without it), the pod, the
-// wait until it runs, the agent stream, the egress probe. pool, when set, labels the pod as a warm
+// create makes a sandbox: the pod, the wait until it runs, the agent stream and, unless the network
+// is allowed, the deny-all policy with its verification (see verifyCut). pool, when set, labels the pod as a warm
 // pool's (its probe result is then kept for the claimer). Whatever fails, nothing is left behind.
 func create(ctx context.Context, k *kube, cfg Config, pool string) (*Sandbox, error) {
 	id := newID()
@@ -160,11 +163,6 @@ func create(ctx context.Context, k *kube, cfg Config, pool string) (*Sandbox, er
 			k.deleteSandbox(dctx, id)
 		}
 	}()
-	if !cfg.AllowNetwork {
-		if err := k.createPolicy(ctx, cfg.denyPolicy(id)); err != nil {
-			return nil, k.classify("create", err)
-		}
-	}
 	if _, err := k.createPod(ctx, cfg.podSpec(id, pool)); err != nil {
 		return nil, k.classify("create", err)
 	}
@@ -172,15 +170,25 @@ func create(ctx context.Context, k *kube, cfg Config, pool string) (*Sandbox, er
 	if err != nil {
 		return nil, err
 	}
-	if cfg.AllowNetwork {
-		s.network = netAllowed
-	} else {
-		if s.network, err = s.probeNetwork(ctx, p); err != nil {
+	if !cfg.AllowNetwork {
+		// Before any command runs: find an address the pod reaches (the positive control), cut
+		// the network, and see that the address no longer answers.
+		control, err := s.probe(ctx, s.probeCandidates(p))
+		if err != nil {
 			return nil, err
 		}
-		if s.network == netUnenforced && cfg.RequireIsolation {
-			return nil, errs.New(errs.IsolationUnavailable, "create", "",
-				"required isolation cannot be applied: network (the cluster's CNI does not enforce NetworkPolicy: a probe from the pod reached %s)", probeTargets(p))
+		if err := k.createPolicy(ctx, cfg.denyPolicy(id)); err != nil {
+			return nil, k.classify("create", err)
+		}
+		if s.network, err = s.verifyCut(ctx, control); err != nil {
+			return nil, err
+		}
+		if s.network != netEnforced && cfg.RequireIsolation {
+			why := "no probe address answered the pod before the cut, so the cut cannot be verified (Config.ProbeTargets names one)"
+			if s.network == netUnenforced {
+				why = "the cluster's CNI does not enforce NetworkPolicy: " + control + " still answered the pod after its deny-all policy"
+			}
+			return nil, errs.New(errs.IsolationUnavailable, "create", "", "required isolation cannot be applied: network (%s)", why)
 		}
 		if s.network == netEnforced && len(cfg.AllowHosts) > 0 {
 			s.network = netProxied
@@ -269,43 +277,94 @@ func podState(p *corev1.Pod) string {
 	return s
 }
 
-// probeTargets are addresses outside the pod that a pod reaches when nothing cuts its egress: the
-// node's kubelet (every node runs one on 10250) and the pod network's gateway on the same port.
-func probeTargets(p *corev1.Pod) string {
-	var t []string
-	if p.Status.HostIP != "" {
-		t = append(t, p.Status.HostIP+":10250")
+// probeCandidates are addresses outside the pod that a pod reaches when nothing cuts its egress, in
+// most clusters: the node's kubelet and apiserver ports, the pod network's gateway on the same
+// ports, the apiserver's service and the apiserver as this client reaches it, and
+// Config.ProbeTargets. "gw" and "svc" are resolved inside the pod (the default gateway, and
+// KUBERNETES_SERVICE_HOST:KUBERNETES_SERVICE_PORT).
+func (s *Sandbox) probeCandidates(p *corev1.Pod) []string {
+	c := []string{"gw:10250", "gw:6443", "svc"}
+	if ip := net.ParseIP(p.Status.HostIP); ip != nil && !ip.IsLoopback() {
+		c = append(c, net.JoinHostPort(p.Status.HostIP, "10250"), net.JoinHostPort(p.Status.HostIP, "6443"))
 	}
-	return strings.Join(append(t, "the default gateway:10250"), ", ")
+	if u, err := url.Parse(s.k.rest.Host); err == nil && u.Hostname() != "" {
+		if ip := net.ParseIP(u.Hostname()); (ip == nil && u.Hostname() != "localhost") || (ip != nil && !ip.IsLoopback()) {
+			port := u.Port()
+			if port == "" {
+				port = "443"
+			}
+			c = append(c, net.JoinHostPort(u.Hostname(), port))
+		}
+	}
+	return append(c, s.cfg.ProbeTargets...)
 }
 
-// probeScript connects to each target with busybox nc (1 s each) and prints "open" when one
-// answers. The default gateway comes from /proc/net/route (little-endian hex).
+// probeScript tries every target at once (busybox nc, 1 s to connect; -e, which busybox takes
+// after the address, ends the connection at once) and prints "open TARGET" for each that answered.
 const probeScript = `
 gw=$(awk '$2 == "00000000" { h = $3; printf "%d.%d.%d.%d", "0x" substr(h,7,2), "0x" substr(h,5,2), "0x" substr(h,3,2), "0x" substr(h,1,2); exit }' /proc/net/route 2>/dev/null)
-for t in "$@" ${gw:+$gw}; do
-	if nc -w 1 "$t" 10250 </dev/null >/dev/null 2>&1; then echo open; exit 0; fi
+for t in "$@"; do
+	case $t in
+	gw:*) [ -n "$gw" ] || continue; a=$gw; p=${t#gw:} ;;
+	svc) [ -n "$KUBERNETES_SERVICE_HOST" ] || continue; a=$KUBERNETES_SERVICE_HOST; p=${KUBERNETES_SERVICE_PORT:-443} ;;
+	*) a=${t%:*}; p=${t##*:} ;;
+	esac
+	a=${a#[}; a=${a%]}
+	(nc -w 1 "$a" "$p" -e /bin/true </dev/null >/dev/null 2>&1 && echo "open $t") &
 done
-echo closed
+wait
 `
 
-// probeNetwork checks from inside the pod that its egress is cut.
-func (s *Sandbox) probeNetwork(ctx context.Context, p *corev1.Pod) (string, error) {
-	var targets []string
-	if p.Status.HostIP != "" && p.Status.HostIP != "127.0.0.1" {
-		targets = append(targets, p.Status.HostIP)
-	}
-	out := adapter.NewCappedBuffer(256)
+// probe runs probeScript in the pod (commands see the container's environment, which has
+// KUBERNETES_SERVICE_HOST) and
+// returns the first target that answered, or "".
+func (s *Sandbox) probe(ctx context.Context, targets []string) (string, error) {
+	out := adapter.NewCappedBuffer(4096)
 	_, err := s.run(ctx, "create", rawExec{args: append([]string{"/bin/sh", "-c", probeScript, "probe"}, targets...), env: baseEnv, stdout: out})
 	if err != nil {
 		return "", err
 	}
 	b, _, _ := out.Result()
-	switch strings.TrimSpace(string(b)) {
-	case "open":
-		return netUnenforced, nil
-	case "closed":
-		return netEnforced, nil
+	open := map[string]bool{}
+	for _, line := range strings.Split(string(b), "\n") {
+		if t, ok := strings.CutPrefix(line, "open "); ok {
+			open[t] = true
+		}
 	}
-	return "", errs.New(errs.SandboxUnavailable, "create", "", "the network probe in pod %s said %q", s.pod, b)
+	for _, t := range targets { // in the order of the candidates, not of the answers
+		if open[t] {
+			return t, nil
+		}
+	}
+	return "", nil
+}
+
+// cutWait bounds how long the CNI may take to apply a new policy to a running pod.
+const cutWait = 5 * time.Second
+
+// verifyCut reports what the deny-all policy did to control, the address that answered the pod
+// before it: unverified without one, enforced once it stops answering, unenforced if it still does
+// after cutWait.
+func (s *Sandbox) verifyCut(ctx context.Context, control string) (string, error) {
+	if control == "" {
+		return netUnverified, nil
+	}
+	deadline := time.Now().Add(cutWait)
+	for {
+		open, err := s.probe(ctx, []string{control})
+		if err != nil {
+			return "", err
+		}
+		if open == "" {
+			return netEnforced, nil
+		}
+		if time.Now().After(deadline) {
+			return netUnenforced, nil
+		}
+		select {
+		case <-ctx.Done():
+			return "", ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
 }

@@ -46,7 +46,7 @@ type kubeReport struct {
 	Permissions    []kubePermission `json:"permissions,omitempty"`
 	RuntimeClasses []string         `json:"runtimeClasses"`
 	// Network is what a probe pod found of the deny-all egress NetworkPolicy: "enforced",
-	// "unenforced", or "" when not probed (only with --adapter kubernetes) or the probe failed
+	// "unenforced", "unverified", or "" when not probed (only with --adapter kubernetes) or the probe failed
 	// (NetworkError).
 	Network      string `json:"network,omitempty"`
 	NetworkError string `json:"networkError,omitempty"`
@@ -246,7 +246,9 @@ func printKubernetes(std Streams, r kubeReport) {
 	fmt.Fprintf(std.Out, "  runtime classes (--runtime-class): %s\n", classes)
 	switch r.Network {
 	case "enforced":
-		fmt.Fprintf(std.Out, "  network policy egress: enforced (a probe pod found no way out)\n")
+		fmt.Fprintf(std.Out, "  network policy egress: enforced (an address a probe pod reached stopped answering under the deny-all policy)\n")
+	case "unverified":
+		fmt.Fprintf(std.Out, "  network policy egress: UNVERIFIED: no probe address answered a pod even without the policy, so nothing shows the cut holds; results report the network as not cut and --require-isolation refuses (a library caller names an address pods reach in kubernetes.Config.ProbeTargets)\n")
 	case "unenforced":
 		fmt.Fprintf(std.Out, "  network policy egress: NOT enforced: this cluster's CNI ignores NetworkPolicy, so results report the network as not cut and --require-isolation refuses\n")
 	case "":
