@@ -156,11 +156,13 @@ func TestKubernetesAdapter(t *testing.T) {
 	assert.NotContains(t, r.stdout, id, "a live sandbox is not pruned")
 
 	var rec struct {
-		Backend string `json:"backend"`
+		Backend   string `json:"backend"`
+		Namespace string `json:"namespace"`
 	}
 	raw, err := os.ReadFile(filepath.Join(e.state, "sandboxes", id, "sandbox.json"))
 	require.NoError(t, err)
 	require.NoError(t, json.Unmarshal(raw, &rec))
+	assert.Equal(t, ns, rec.Namespace, "the record keeps the pod's namespace: later calls find it whatever their settings")
 	for _, sb := range []string{id, fork} {
 		r = e.run("", nil, "sandbox", "rm", sb)
 		require.Equal(t, 0, r.code, r.stderr)

@@ -13,6 +13,16 @@ import (
 	"github.com/sandboxer/sandboxer/internal/state"
 )
 
+// recordConfig is the configuration for a recorded sandbox: its pod's namespace is the one it was
+// created in, whatever the settings of this call say.
+func recordConfig(s Settings, rec state.Record) kubernetes.Config {
+	cfg := kubeConfig(s, true)
+	if rec.Namespace != "" {
+		cfg.Namespace = rec.Namespace
+	}
+	return cfg
+}
+
 // kubeConfig is the kubernetes adapter's configuration for the settings.
 func kubeConfig(s Settings, persist bool) kubernetes.Config {
 	return kubernetes.Config{
@@ -46,7 +56,7 @@ func kubeconfigSource(s Settings) string {
 // kubernetesBackend: one pod per sandbox in --namespace of the cluster of --kubeconfig. An
 // ephemeral sandbox's pod is deleted when the invocation ends; a long-lived one is created with
 // Persist (the adapter's prune leaves it) and found again by its sandbox id (the pod's label),
-// which the record keeps as Backend. The namespace, kubeconfig and context come from the
+// which the record keeps as Backend, with its namespace. The kubeconfig and context come from the
 // settings of each call: sandbox rm, ls and prune take them from SANDBOXER_* or the config file.
 var kubernetesBackend = backend{
 	enforces: "each sandbox is a pod: a non-root user, all capabilities dropped, no privilege " +
@@ -63,14 +73,14 @@ var kubernetesBackend = backend{
 		if err != nil {
 			return err
 		}
-		rec.Backend, rec.Workspace, rec.Image = sb.ID(), sb.Workspace(), s.KubernetesImage
+		rec.Backend, rec.Workspace, rec.Image, rec.Namespace = sb.ID(), sb.Workspace(), s.KubernetesImage, sb.Namespace()
 		if rec.Image == "" {
 			rec.Image = image.DefaultTag
 		}
 		return sb.Detach()
 	},
 	attach: func(ctx context.Context, s Settings, st state.Dir, rec state.Record) (adapter.Sandbox, error) {
-		cfg := kubeConfig(s, true)
+		cfg := recordConfig(s, rec)
 		if rec.Image != "" {
 			cfg.Image = rec.Image // a fork runs the image its source was created from
 		}
@@ -87,14 +97,14 @@ var kubernetesBackend = backend{
 		return nil
 	},
 	destroy: func(ctx context.Context, s Settings, rec state.Record) error {
-		err := kubernetes.Remove(ctx, kubeConfig(s, true), rec.Backend)
+		err := kubernetes.Remove(ctx, recordConfig(s, rec), rec.Backend)
 		if errors.Is(err, errs.NotFound) {
 			return nil
 		}
 		return err
 	},
 	alive: func(ctx context.Context, s Settings, rec state.Record) (bool, error) {
-		infos, err := kubernetes.List(ctx, kubeConfig(s, true))
+		infos, err := kubernetes.List(ctx, recordConfig(s, rec))
 		if err != nil {
 			return false, err
 		}
@@ -119,7 +129,7 @@ var kubernetesBackend = backend{
 			child.Stop(context.WithoutCancel(ctx))
 			return errs.New(errs.Internal, "fork", "", "forked kubernetes sandbox is not a pod")
 		}
-		rec.Backend, rec.Workspace = c.ID(), c.Workspace()
+		rec.Backend, rec.Workspace, rec.Namespace = c.ID(), c.Workspace(), c.Namespace()
 		return c.Detach()
 	},
 	prune: func(ctx context.Context, s Settings) ([]string, error) {

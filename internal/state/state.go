@@ -33,6 +33,7 @@ type Record struct {
 	Workspace string    `json:"workspace,omitempty"` // local: the workspace directory
 	Image     string    `json:"image,omitempty"`     // docker: the image it was created from
 	Backend   string    `json:"backend,omitempty"`   // the adapter's own id (docker: the container)
+	Namespace string    `json:"namespace,omitempty"` // kubernetes: the namespace of its pod
 	ForkOf    string    `json:"forkOf,omitempty"`
 	CreatedAt time.Time `json:"createdAt"`
 }
