@@ -243,7 +243,7 @@ func (k *kube) waitRunning(ctx context.Context, name string, timeout time.Durati
 		select {
 		case <-ctx.Done():
 		case <-time.After(delay):
-			delay = min(delay*3/2, 500*time.Millisecond)
+			delay = min(delay*3/2, 100*time.Millisecond) // a GET every 100 ms at most: cheap, and the start is what a caller waits for
 			continue
 		}
 		break
