@@ -6,9 +6,11 @@
 // system with emptyDir volumes for /workspace and /tmp, the runtime's default seccomp profile, no
 // service account token, no service links, memory and CPU limits, and an optional runtime class
 // (gVisor, Kata). Unless the network is allowed, a deny-all NetworkPolicy is created with the pod,
-// and whether the cluster really enforces it is probed from inside the pod at creation: results
-// report the network cut only when the probe found no way out (a CNI without policy support, such
-// as a plain bridge, is reported as such, and RequireIsolation refuses it).
+// and whether the cluster really enforces it is verified from inside the pod at creation, before
+// any command runs, against a positive control: an address the pod reached before the policy must
+// stop answering after it. Results report the network cut only then (a CNI without policy support,
+// such as a plain bridge, is reported unenforced, a pod that reached no address unverified, and
+// RequireIsolation refuses both).
 //
 // Commands and file calls go through the agent over one exec stream per sandbox handle (the
 // apiserver's exec, WebSocket with a SPDY fallback, as kubectl does): a call costs a frame on that
@@ -46,7 +48,7 @@ const (
 	LabelPersist   = "sandboxer.dev/persist"        // "true": outlives its creator, Prune leaves it
 	LabelPool      = "sandboxer.dev/pool"           // the warm pool a ready, unclaimed pod belongs to
 	AnnotOwner     = "sandboxer.dev/owner"          // "hostname:pid" of the process that created or claimed it
-	AnnotNetwork   = "sandboxer.dev/network"        // what the egress probe found: "enforced", "unenforced" or "allowed"
+	AnnotNetwork   = "sandboxer.dev/network"        // the network verdict: "enforced", "unenforced", "unverified", "proxied" or "allowed"
 	managedByValue = "sandboxer"
 )
 
@@ -239,7 +241,7 @@ func owner() string {
 }
 
 // New creates a sandbox: its NetworkPolicy (unless the network is allowed), its pod, waits until
-// the pod runs, starts the agent stream and, for a network that should be cut, probes it.
+// the pod runs, starts the agent stream and, for a network that should be cut, verifies the cut.
 func New(ctx context.Context, cfg Config) (*Sandbox, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err

@@ -62,9 +62,9 @@ var kubernetesBackend = backend{
 	enforces: "each sandbox is a pod: a non-root user, all capabilities dropped, no privilege " +
 		"escalation, a read-only root with emptyDir /workspace and /tmp, the runtime's default seccomp " +
 		"profile, no service account token, memory/CPU limits, --runtime-class if given (gVisor, Kata); " +
-		"unless --allow-network a deny-all egress NetworkPolicy, probed from inside the pod at creation: " +
-		"results report the network cut only when the cluster enforces it, and --require-isolation " +
-		"refuses a cluster that does not (docs/kubernetes.md).",
+		"unless --allow-network a deny-all egress NetworkPolicy, verified from inside the pod at creation " +
+		"against an address the pod reached before it: results report the network cut only when that " +
+		"address stopped answering, and --require-isolation refuses otherwise (docs/kubernetes.md).",
 	open: func(ctx context.Context, s Settings) (adapter.Sandbox, error) {
 		return kubernetes.New(ctx, kubeConfig(s, false))
 	},
