@@ -307,8 +307,11 @@ func (s *Sandbox) terminate(p process, exited <-chan exit) exit {
 }
 
 // unresponsive is how long a helper may leave a request unanswered (a spawn, the exit of a killed
-// command) before the adapter takes it for dead and kills it.
-const unresponsive = 10 * time.Second
+// command) before the adapter takes it for dead and kills it. A helper serves its spawns one after
+// another: with 10 s, a CI run's descriptor stress (dozens of concurrent commands per sandbox, each
+// spawn a new PID namespace, on 2 cores at load 10 and more) had its helpers killed as wedged
+// while their queue was only slow. 30 s still bounds every wait.
+const unresponsive = 30 * time.Second
 
 // stream copies one pipe into w until end of file. When the read deadline is set because a
 // descendant still holds the pipe, it takes what is already buffered in the pipe without
