@@ -32,6 +32,12 @@ type Client struct {
 	next      uint32
 	err       error
 	done      chan struct{}
+
+	dmu         sync.Mutex
+	directDirs  [2]string // host directory, the same in the sandbox (SetDirect)
+	directTried bool
+	direct      *directLink // nil: streams are multiplexed
+	directErr   error       // why the direct path could not be set up
 }
 
 type call struct {

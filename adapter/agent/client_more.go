@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"sync"
@@ -65,6 +66,7 @@ func (c *Client) endAll() {
 	lns := c.listeners
 	c.listeners = map[uint32]*listener{}
 	c.mu.Unlock()
+	c.closeDirect()
 	for _, st := range streams {
 		st.abort(false)
 	}
@@ -143,6 +145,12 @@ func (c *Client) streamGone(id uint32) func() {
 // Dial connects to 127.0.0.1:port in the sandbox. The connection is a unix socket whose other end
 // the client relays to the agent's TCP connection: it has deadlines and CloseWrite.
 func (c *Client) Dial(ctx context.Context, port int) (net.Conn, error) {
+	if d := c.directPath(ctx); d != nil {
+		conn, err := c.dialDirect(ctx, d, port)
+		if !errors.Is(err, errNoDirect) {
+			return conn, err
+		}
+	}
 	id, err := c.newID()
 	if err != nil {
 		return nil, err
@@ -191,7 +199,8 @@ func (c *Client) Listen(ctx context.Context, port int) (net.Listener, error) {
 	c.mu.Lock()
 	c.listeners[id] = l
 	c.mu.Unlock()
-	if _, err := c.request(ctx, id, Request{Op: "listen", Port: port}); err != nil {
+	direct := c.directPath(ctx) != nil
+	if _, err := c.request(ctx, id, Request{Op: "listen", Port: port, Direct: direct}); err != nil {
 		c.mu.Lock()
 		delete(c.listeners, id)
 		c.mu.Unlock()

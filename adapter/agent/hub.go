@@ -160,9 +160,11 @@ func failure(code string, format string, args ...any) Result {
 func (s *server) request(id uint32, req Request) {
 	switch req.Op {
 	case "dial":
-		go s.dial(id, req.Port)
+		go s.dial(id, req.Port, req.Direct)
 	case "listen":
-		s.result(id, s.listen(id, req.Port))
+		s.result(id, s.listen(id, req.Port, req.Direct))
+	case "direct":
+		go func() { s.result(id, s.setDirect(req)) }()
 	case "start":
 		s.result(id, s.hub.start(req.Start))
 	case "list":
@@ -187,8 +189,9 @@ func loopback(port int) string { return net.JoinHostPort("127.0.0.1", strconv.It
 // dialTimeout bounds a connection to the sandbox's loopback.
 const dialTimeout = 10 * time.Second
 
-// dial connects to the sandbox's loopback port and makes the connection stream id.
-func (s *server) dial(id uint32, port int) {
+// dial connects to the sandbox's loopback port and makes the connection stream id: a direct stream
+// when asked (or the code "nodirect" if it cannot be made), else multiplexed.
+func (s *server) dial(id uint32, port int, direct bool) {
 	if !validPort(port) {
 		s.result(id, failure("invalid", "port %d is outside 1..65535", port))
 		return
@@ -200,6 +203,22 @@ func (s *server) dial(id uint32, port int) {
 			code = "refused"
 		}
 		s.result(id, failure(code, "%v", err))
+		return
+	}
+	if direct {
+		t := s.directTo()
+		var ux *net.UnixConn
+		if t != nil {
+			ux, err = t.connect(id, 0)
+		}
+		if ux == nil {
+			c.Close()
+			s.result(id, failure("nodirect", "no direct stream: %v", err))
+			return
+		}
+		// The connection goes first: the client waits for it once it has the result.
+		s.result(id, Result{})
+		s.relay(c, ux)
 		return
 	}
 	st := s.addStream(id, c)
@@ -239,9 +258,14 @@ func (s *server) endStreams() {
 	}
 	listens := s.listens
 	s.listens = map[uint32]int{}
+	relays := s.relays
+	s.relays = map[*relayConns]struct{}{}
 	s.mu.Unlock()
 	for _, st := range streams {
 		st.abort(false)
+	}
+	for r := range relays {
+		r.close()
 	}
 	for id, port := range listens {
 		s.hub.unsubscribe(port, s, id)
@@ -257,12 +281,13 @@ type hubListener struct {
 }
 
 type subscription struct {
-	s  *server
-	id uint32
+	s      *server
+	id     uint32
+	direct bool // its connections come as direct streams when they can
 }
 
 // listen subscribes the client to the sandbox's loopback port, listening there on first use.
-func (s *server) listen(id uint32, port int) Result {
+func (s *server) listen(id uint32, port int, direct bool) Result {
 	if !validPort(port) {
 		return failure("invalid", "port %d is outside 1..65535", port)
 	}
@@ -291,7 +316,7 @@ func (s *server) listen(id uint32, port int) Result {
 			return failure("inuse", "port %d is already listened on by this client", port)
 		}
 	}
-	l.subs = append(l.subs, subscription{s: s, id: id})
+	l.subs = append(l.subs, subscription{s: s, id: id, direct: direct})
 	s.mu.Lock()
 	s.listens[id] = port
 	s.mu.Unlock()
@@ -341,18 +366,31 @@ func (h *hub) accept(port int, l *hubListener) {
 			sub = l.subs[n-1]
 		}
 		h.mu.Unlock()
-		if sub.s == nil || !sub.s.accepted1(sub.id, c) {
+		if sub.s == nil || !sub.s.accepted1(sub, c) {
 			c.Close()
 		}
 	}
 }
 
-// accepted1 makes c a new stream of this client and announces it on listener id.
-func (s *server) accepted1(listener uint32, c net.Conn) bool {
+// accepted1 makes c a new stream of this client and announces it on the subscription's listener:
+// a direct stream when it asked for them and one can be made, else multiplexed.
+func (s *server) accepted1(sub subscription, c net.Conn) bool {
+	listener := sub.id
 	s.mu.Lock()
 	s.accepted++
 	id := acceptedBit | s.accepted
+	ended := s.ended
+	t := s.direct
 	s.mu.Unlock()
+	if ended {
+		return false
+	}
+	if sub.direct && t != nil {
+		if ux, err := t.connect(id, listener); err == nil {
+			go s.relay(c, ux)
+			return true
+		}
+	}
 	st := s.addStream(id, c)
 	if st == nil {
 		return false

@@ -60,8 +60,29 @@ func sum(r io.Reader) (string, int64) {
 	return string(h.Sum(nil)), n
 }
 
+// streamModes runs f with a client whose streams are multiplexed over its link, and with one
+// whose streams are direct unix connections (SetDirect; here the "sandbox" sees the host's
+// directory at the same path).
+func streamModes(t *testing.T, f func(t *testing.T, c *agent.Client)) {
+	t.Run("multiplexed", func(t *testing.T) {
+		c, _ := serve(t)
+		f(t, c)
+		assert.False(t, c.DirectStreams())
+	})
+	t.Run("direct", func(t *testing.T) {
+		c, _ := serve(t)
+		dir := t.TempDir()
+		c.SetDirect(dir, dir)
+		f(t, c)
+		assert.True(t, c.DirectStreams(), "the streams were not direct")
+	})
+}
+
 func TestDialCarriesBothWaysWithHalfClose(t *testing.T) {
-	c, _ := serve(t)
+	streamModes(t, testDialCarriesBothWaysWithHalfClose)
+}
+
+func testDialCarriesBothWaysWithHalfClose(t *testing.T, c *agent.Client) {
 	const size = 40 << 20
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodPost {
@@ -117,8 +138,9 @@ func TestDialCarriesBothWaysWithHalfClose(t *testing.T) {
 	assert.Equal(t, "HELLO", string(back))
 }
 
-func TestDialErrors(t *testing.T) {
-	c, _ := serve(t)
+func TestDialErrors(t *testing.T) { streamModes(t, testDialErrors) }
+
+func testDialErrors(t *testing.T, c *agent.Client) {
 	var re *agent.RequestError
 	_, err := c.Dial(testCtx(t), 0)
 	require.True(t, errors.As(err, &re), "%v", err)
@@ -133,7 +155,10 @@ func TestDialErrors(t *testing.T) {
 }
 
 func TestListenHandsConnectionsToTheClient(t *testing.T) {
-	c, _ := serve(t)
+	streamModes(t, testListenHandsConnectionsToTheClient)
+}
+
+func testListenHandsConnectionsToTheClient(t *testing.T, c *agent.Client) {
 	probe, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	port := portOf(t, probe.Addr().String())

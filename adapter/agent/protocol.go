@@ -62,7 +62,7 @@ import (
 
 // Version is the protocol version. The image carries it in a label; the adapter uses the agent
 // only when the versions match.
-const Version = "2"
+const Version = "3"
 
 // Path is where the image build installs the agent.
 const Path = "/usr/local/bin/sandboxer-agent"
@@ -97,7 +97,8 @@ const acceptedBit = 1 << 31
 
 // Request asks the agent for something other than a foreground process (FrameRequest).
 type Request struct {
-	// Op is one of: "dial" (connect to 127.0.0.1:Port; the request's id becomes the stream's),
+	// Op is one of: "direct" (the client's direct streams, see SetDirect), "dial" (connect to
+	// 127.0.0.1:Port; the request's id becomes the stream's),
 	// "listen" (listen on 127.0.0.1:Port; connections arrive as FrameAccept until the client
 	// sends FrameClose with the request's id), "start" (a background process: Start),
 	// "list", "output" (of process Process, after Since, waiting up to WaitMs for something new),
@@ -113,6 +114,12 @@ type Request struct {
 	Data    []byte `json:"data,omitempty"`
 	EOF     bool   `json:"eof,omitempty"`
 	Signal  string `json:"signal,omitempty"`
+	// Direct asks for a direct stream ("dial", and "listen"'s connections); Path and Token are
+	// "direct"'s: the client's socket as the sandbox sees it, and the token each connection
+	// opens with (see SetDirect).
+	Direct bool   `json:"direct,omitempty"`
+	Path   string `json:"path,omitempty"`
+	Token  []byte `json:"token,omitempty"`
 }
 
 // Result answers a Request. Code classifies an Error: "invalid", "notfound" (no such process),

@@ -34,7 +34,7 @@ func Serve(r io.Reader, w io.Writer) error {
 func (h *hub) serve(r io.Reader, w io.Writer) error {
 	prewarmThreads(8)
 	s := &server{w: w, procs: map[uint32]*proc{}, reap: h.reap, hub: h,
-		streams: map[uint32]*stream{}, listens: map[uint32]int{}}
+		streams: map[uint32]*stream{}, listens: map[uint32]int{}, relays: map[*relayConns]struct{}{}}
 	fr := &frameReader{r: r}
 	for {
 		f, err := fr.next()
@@ -126,6 +126,8 @@ type server struct {
 	listens  map[uint32]int // listen request id -> port
 	accepted uint32         // streams of accepted connections numbered so far
 	ended    bool           // the client is gone: no new streams
+	direct   *directTarget  // where its direct streams connect (see SetDirect); nil: multiplexed
+	relays   map[*relayConns]struct{}
 
 	reap *reaper // PID 1 of a container: reaps orphans (see ServeInit)
 	hub  *hub

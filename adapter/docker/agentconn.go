@@ -26,7 +26,16 @@ type agentConn struct {
 }
 
 // newAgentConn starts a client over a hijacked attach: the stream is multiplexed (no TTY), the
-// agent's frames on stdout and its diagnostics on stderr.
+// agent's frames on stdout and its diagnostics on stderr. Its port streams are direct when the
+// sandbox has a directory for them.
+func (s *Sandbox) newAgentConn(att client.HijackedResponse) *agentConn {
+	a := newAgentConn(att)
+	if s.streams != "" {
+		a.SetDirect(s.streams, agent.DirectSandboxDir)
+	}
+	return a
+}
+
 func newAgentConn(att client.HijackedResponse) *agentConn {
 	pr, pw := io.Pipe()
 	stderr := &headBuffer{n: 1024}
@@ -82,7 +91,7 @@ func (s *Sandbox) agentClient(ctx context.Context) *agentConn {
 		var att client.ExecAttachResult
 		att, err = s.eng.ExecAttach(ctx, cr.ID, client.ExecAttachOptions{})
 		if err == nil {
-			s.agent = newAgentConn(att.HijackedResponse)
+			s.agent = s.newAgentConn(att.HijackedResponse)
 			return s.agent
 		}
 	}

@@ -204,6 +204,7 @@ type Sandbox struct {
 	amu          sync.Mutex
 	agent        *agentConn // nil until started, or after it died
 	agentFailed  time.Time  // last failed start of an agent exec
+	streams      string     // host directory of the agent's direct streams ("": none)
 
 	egress egress.Holder // the proxy of cfg.AllowHosts
 }
@@ -321,7 +322,11 @@ func create(ctx context.Context, eng engine, cfg Config, pool string) (*Sandbox,
 		Env:        baseEnv,
 		Volumes:    map[string]struct{}{adapter.DefaultWorkspace: {}},
 	}
+	streams := ""
 	if useAgent {
+		if streams = newStreamsDir(eng, id); streams != "" {
+			hc.Binds = append(hc.Binds, streams+":"+agent.DirectSandboxDir+":ro")
+		}
 		// The agent is the main process and serves the stream of the attach below; stdin closes
 		// when that stream does (StdinOnce), and the agent then kills what it runs. A persistent
 		// sandbox's agent then stays idle; any other's exits, and the daemon removes the
@@ -345,15 +350,17 @@ func create(ctx context.Context, eng engine, cfg Config, pool string) (*Sandbox,
 	cancel()
 	if err == nil && ctx.Err() != nil {
 		eng.ContainerRemove(context.WithoutCancel(ctx), res.ID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
+		removeStreamsDir(streams)
 		return nil, ctx.Err()
 	}
 	if err != nil {
+		removeStreamsDir(streams)
 		if cerrdefs.IsNotFound(err) {
 			return nil, missingImage(cfg.image())
 		}
 		return nil, classify("docker create", err)
 	}
-	s := &Sandbox{cfg: cfg, eng: eng, id: id, containerID: res.ID}
+	s := &Sandbox{cfg: cfg, eng: eng, id: id, containerID: res.ID, streams: streams}
 	if useAgent {
 		s.agentVersion = agent.Version
 		att, err := eng.ContainerAttach(ctx, res.ID, client.ContainerAttachOptions{Stream: true, Stdin: true, Stdout: true, Stderr: true})
@@ -361,7 +368,7 @@ func create(ctx context.Context, eng engine, cfg Config, pool string) (*Sandbox,
 			s.remove(context.WithoutCancel(ctx))
 			return nil, classify("docker attach", err)
 		}
-		s.agent = newAgentConn(att.HijackedResponse)
+		s.agent = s.newAgentConn(att.HijackedResponse)
 	}
 	if _, err := eng.ContainerStart(ctx, res.ID, client.ContainerStartOptions{}); err != nil {
 		s.closeAgent()
@@ -418,7 +425,8 @@ func attach(ctx context.Context, eng engine, cfg Config, id string) (*Sandbox, e
 	cfg.User = c.Config.User
 	// The container's own stream belongs to its creator: this handle starts an agent exec of its
 	// own at its first call.
-	return &Sandbox{cfg: cfg, eng: eng, id: id, containerID: c.ID, agentVersion: c.Config.Labels[LabelAgent]}, nil
+	return &Sandbox{cfg: cfg, eng: eng, id: id, containerID: c.ID, agentVersion: c.Config.Labels[LabelAgent],
+		streams: streamsDirOf(ins)}, nil
 }
 
 // ID returns the sandbox id: Attach finds the sandbox again by it; the container is named
@@ -494,6 +502,9 @@ func (s *Sandbox) Detach() error {
 
 func (s *Sandbox) remove(ctx context.Context) error {
 	_, err := s.eng.ContainerRemove(ctx, s.containerID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
+	if err == nil || cerrdefs.IsNotFound(err) || cerrdefs.IsConflict(err) {
+		removeStreamsDir(s.streams)
+	}
 	switch {
 	case err == nil, cerrdefs.IsNotFound(err):
 		return nil

@@ -215,6 +215,7 @@ func Prune(ctx context.Context, cfg Config, o PruneOptions) ([]string, error) {
 		}
 		removed = append(removed, c.ID)
 	}
+	sweepStreams(ctx, eng)
 	return removed, classify("docker prune", errors.Join(errList...))
 }
 

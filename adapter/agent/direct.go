@@ -1,0 +1,365 @@
+package agent
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"io"
+	"net"
+	"os"
+	"path"
+	"path/filepath"
+	"sync"
+	"time"
+)
+
+// Direct streams.
+//
+// A stream multiplexed over the agent's link shares that link with every call, and the link is
+// often slow: the docker daemon's attach relays it, or a runtime's pipes. When the host and the
+// sandbox share a file system, a stream can instead be a unix connection of its own: the client
+// listens on a socket in a host directory that the adapter mounts read-only in the sandbox
+// (SetDirect), and the agent connects to it for each stream (a dialled port, a connection accepted
+// on a listener). The host never connects to anything the sandbox can name or replace: the
+// directory is read-only inside, the sandbox only connects out to it. Each connection opens with
+// directMagic, the client's token (sent over the link, never written where the sandbox can read
+// it) and the stream's ids, so that anything else that connects there is turned away.
+//
+// The first Dial or Listen sets the path up (request "direct": the agent connects once as a
+// probe). When that fails (no shared directory: a remote daemon, a runtime that refuses host
+// sockets), or a stream's connection cannot be made, the stream is multiplexed as before.
+
+// DirectSandboxDir is where the docker and oci adapters mount the host directory of direct
+// streams in the sandbox.
+const DirectSandboxDir = "/run/sandboxer"
+
+const (
+	directMagic     = "SBD1"
+	directTokenLen  = 16
+	directHeaderLen = len(directMagic) + directTokenLen + 8
+	// directWait bounds the wait for a stream's connection (and the probe's), and the reading of
+	// a connection's header.
+	directWait = 5 * time.Second
+)
+
+// errNoDirect says a stream could not use the direct path: the caller multiplexes it.
+var errNoDirect = errors.New("no direct stream")
+
+// SetDirect lets the client use direct streams through hostDir, which the sandbox sees at
+// sandboxDir. It does no I/O: the path is set up at the first Dial or Listen. Call it before either.
+func (c *Client) SetDirect(hostDir, sandboxDir string) {
+	c.dmu.Lock()
+	c.directDirs = [2]string{hostDir, sandboxDir}
+	c.dmu.Unlock()
+}
+
+// DirectStreams reports whether the client's streams are direct (false until the first Dial or
+// Listen has set them up).
+func (c *Client) DirectStreams() bool {
+	c.dmu.Lock()
+	defer c.dmu.Unlock()
+	return c.direct != nil
+}
+
+// directLink is the client's side of the direct streams: its listening socket (owned: Close
+// removes it) and the streams it waits for.
+type directLink struct {
+	c     *Client
+	ln    *net.UnixListener
+	token []byte
+
+	mu      sync.Mutex
+	pending map[uint32]chan net.Conn // dial id (0: the probe) -> its connection
+	closed  bool
+}
+
+// directPath returns the client's direct link, setting it up on first use; nil when streams are
+// multiplexed.
+func (c *Client) directPath(ctx context.Context) *directLink {
+	c.dmu.Lock()
+	defer c.dmu.Unlock()
+	if c.direct != nil || c.directTried || c.directDirs[0] == "" {
+		return c.direct
+	}
+	c.directTried = true
+	d, err := c.openDirect(ctx)
+	if err != nil {
+		c.directErr = err
+		return nil
+	}
+	c.direct = d
+	// The link may have ended meanwhile (endAll has run without seeing c.direct).
+	select {
+	case <-c.done:
+		d.close()
+	default:
+	}
+	return d
+}
+
+func (c *Client) openDirect(ctx context.Context) (*directLink, error) {
+	var name [8]byte
+	token := make([]byte, directTokenLen)
+	rand.Read(name[:])
+	rand.Read(token)
+	file := "c-" + hex.EncodeToString(name[:]) + ".sock"
+	hostPath := filepath.Join(c.directDirs[0], file)
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: hostPath, Net: "unix"})
+	if err != nil {
+		return nil, err
+	}
+	// The sandbox's user (any uid) connects; the token, not the mode, keeps others out.
+	if err := os.Chmod(hostPath, 0o666); err != nil {
+		ln.Close()
+		return nil, err
+	}
+	d := &directLink{c: c, ln: ln, token: token, pending: map[uint32]chan net.Conn{}}
+	probe := d.expect(0)
+	go d.serve()
+	id, err := c.newID()
+	if err == nil {
+		_, err = c.request(ctx, id, Request{Op: "direct", Path: path.Join(c.directDirs[1], file), Token: token})
+	}
+	if err == nil {
+		var conn net.Conn
+		conn, err = d.await(ctx, 0, probe)
+		if conn != nil {
+			conn.Close()
+		}
+	}
+	if err != nil {
+		d.close()
+		return nil, err
+	}
+	return d, nil
+}
+
+// expect registers the stream whose connection is to come.
+func (d *directLink) expect(id uint32) chan net.Conn {
+	ch := make(chan net.Conn, 1)
+	d.mu.Lock()
+	d.pending[id] = ch
+	d.mu.Unlock()
+	return ch
+}
+
+// forget drops a stream nobody waits for any more, and its connection if it came.
+func (d *directLink) forget(id uint32, ch chan net.Conn) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.pending[id] == ch {
+		delete(d.pending, id)
+	}
+	select {
+	case conn := <-ch:
+		conn.Close()
+	default:
+	}
+}
+
+// await waits for stream id's connection (the agent has made it when it answered).
+func (d *directLink) await(ctx context.Context, id uint32, ch chan net.Conn) (net.Conn, error) {
+	t := time.NewTimer(directWait)
+	defer t.Stop()
+	select {
+	case conn := <-ch:
+		return conn, nil
+	case <-ctx.Done():
+		d.forget(id, ch)
+		return nil, ctx.Err()
+	case <-d.c.done:
+		d.forget(id, ch)
+		return nil, d.c.err
+	case <-t.C:
+		d.forget(id, ch)
+		return nil, errors.New("agent: the direct stream's connection did not arrive")
+	}
+}
+
+// serve accepts the agent's connections until the link closes.
+func (d *directLink) serve() {
+	for {
+		conn, err := d.ln.AcceptUnix()
+		if err != nil {
+			return
+		}
+		go d.admit(conn)
+	}
+}
+
+// admit reads a connection's header and hands it to its stream or listener.
+func (d *directLink) admit(conn *net.UnixConn) {
+	var h [directHeaderLen]byte
+	conn.SetReadDeadline(time.Now().Add(directWait))
+	if _, err := io.ReadFull(conn, h[:]); err != nil ||
+		string(h[:len(directMagic)]) != directMagic ||
+		subtle.ConstantTimeCompare(h[len(directMagic):len(directMagic)+directTokenLen], d.token) != 1 {
+		conn.Close()
+		return
+	}
+	conn.SetReadDeadline(time.Time{})
+	id := binary.BigEndian.Uint32(h[directHeaderLen-8:])
+	lid := binary.BigEndian.Uint32(h[directHeaderLen-4:])
+	if lid != 0 {
+		d.c.mu.Lock()
+		l := d.c.listeners[lid]
+		d.c.mu.Unlock()
+		if l == nil || !l.offer(conn) {
+			conn.Close()
+		}
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	ch := d.pending[id]
+	delete(d.pending, id)
+	if ch == nil || d.closed {
+		conn.Close()
+		return
+	}
+	ch <- conn // room for one: never blocks
+}
+
+// close stops listening and removes the socket. Idempotent.
+func (d *directLink) close() {
+	d.mu.Lock()
+	if d.closed {
+		d.mu.Unlock()
+		return
+	}
+	d.closed = true
+	d.mu.Unlock()
+	d.ln.Close() // unlinks the socket
+}
+
+// closeDirect ends the direct link with the client's link.
+func (c *Client) closeDirect() {
+	c.dmu.Lock()
+	d := c.direct
+	c.dmu.Unlock()
+	if d != nil {
+		d.close()
+	}
+}
+
+// dialDirect is Dial over a direct stream; errNoDirect when the agent could not make it.
+func (c *Client) dialDirect(ctx context.Context, d *directLink, port int) (net.Conn, error) {
+	id, err := c.newID()
+	if err != nil {
+		return nil, err
+	}
+	ch := d.expect(id)
+	if _, err := c.request(ctx, id, Request{Op: "dial", Port: port, Direct: true}); err != nil {
+		d.forget(id, ch)
+		var re *RequestError
+		if errors.As(err, &re) && re.Code == "nodirect" {
+			return nil, errNoDirect
+		}
+		return nil, err
+	}
+	return d.await(ctx, id, ch)
+}
+
+// ---- the agent's side ----
+
+// directTarget is where the agent connects a client's direct streams.
+type directTarget struct {
+	path  string
+	token []byte
+}
+
+// connect makes a direct stream's connection: stream id, or a connection accepted on listener lid.
+func (t *directTarget) connect(id, lid uint32) (*net.UnixConn, error) {
+	c, err := net.DialTimeout("unix", t.path, directWait)
+	if err != nil {
+		return nil, err
+	}
+	uc := c.(*net.UnixConn)
+	h := make([]byte, 0, directHeaderLen)
+	h = append(h, directMagic...)
+	h = append(h, t.token...)
+	h = binary.BigEndian.AppendUint32(h, id)
+	h = binary.BigEndian.AppendUint32(h, lid)
+	uc.SetWriteDeadline(time.Now().Add(directWait))
+	if _, err := uc.Write(h); err != nil {
+		uc.Close()
+		return nil, err
+	}
+	uc.SetWriteDeadline(time.Time{})
+	return uc, nil
+}
+
+// setDirect answers request "direct": a probe connection to the client's socket, then the
+// client's streams may be direct.
+func (s *server) setDirect(req Request) Result {
+	if !path.IsAbs(req.Path) || len(req.Token) != directTokenLen {
+		return failure("invalid", "direct: bad path or token")
+	}
+	t := &directTarget{path: req.Path, token: req.Token}
+	c, err := t.connect(0, 0)
+	if err != nil {
+		return failure("unavailable", "direct: %v", err)
+	}
+	c.Close()
+	s.mu.Lock()
+	s.direct = t
+	s.mu.Unlock()
+	return Result{}
+}
+
+// directTo returns the client's direct target, nil when its streams are multiplexed.
+func (s *server) directTo() *directTarget {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.direct
+}
+
+// relay copies between a sandbox connection and its direct stream until both directions ended;
+// a half close passes through, an error ends both. The client's link ending ends it too.
+func (s *server) relay(tcp net.Conn, ux *net.UnixConn) {
+	r := &relayConns{a: tcp, b: ux}
+	s.mu.Lock()
+	if s.ended {
+		s.mu.Unlock()
+		r.close()
+		return
+	}
+	s.relays[r] = struct{}{}
+	s.mu.Unlock()
+	var wg sync.WaitGroup
+	half := func(dst, src net.Conn) {
+		defer wg.Done()
+		if _, err := io.Copy(dst, src); err != nil {
+			r.close()
+			return
+		}
+		if cw, ok := dst.(interface{ CloseWrite() error }); ok {
+			cw.CloseWrite()
+		}
+	}
+	wg.Add(2)
+	go half(tcp, ux)
+	go half(ux, tcp)
+	wg.Wait()
+	r.close()
+	s.mu.Lock()
+	delete(s.relays, r)
+	s.mu.Unlock()
+}
+
+// relayConns owns a relay's two connections.
+type relayConns struct {
+	a, b net.Conn
+	once sync.Once
+}
+
+// close closes both connections. Idempotent.
+func (r *relayConns) close() {
+	r.once.Do(func() {
+		r.a.Close()
+		r.b.Close()
+	})
+}

@@ -1,0 +1,105 @@
+package agent_test
+
+import (
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// echoServer accepts connections on the host's loopback and echoes them until ln closes.
+func echoServer(t *testing.T) int {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer conn.Close()
+				io.Copy(conn, conn)
+			}()
+		}
+	}()
+	return portOf(t, ln.Addr().String())
+}
+
+func sockets(t *testing.T, dir string) []string {
+	m, err := filepath.Glob(filepath.Join(dir, "*.sock"))
+	require.NoError(t, err)
+	return m
+}
+
+func TestDirectStreamsTurnAwayOthersAndEndWithTheClient(t *testing.T) {
+	c, _ := serve(t)
+	dir := t.TempDir()
+	c.SetDirect(dir, dir)
+	port := echoServer(t)
+	conn, err := c.Dial(testCtx(t), port)
+	require.NoError(t, err)
+	defer conn.Close()
+	require.True(t, c.DirectStreams())
+	_, err = conn.Write([]byte("ping"))
+	require.NoError(t, err)
+	b := make([]byte, 4)
+	_, err = io.ReadFull(conn, b)
+	require.NoError(t, err)
+	assert.Equal(t, "ping", string(b))
+
+	// Anyone else who connects to the client's socket without its token is turned away at once,
+	// whatever the header says.
+	socks := sockets(t, dir)
+	require.Len(t, socks, 1)
+	info, err := os.Stat(socks[0])
+	require.NoError(t, err)
+	assert.Equal(t, os.ModeSocket, info.Mode().Type())
+	for _, header := range []string{"", "SBD1", "SBD1" + string(make([]byte, 24)), "GET / HTTP/1.0\r\n\r\n......."} {
+		other, err := net.Dial("unix", socks[0])
+		require.NoError(t, err)
+		other.Write([]byte(header))
+		if len(header) < 28 {
+			other.(*net.UnixConn).CloseWrite()
+		}
+		require.NoError(t, other.SetReadDeadline(time.Now().Add(10*time.Second)))
+		n, err := other.Read(make([]byte, 1))
+		assert.Equal(t, 0, n)
+		assert.ErrorIs(t, err, io.EOF, "header %q: the connection was not closed", header)
+		other.Close()
+	}
+
+	// The link's end removes the socket and ends the client's direct streams.
+	require.NoError(t, c.Close())
+	require.Eventually(t, func() bool { return len(sockets(t, dir)) == 0 }, 10*time.Second, 10*time.Millisecond,
+		"the client's socket outlived it")
+	require.NoError(t, conn.SetReadDeadline(time.Now().Add(10*time.Second)))
+	_, err = conn.Read(b)
+	assert.Error(t, err, "a direct stream outlived the client's link")
+}
+
+func TestNoSharedDirectoryMeansMultiplexedStreams(t *testing.T) {
+	c, _ := serve(t)
+	dir := t.TempDir()
+	// The sandbox does not see the directory where the host listens (a remote daemon, a runtime
+	// that refuses host sockets): the probe fails and streams are multiplexed.
+	c.SetDirect(dir, filepath.Join(t.TempDir(), "elsewhere"))
+	port := echoServer(t)
+	conn, err := c.Dial(testCtx(t), port)
+	require.NoError(t, err)
+	defer conn.Close()
+	assert.False(t, c.DirectStreams())
+	assert.Empty(t, sockets(t, dir), "the failed probe's socket was left behind")
+	_, err = conn.Write([]byte("pong"))
+	require.NoError(t, err)
+	b := make([]byte, 4)
+	_, err = io.ReadFull(conn, b)
+	require.NoError(t, err)
+	assert.Equal(t, "pong", string(b))
+}
