@@ -142,11 +142,15 @@ func (c *Client) streamGone(id uint32) func() {
 	}
 }
 
-// Dial connects to 127.0.0.1:port in the sandbox. The connection is a unix socket whose other end
-// the client relays to the agent's TCP connection: it has deadlines and CloseWrite.
+// Dial connects to 127.0.0.1:port in the sandbox. The connection is a unix socket: a direct stream
+// (see SetDirect) or one end of a socketpair whose other end the client relays over the link to
+// the agent's TCP connection. Either way it has deadlines and CloseWrite.
 func (c *Client) Dial(ctx context.Context, port int) (net.Conn, error) {
 	if d := c.directPath(ctx); d != nil {
-		conn, err := c.dialDirect(ctx, d, port)
+		conn, err := d.dialSpare(ctx, port)
+		if errors.Is(err, errNoDirect) {
+			conn, err = c.dialDirect(ctx, d, port)
+		}
 		if !errors.Is(err, errNoDirect) {
 			return conn, err
 		}

@@ -7,12 +7,14 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
 	"path"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -27,6 +29,11 @@ import (
 // directory is read-only inside, the sandbox only connects out to it. Each connection opens with
 // directMagic, the client's token (sent over the link, never written where the sandbox can read
 // it) and the stream's ids, so that anything else that connects there is turned away.
+//
+// A dial must not wait for a round trip over the slow link either: the agent keeps directSpares
+// connections open to the client's socket, idle. Dial takes one, writes the port on it, and reads
+// the agent's answer on it (a status byte, and a message when it failed); the connection is then
+// the stream. Without a spare at hand, the dial is a request over the link.
 //
 // The first Dial or Listen sets the path up (request "direct": the agent connects once as a
 // probe). When that fails (no shared directory: a remote daemon, a runtime that refuses host
@@ -43,7 +50,22 @@ const (
 	// directWait bounds the wait for a stream's connection (and the probe's), and the reading of
 	// a connection's header.
 	directWait = 5 * time.Second
+	// directSpares is how many idle connections the agent keeps open for dials.
+	directSpares = 2
+	// spareID marks a spare connection's header.
+	spareID = ^uint32(0)
 )
+
+// Answers to a dial on a spare connection: one byte, then for a failure a 2-byte length and the
+// message.
+const (
+	spareOK byte = iota
+	spareRefused
+	spareInvalid
+	spareUnavailable
+)
+
+var spareCodes = map[byte]string{spareRefused: "refused", spareInvalid: "invalid", spareUnavailable: "unavailable"}
 
 // errNoDirect says a stream could not use the direct path: the caller multiplexes it.
 var errNoDirect = errors.New("no direct stream")
@@ -70,6 +92,8 @@ type directLink struct {
 	c     *Client
 	ln    *net.UnixListener
 	token []byte
+
+	spares chan *net.UnixConn // the agent's idle connections for dials
 
 	mu      sync.Mutex
 	pending map[uint32]chan net.Conn // dial id (0: the probe) -> its connection
@@ -116,7 +140,8 @@ func (c *Client) openDirect(ctx context.Context) (*directLink, error) {
 		ln.Close()
 		return nil, err
 	}
-	d := &directLink{c: c, ln: ln, token: token, pending: map[uint32]chan net.Conn{}}
+	d := &directLink{c: c, ln: ln, token: token, pending: map[uint32]chan net.Conn{},
+		spares: make(chan *net.UnixConn, 2*directSpares)}
 	probe := d.expect(0)
 	go d.serve()
 	id, err := c.newID()
@@ -203,6 +228,19 @@ func (d *directLink) admit(conn *net.UnixConn) {
 	conn.SetReadDeadline(time.Time{})
 	id := binary.BigEndian.Uint32(h[directHeaderLen-8:])
 	lid := binary.BigEndian.Uint32(h[directHeaderLen-4:])
+	if id == spareID {
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		if !d.closed {
+			select {
+			case d.spares <- conn:
+				return
+			default:
+			}
+		}
+		conn.Close()
+		return
+	}
 	if lid != 0 {
 		d.c.mu.Lock()
 		l := d.c.listeners[lid]
@@ -233,6 +271,63 @@ func (d *directLink) close() {
 	d.closed = true
 	d.mu.Unlock()
 	d.ln.Close() // unlinks the socket
+	for {
+		select {
+		case conn := <-d.spares:
+			conn.Close()
+		default:
+			return
+		}
+	}
+}
+
+// dialSpare dials port over one of the agent's spare connections; errNoDirect when none is at
+// hand.
+func (d *directLink) dialSpare(ctx context.Context, port int) (net.Conn, error) {
+	var conn *net.UnixConn
+	select {
+	case conn = <-d.spares:
+	default:
+		return nil, errNoDirect
+	}
+	if dl, ok := ctx.Deadline(); ok {
+		conn.SetDeadline(dl)
+	}
+	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Unix(1, 0)) })
+	defer stop()
+	var b [4]byte
+	binary.BigEndian.PutUint32(b[:], uint32(port))
+	var status [1]byte
+	_, err := conn.Write(b[:])
+	if err == nil {
+		_, err = io.ReadFull(conn, status[:])
+	}
+	if err == nil && status[0] != spareOK {
+		var n [2]byte
+		if _, err = io.ReadFull(conn, n[:]); err == nil {
+			msg := make([]byte, binary.BigEndian.Uint16(n[:]))
+			if _, err = io.ReadFull(conn, msg); err == nil {
+				conn.Close()
+				code := spareCodes[status[0]]
+				if code == "" {
+					code = "unavailable"
+				}
+				return nil, &RequestError{Code: code, Msg: string(msg)}
+			}
+		}
+	}
+	if !stop() && ctx.Err() != nil {
+		err = ctx.Err()
+	}
+	if err != nil {
+		conn.Close()
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, errNoDirect // the agent closed it (its client is ending): try the link
+	}
+	conn.SetDeadline(time.Time{})
+	return conn, nil
 }
 
 // closeDirect ends the direct link with the client's link.
@@ -305,9 +400,80 @@ func (s *server) setDirect(req Request) Result {
 	}
 	c.Close()
 	s.mu.Lock()
+	first := s.direct == nil
 	s.direct = t
 	s.mu.Unlock()
+	if first {
+		for range directSpares {
+			go s.spare(t)
+		}
+	}
 	return Result{}
+}
+
+// spare keeps one idle connection open to the client's socket, and serves the dial that comes on
+// it; the next spare is opened once this one is taken and answered. It ends with the client's link.
+func (s *server) spare(t *directTarget) {
+	ux, err := t.connect(spareID, 0)
+	if err != nil {
+		return
+	}
+	s.mu.Lock()
+	if s.ended {
+		s.mu.Unlock()
+		ux.Close()
+		return
+	}
+	r := &relayConns{b: ux}
+	s.relays[r] = struct{}{}
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.relays, r)
+		s.mu.Unlock()
+	}()
+	var b [4]byte
+	if _, err := io.ReadFull(ux, b[:]); err != nil {
+		r.close()
+		return
+	}
+	// The next spare is opened once this dial is answered: on two cores, opening it now would
+	// delay the dial.
+	port := int(binary.BigEndian.Uint32(b[:]))
+	fail := func(code byte, err error) {
+		msg := err.Error()
+		if len(msg) > 1<<10 {
+			msg = msg[:1<<10]
+		}
+		out := []byte{code, 0, 0}
+		binary.BigEndian.PutUint16(out[1:], uint16(len(msg)))
+		ux.Write(append(out, msg...))
+		r.close()
+		go s.spare(t)
+	}
+	if !validPort(port) {
+		fail(spareInvalid, fmt.Errorf("port %d is outside 1..65535", port))
+		return
+	}
+	c, err := net.DialTimeout("tcp", loopback(port), dialTimeout)
+	if err != nil {
+		code := spareUnavailable
+		if errors.Is(err, syscall.ECONNREFUSED) {
+			code = spareRefused
+		}
+		fail(code, err)
+		return
+	}
+	if _, err := ux.Write([]byte{spareOK}); err != nil {
+		c.Close()
+		r.close()
+		return
+	}
+	go s.spare(t)
+	s.mu.Lock()
+	delete(s.relays, r)
+	s.mu.Unlock()
+	s.relay(c, ux)
 }
 
 // directTo returns the client's direct target, nil when its streams are multiplexed.
@@ -356,10 +522,12 @@ type relayConns struct {
 	once sync.Once
 }
 
-// close closes both connections. Idempotent.
+// close closes both connections (a spare's has only b). Idempotent.
 func (r *relayConns) close() {
 	r.once.Do(func() {
-		r.a.Close()
+		if r.a != nil {
+			r.a.Close()
+		}
 		r.b.Close()
 	})
 }

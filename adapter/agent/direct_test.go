@@ -1,6 +1,8 @@
 package agent_test
 
 import (
+	"context"
+	"errors"
 	"io"
 	"net"
 	"os"
@@ -10,6 +12,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/sandboxer/sandboxer/adapter/agent"
 )
 
 // echoServer accepts connections on the host's loopback and echoes them until ln closes.
@@ -82,6 +86,59 @@ func TestDirectStreamsTurnAwayOthersAndEndWithTheClient(t *testing.T) {
 	require.NoError(t, conn.SetReadDeadline(time.Now().Add(10*time.Second)))
 	_, err = conn.Read(b)
 	assert.Error(t, err, "a direct stream outlived the client's link")
+}
+
+func TestDialsOverSpareConnections(t *testing.T) {
+	c, _ := serve(t)
+	dir := t.TempDir()
+	c.SetDirect(dir, dir)
+	port := echoServer(t)
+	ctx := testCtx(t)
+	waitSpares := func() {
+		require.Eventually(t, func() bool { return agent.SparesAtHand(c) == 2 }, 10*time.Second, time.Millisecond,
+			"the agent keeps two spare connections")
+	}
+	first, err := c.Dial(ctx, port)
+	require.NoError(t, err)
+	defer first.Close()
+	var conns []net.Conn
+	for i := range 10 {
+		waitSpares()
+		conn, err := c.Dial(ctx, port)
+		require.NoError(t, err)
+		conns = append(conns, conn)
+		msg := []byte("hello " + string(rune('a'+i)))
+		_, err = conn.Write(msg)
+		require.NoError(t, err)
+		back := make([]byte, len(msg))
+		_, err = io.ReadFull(conn, back)
+		require.NoError(t, err)
+		assert.Equal(t, string(msg), string(back))
+	}
+	assert.Less(t, agent.SparesAtHand(c), 3)
+	for _, conn := range conns {
+		conn.Close()
+	}
+	// Errors come back on the spare as they do over the link.
+	var re *agent.RequestError
+	waitSpares()
+	_, err = c.Dial(ctx, 0)
+	require.True(t, errors.As(err, &re), "%v", err)
+	assert.Equal(t, "invalid", re.Code)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	closed := portOf(t, ln.Addr().String())
+	ln.Close()
+	waitSpares()
+	_, err = c.Dial(ctx, closed)
+	require.True(t, errors.As(err, &re), "%v", err)
+	assert.Equal(t, "refused", re.Code)
+	// A cancelled dial returns at once.
+	waitSpares()
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	_, err = c.Dial(cctx, port)
+	assert.ErrorIs(t, err, context.Canceled)
 }
 
 func TestNoSharedDirectoryMeansMultiplexedStreams(t *testing.T) {

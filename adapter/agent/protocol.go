@@ -44,6 +44,12 @@
 // Background processes (Request op "start") belong to the agent, not to a client: they live until
 // they exit, are signalled, or the agent ends.
 //
+// # Direct streams
+//
+// When the host and the sandbox share a directory (SetDirect), a stream is a unix connection of
+// its own, made by the agent to the client's socket there, instead of W/F/C/w frames on the link:
+// see direct.go.
+//
 // # One agent, many clients
 //
 // The main agent of a container (the container's main process) also listens on the abstract unix

@@ -85,6 +85,7 @@ func (s *Sandbox) agentClient(ctx context.Context, op string) (*agentConn, error
 		s.agentFailed, s.agentErr = time.Now(), err
 		return nil, err
 	}
+	a.SetDirect(s.lay.streams(s.rec.ID), agent.DirectSandboxDir)
 	s.agent = a
 	return a, nil
 }

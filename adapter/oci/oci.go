@@ -46,6 +46,7 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"github.com/sandboxer/sandboxer/adapter"
+	"github.com/sandboxer/sandboxer/adapter/agent"
 	"github.com/sandboxer/sandboxer/adapter/rootfs"
 	"github.com/sandboxer/sandboxer/egress"
 	"github.com/sandboxer/sandboxer/errs"
@@ -324,6 +325,11 @@ func (l layout) sandboxes() string              { return filepath.Join(l.dir, "s
 func (l layout) sandbox(id string) string       { return filepath.Join(l.sandboxes(), id) }
 func (l layout) workspace(id string) string     { return filepath.Join(l.dir, "workspaces", id) }
 
+// streams is the host directory of a sandbox's direct streams (see package agent), mounted
+// read-only at agent.DirectSandboxDir: a dialled port or an accepted connection is a unix
+// connection of its own instead of a stream multiplexed over the runtime's pipes.
+func (l layout) streams(id string) string { return filepath.Join(l.sandbox(id), "streams") }
+
 // execFile is the process (in the bundle directory) of an agent started with the runtime's exec.
 const execFile = "exec.json"
 
@@ -468,6 +474,9 @@ func create(ctx context.Context, cfg Config, copyFrom *os.Root) (*Sandbox, error
 	if err := os.MkdirAll(filepath.Join(dir, "bundle"), 0o711); err != nil {
 		return nil, errs.Wrap(errs.Internal, op, "", err)
 	}
+	if err := os.Mkdir(lay.streams(id), 0o711); err != nil {
+		return nil, errs.Wrap(errs.Internal, op, "", err)
+	}
 	rec := record{
 		ID: id, Runtime: rt.name, RuntimePath: rt.path, Owner: owner(), OwnerStart: startTime(os.Getpid()),
 		Persist: cfg.Persist, Workspace: cfg.Workspace, KeepWorkspace: cfg.KeepWorkspace,
@@ -497,7 +506,7 @@ func create(ctx context.Context, cfg Config, copyFrom *os.Root) (*Sandbox, error
 		return fail(errs.Wrap(errs.Internal, op, "", fmt.Errorf("workspace: %w", err)))
 	}
 	b := bundle{rootfs: tree.Dir, workspace: s.rec.Workspace, persist: cfg.Persist, cfg: cfg, userns: userns, cgroup: cgroupPath(id),
-		seccomp: !cfg.NoSeccomp && rt.name != Runsc}
+		seccomp: !cfg.NoSeccomp && rt.name != Runsc, streams: lay.streams(id)}
 	if cfg.AllowNetwork {
 		if _, err := os.Stat("/etc/resolv.conf"); err == nil {
 			b.resolvConf = "/etc/resolv.conf"
@@ -532,6 +541,7 @@ func create(ctx context.Context, cfg Config, copyFrom *os.Root) (*Sandbox, error
 	if err != nil {
 		return fail(err)
 	}
+	conn.SetDirect(lay.streams(id), agent.DirectSandboxDir)
 	s.agent = conn
 	s.layers = s.observeLayers(pid)
 	return s, nil

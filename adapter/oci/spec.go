@@ -48,6 +48,7 @@ type bundle struct {
 	cgroup     string // cgroupsPath
 	seccomp    bool   // apply the default seccomp profile
 	resolvConf string // the host's resolv.conf, mounted when the network is allowed
+	streams    string // host directory of the agent's direct streams, read-only inside ("": none)
 }
 
 // spec builds the container's configuration: the agent as PID 1 (see agent.ServeInit) serving its
@@ -95,6 +96,9 @@ func (b bundle) spec() (*specs.Spec, error) {
 			ReadonlyPaths: readonlyPaths,
 			Resources:     b.resources(),
 		},
+	}
+	if b.streams != "" {
+		s.Mounts = append(s.Mounts, specs.Mount{Destination: agent.DirectSandboxDir, Type: "bind", Source: b.streams, Options: []string{"rbind", "ro", "nosuid", "nodev", "noexec"}})
 	}
 	if b.resolvConf != "" {
 		s.Mounts = append(s.Mounts, specs.Mount{Destination: "/etc/resolv.conf", Type: "bind", Source: b.resolvConf, Options: []string{"bind", "ro", "nosuid", "nodev", "noexec"}})

@@ -106,6 +106,8 @@ func Archive(o Options) ([]byte, error) {
 	entries["root"].hdr.Mode = 0o700
 	dir("tmp", 0o1777, 0)
 	dir("workspace", 0o755, UID)
+	// The mount point of the agent's direct streams (the root is read-only).
+	dir(strings.TrimPrefix(agent.DirectSandboxDir, "/"), 0o755, 0)
 
 	// busybox and its applets.
 	bbData, err := os.ReadFile(bb)

@@ -18,6 +18,8 @@ import (
 	"github.com/sandboxer/sandboxer/adapter/docker/image"
 	"github.com/sandboxer/sandboxer/adapter/local"
 	"github.com/sandboxer/sandboxer/adapter/oci"
+	"github.com/sandboxer/sandboxer/egress"
+	"github.com/sandboxer/sandboxer/egress/egresstest"
 )
 
 // stateDir is the benchmarks' state directory: searchable by the containers' user namespace, so
@@ -333,12 +335,31 @@ func BenchmarkFiles4KiBPair(b *testing.B) {
 }
 
 // BenchmarkDialPort: a forwarded port (issue 17) on runc and crun, next to the same httpd on the
-// host (adaptertest.BenchDialPort): the bytes go through the agent's stream on the container's
-// stdio pipes.
+// host (adaptertest.BenchDialPort): the bytes go through the agent's direct stream (a unix
+// connection of its own, not the container's stdio pipes).
 //
 //	go test -run '^$' -bench DialPort -benchtime 10x -count 3 ./adapter/oci/ocibench/
 func BenchmarkDialPort(b *testing.B) {
 	for _, rt := range []string{oci.Runc, oci.Crun} {
 		b.Run("runtime="+rt, func(b *testing.B) { adaptertest.BenchDialPort(b, ociSandbox(b, rt)) })
+	}
+}
+
+// BenchmarkEgressDownload: a 100 MB download through the egress proxy (issue 16) from inside a
+// container on runc and crun, against the same download on the host (egresstest.BenchDownload).
+//
+//	go test -run '^$' -bench EgressDownload -benchtime 10x -count 3 ./adapter/oci/ocibench/
+func BenchmarkEgressDownload(b *testing.B) {
+	for _, rt := range []string{oci.Runc, oci.Crun} {
+		b.Run("runtime="+rt, func(b *testing.B) {
+			egresstest.BenchDownload(b, func(b *testing.B, allow []string, opts egress.Config) adapter.Sandbox {
+				sb, err := oci.New(context.Background(), oci.Config{Runtime: rt, StateDir: stateDir, AllowHosts: allow, Egress: opts})
+				if err != nil {
+					b.Skipf("%s cannot run sandboxes here: %v", rt, err)
+				}
+				b.Cleanup(func() { sb.Stop(context.Background()) })
+				return sb
+			})
+		})
 	}
 }

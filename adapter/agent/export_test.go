@@ -1,0 +1,12 @@
+package agent
+
+// SparesAtHand returns how many of the agent's spare connections the client holds.
+func SparesAtHand(c *Client) int {
+	c.dmu.Lock()
+	d := c.direct
+	c.dmu.Unlock()
+	if d == nil {
+		return 0
+	}
+	return len(d.spares)
+}
