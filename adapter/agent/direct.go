@@ -22,22 +22,27 @@ import (
 //
 // A stream multiplexed over the agent's link shares that link with every call, and the link is
 // often slow: the docker daemon's attach relays it, or a runtime's pipes. When the host and the
-// sandbox share a file system, a stream can instead be a unix connection of its own: the client
-// listens on a socket in a host directory that the adapter mounts read-only in the sandbox
-// (SetDirect), and the agent connects to it for each stream (a dialled port, a connection accepted
-// on a listener). The host never connects to anything the sandbox can name or replace: the
-// directory is read-only inside, the sandbox only connects out to it. Each connection opens with
-// directMagic, the client's token (sent over the link, never written where the sandbox can read
-// it) and the stream's ids, so that anything else that connects there is turned away.
+// sandbox share a file system, the agent instead hands the sandbox's TCP connection itself to the
+// client: the client listens on a unix socket in a host directory that the adapter mounts
+// read-only in the sandbox (SetDirect); for each stream (a dialled port, a connection accepted on
+// a listener) the agent connects there and passes the connection's descriptor (SCM_RIGHTS). The
+// client then reads and writes a socket of the sandbox's own network namespace, as the local
+// adapter does: nothing copies the bytes in between.
+//
+// The host never connects to anything the sandbox can name or replace: the directory is read-only
+// inside, the sandbox only connects out to it. Each connection opens with directMagic, the
+// client's token (sent over the link, never written where the sandbox can read it) and the
+// stream's ids, so that anything else that connects there is turned away; and a descriptor is
+// taken only when it is a TCP socket.
 //
 // A dial must not wait for a round trip over the slow link either: the agent keeps directSpares
-// connections open to the client's socket, idle. Dial takes one, writes the port on it, and reads
-// the agent's answer on it (a status byte, and a message when it failed); the connection is then
-// the stream. Without a spare at hand, the dial is a request over the link.
+// connections open to the client's socket, idle. Dial takes one and writes the port on it; the
+// agent answers on it with a status byte and the connection's descriptor (or, for a failure, a
+// message). Without a spare at hand, the dial is a request over the link.
 //
 // The first Dial or Listen sets the path up (request "direct": the agent connects once as a
 // probe). When that fails (no shared directory: a remote daemon, a runtime that refuses host
-// sockets), or a stream's connection cannot be made, the stream is multiplexed as before.
+// sockets) or a descriptor cannot be passed, the stream is multiplexed as before.
 
 // DirectSandboxDir is where the docker and oci adapters mount the host directory of direct
 // streams in the sandbox.
@@ -215,31 +220,48 @@ func (d *directLink) serve() {
 	}
 }
 
-// admit reads a connection's header and hands it to its stream or listener.
-func (d *directLink) admit(conn *net.UnixConn) {
+// admit reads a connection's header and hands the connection it carries (the probe: none) to its
+// stream or listener.
+func (d *directLink) admit(ux *net.UnixConn) {
 	var h [directHeaderLen]byte
-	conn.SetReadDeadline(time.Now().Add(directWait))
-	if _, err := io.ReadFull(conn, h[:]); err != nil ||
-		string(h[:len(directMagic)]) != directMagic ||
+	ux.SetReadDeadline(time.Now().Add(directWait))
+	n, conn, err := recvConn(ux, h[:])
+	if err == nil && n < len(h) {
+		_, err = io.ReadFull(ux, h[n:])
+	}
+	if err != nil || string(h[:len(directMagic)]) != directMagic ||
 		subtle.ConstantTimeCompare(h[len(directMagic):len(directMagic)+directTokenLen], d.token) != 1 {
-		conn.Close()
+		ux.Close()
+		if conn != nil {
+			conn.Close()
+		}
 		return
 	}
-	conn.SetReadDeadline(time.Time{})
+	ux.SetReadDeadline(time.Time{})
 	id := binary.BigEndian.Uint32(h[directHeaderLen-8:])
 	lid := binary.BigEndian.Uint32(h[directHeaderLen-4:])
 	if id == spareID {
 		d.mu.Lock()
 		defer d.mu.Unlock()
-		if !d.closed {
+		if !d.closed && conn == nil {
 			select {
-			case d.spares <- conn:
+			case d.spares <- ux:
 				return
 			default:
 			}
 		}
-		conn.Close()
+		ux.Close()
+		if conn != nil {
+			conn.Close()
+		}
 		return
+	}
+	if conn != nil {
+		ux.Close()
+	} else if id != 0 {
+		return // a stream without its connection
+	} else {
+		conn = ux // the probe
 	}
 	if lid != 0 {
 		d.c.mu.Lock()
@@ -259,6 +281,45 @@ func (d *directLink) admit(conn *net.UnixConn) {
 		return
 	}
 	ch <- conn // room for one: never blocks
+}
+
+// recvConn reads into b from ux, and the TCP connection whose descriptor came with the bytes, if
+// any. A descriptor that is not a TCP socket is closed and is an error; so are extra descriptors.
+func recvConn(ux *net.UnixConn, b []byte) (int, net.Conn, error) {
+	oob := make([]byte, syscall.CmsgSpace(4*4))
+	n, oobn, flags, _, err := ux.ReadMsgUnix(b, oob)
+	var files []*os.File
+	if msgs, perr := syscall.ParseSocketControlMessage(oob[:oobn]); perr == nil {
+		for _, m := range msgs {
+			fds, _ := syscall.ParseUnixRights(&m)
+			for _, fd := range fds {
+				files = append(files, os.NewFile(uintptr(fd), "direct stream"))
+			}
+		}
+	}
+	defer func() {
+		for _, f := range files {
+			f.Close()
+		}
+	}()
+	if err != nil {
+		return n, nil, err
+	}
+	if flags&syscall.MSG_CTRUNC != 0 || len(files) > 1 {
+		return n, nil, errors.New("agent: too many descriptors on a direct stream")
+	}
+	if len(files) == 0 {
+		return n, nil, nil
+	}
+	conn, err := net.FileConn(files[0])
+	if err != nil {
+		return n, nil, err
+	}
+	if _, ok := conn.(*net.TCPConn); !ok {
+		conn.Close()
+		return n, nil, errors.New("agent: a direct stream's descriptor is not a TCP connection")
+	}
+	return n, conn, nil
 }
 
 // close stops listening and removes the socket. Idempotent.
@@ -284,30 +345,34 @@ func (d *directLink) close() {
 // dialSpare dials port over one of the agent's spare connections; errNoDirect when none is at
 // hand.
 func (d *directLink) dialSpare(ctx context.Context, port int) (net.Conn, error) {
-	var conn *net.UnixConn
+	var ux *net.UnixConn
 	select {
-	case conn = <-d.spares:
+	case ux = <-d.spares:
 	default:
 		return nil, errNoDirect
 	}
+	defer ux.Close()
 	if dl, ok := ctx.Deadline(); ok {
-		conn.SetDeadline(dl)
+		ux.SetDeadline(dl)
 	}
-	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Unix(1, 0)) })
+	stop := context.AfterFunc(ctx, func() { ux.SetDeadline(time.Unix(1, 0)) })
 	defer stop()
 	var b [4]byte
 	binary.BigEndian.PutUint32(b[:], uint32(port))
 	var status [1]byte
-	_, err := conn.Write(b[:])
+	var conn net.Conn
+	_, err := ux.Write(b[:])
 	if err == nil {
-		_, err = io.ReadFull(conn, status[:])
+		_, conn, err = recvConn(ux, status[:])
+	}
+	if err == nil && status[0] == spareOK && conn == nil {
+		err = errors.New("agent: a dial's answer came without its connection")
 	}
 	if err == nil && status[0] != spareOK {
 		var n [2]byte
-		if _, err = io.ReadFull(conn, n[:]); err == nil {
+		if _, err = io.ReadFull(ux, n[:]); err == nil {
 			msg := make([]byte, binary.BigEndian.Uint16(n[:]))
-			if _, err = io.ReadFull(conn, msg); err == nil {
-				conn.Close()
+			if _, err = io.ReadFull(ux, msg); err == nil {
 				code := spareCodes[status[0]]
 				if code == "" {
 					code = "unavailable"
@@ -316,17 +381,15 @@ func (d *directLink) dialSpare(ctx context.Context, port int) (net.Conn, error) 
 			}
 		}
 	}
-	if !stop() && ctx.Err() != nil {
-		err = ctx.Err()
-	}
 	if err != nil {
-		conn.Close()
+		if conn != nil {
+			conn.Close()
+		}
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
 		return nil, errNoDirect // the agent closed it (its client is ending): try the link
 	}
-	conn.SetDeadline(time.Time{})
 	return conn, nil
 }
 
@@ -366,25 +429,62 @@ type directTarget struct {
 	token []byte
 }
 
-// connect makes a direct stream's connection: stream id, or a connection accepted on listener lid.
-func (t *directTarget) connect(id, lid uint32) (*net.UnixConn, error) {
+// connect opens a connection to the client's socket with the header of stream id (or of a
+// connection accepted on listener lid), passing pass's descriptor with it when pass is not nil.
+// The caller keeps pass.
+func (t *directTarget) connect(id, lid uint32, pass net.Conn) (*net.UnixConn, error) {
 	c, err := net.DialTimeout("unix", t.path, directWait)
 	if err != nil {
 		return nil, err
 	}
-	uc := c.(*net.UnixConn)
+	ux := c.(*net.UnixConn)
 	h := make([]byte, 0, directHeaderLen)
 	h = append(h, directMagic...)
 	h = append(h, t.token...)
 	h = binary.BigEndian.AppendUint32(h, id)
 	h = binary.BigEndian.AppendUint32(h, lid)
-	uc.SetWriteDeadline(time.Now().Add(directWait))
-	if _, err := uc.Write(h); err != nil {
-		uc.Close()
+	ux.SetWriteDeadline(time.Now().Add(directWait))
+	if err := sendConn(ux, h, pass); err != nil {
+		ux.Close()
 		return nil, err
 	}
-	uc.SetWriteDeadline(time.Time{})
-	return uc, nil
+	ux.SetWriteDeadline(time.Time{})
+	return ux, nil
+}
+
+// pass hands c to the client as stream id (or a connection accepted on listener lid). c is closed
+// here once passed; on an error the caller keeps it.
+func (t *directTarget) pass(id, lid uint32, c net.Conn) error {
+	ux, err := t.connect(id, lid, c)
+	if err != nil {
+		return err
+	}
+	ux.Close()
+	c.Close()
+	return nil
+}
+
+// sendConn writes msg on ux with c's descriptor (none when c is nil).
+func sendConn(ux *net.UnixConn, msg []byte, c net.Conn) error {
+	if c == nil {
+		_, err := ux.Write(msg)
+		return err
+	}
+	sc, ok := c.(syscall.Conn)
+	if !ok {
+		return errors.New("the connection has no descriptor")
+	}
+	raw, err := sc.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var werr error
+	if err := raw.Control(func(fd uintptr) {
+		_, _, werr = ux.WriteMsgUnix(msg, syscall.UnixRights(int(fd)), nil)
+	}); err != nil {
+		return err
+	}
+	return werr
 }
 
 // setDirect answers request "direct": a probe connection to the client's socket, then the
@@ -394,7 +494,7 @@ func (s *server) setDirect(req Request) Result {
 		return failure("invalid", "direct: bad path or token")
 	}
 	t := &directTarget{path: req.Path, token: req.Token}
-	c, err := t.connect(0, 0)
+	c, err := t.connect(0, 0, nil)
 	if err != nil {
 		return failure("unavailable", "direct: %v", err)
 	}
@@ -411,10 +511,17 @@ func (s *server) setDirect(req Request) Result {
 	return Result{}
 }
 
+// directTo returns the client's direct target, nil when its streams are multiplexed.
+func (s *server) directTo() *directTarget {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.direct
+}
+
 // spare keeps one idle connection open to the client's socket, and serves the dial that comes on
 // it; the next spare is opened once this one is taken and answered. It ends with the client's link.
 func (s *server) spare(t *directTarget) {
-	ux, err := t.connect(spareID, 0)
+	ux, err := t.connect(spareID, 0, nil)
 	if err != nil {
 		return
 	}
@@ -424,21 +531,21 @@ func (s *server) spare(t *directTarget) {
 		ux.Close()
 		return
 	}
-	r := &relayConns{b: ux}
-	s.relays[r] = struct{}{}
+	s.spares[ux] = struct{}{}
 	s.mu.Unlock()
 	defer func() {
 		s.mu.Lock()
-		delete(s.relays, r)
+		delete(s.spares, ux)
 		s.mu.Unlock()
+		ux.Close()
 	}()
 	var b [4]byte
 	if _, err := io.ReadFull(ux, b[:]); err != nil {
-		r.close()
 		return
 	}
 	// The next spare is opened once this dial is answered: on two cores, opening it now would
 	// delay the dial.
+	defer func() { go s.spare(t) }()
 	port := int(binary.BigEndian.Uint32(b[:]))
 	fail := func(code byte, err error) {
 		msg := err.Error()
@@ -448,8 +555,6 @@ func (s *server) spare(t *directTarget) {
 		out := []byte{code, 0, 0}
 		binary.BigEndian.PutUint16(out[1:], uint16(len(msg)))
 		ux.Write(append(out, msg...))
-		r.close()
-		go s.spare(t)
 	}
 	if !validPort(port) {
 		fail(spareInvalid, fmt.Errorf("port %d is outside 1..65535", port))
@@ -464,70 +569,6 @@ func (s *server) spare(t *directTarget) {
 		fail(code, err)
 		return
 	}
-	if _, err := ux.Write([]byte{spareOK}); err != nil {
-		c.Close()
-		r.close()
-		return
-	}
-	go s.spare(t)
-	s.mu.Lock()
-	delete(s.relays, r)
-	s.mu.Unlock()
-	s.relay(c, ux)
-}
-
-// directTo returns the client's direct target, nil when its streams are multiplexed.
-func (s *server) directTo() *directTarget {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.direct
-}
-
-// relay copies between a sandbox connection and its direct stream until both directions ended;
-// a half close passes through, an error ends both. The client's link ending ends it too.
-func (s *server) relay(tcp net.Conn, ux *net.UnixConn) {
-	r := &relayConns{a: tcp, b: ux}
-	s.mu.Lock()
-	if s.ended {
-		s.mu.Unlock()
-		r.close()
-		return
-	}
-	s.relays[r] = struct{}{}
-	s.mu.Unlock()
-	var wg sync.WaitGroup
-	half := func(dst, src net.Conn) {
-		defer wg.Done()
-		if _, err := io.Copy(dst, src); err != nil {
-			r.close()
-			return
-		}
-		if cw, ok := dst.(interface{ CloseWrite() error }); ok {
-			cw.CloseWrite()
-		}
-	}
-	wg.Add(2)
-	go half(tcp, ux)
-	go half(ux, tcp)
-	wg.Wait()
-	r.close()
-	s.mu.Lock()
-	delete(s.relays, r)
-	s.mu.Unlock()
-}
-
-// relayConns owns a relay's two connections.
-type relayConns struct {
-	a, b net.Conn
-	once sync.Once
-}
-
-// close closes both connections (a spare's has only b). Idempotent.
-func (r *relayConns) close() {
-	r.once.Do(func() {
-		if r.a != nil {
-			r.a.Close()
-		}
-		r.b.Close()
-	})
+	defer c.Close()
+	sendConn(ux, []byte{spareOK}, c)
 }

@@ -206,19 +206,17 @@ func (s *server) dial(id uint32, port int, direct bool) {
 		return
 	}
 	if direct {
-		t := s.directTo()
-		var ux *net.UnixConn
-		if t != nil {
-			ux, err = t.connect(id, 0)
+		err := errors.New("not set up")
+		if t := s.directTo(); t != nil {
+			err = t.pass(id, 0, c)
 		}
-		if ux == nil {
+		if err != nil {
 			c.Close()
 			s.result(id, failure("nodirect", "no direct stream: %v", err))
 			return
 		}
-		// The connection goes first: the client waits for it once it has the result.
+		// The connection went first: the client waits for it once it has the result.
 		s.result(id, Result{})
-		s.relay(c, ux)
 		return
 	}
 	st := s.addStream(id, c)
@@ -258,14 +256,14 @@ func (s *server) endStreams() {
 	}
 	listens := s.listens
 	s.listens = map[uint32]int{}
-	relays := s.relays
-	s.relays = map[*relayConns]struct{}{}
+	spares := s.spares
+	s.spares = map[*net.UnixConn]struct{}{}
 	s.mu.Unlock()
 	for _, st := range streams {
 		st.abort(false)
 	}
-	for r := range relays {
-		r.close()
+	for ux := range spares {
+		ux.Close()
 	}
 	for id, port := range listens {
 		s.hub.unsubscribe(port, s, id)
@@ -386,8 +384,7 @@ func (s *server) accepted1(sub subscription, c net.Conn) bool {
 		return false
 	}
 	if sub.direct && t != nil {
-		if ux, err := t.connect(id, listener); err == nil {
-			go s.relay(c, ux)
+		if t.pass(id, listener, c) == nil {
 			return true
 		}
 	}

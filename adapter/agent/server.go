@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"runtime"
@@ -34,14 +35,16 @@ func Serve(r io.Reader, w io.Writer) error {
 func (h *hub) serve(r io.Reader, w io.Writer) error {
 	prewarmThreads(8)
 	s := &server{w: w, procs: map[uint32]*proc{}, reap: h.reap, hub: h,
-		streams: map[uint32]*stream{}, listens: map[uint32]int{}, relays: map[*relayConns]struct{}{}}
+		streams: map[uint32]*stream{}, listens: map[uint32]int{}, spares: map[*net.UnixConn]struct{}{}}
 	fr := &frameReader{r: r}
 	for {
 		f, err := fr.next()
 		if err != nil {
 			s.abandon()
 			s.endStreams()
-			if errors.Is(err, io.EOF) {
+			// A client that goes away in the middle of a frame (its stdin writer was cut off
+			// by Close) has ended its input like any other.
+			if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 				return nil
 			}
 			return err
@@ -123,11 +126,11 @@ type server struct {
 	mu       sync.Mutex
 	procs    map[uint32]*proc
 	streams  map[uint32]*stream
-	listens  map[uint32]int // listen request id -> port
-	accepted uint32         // streams of accepted connections numbered so far
-	ended    bool           // the client is gone: no new streams
-	direct   *directTarget  // where its direct streams connect (see SetDirect); nil: multiplexed
-	relays   map[*relayConns]struct{}
+	listens  map[uint32]int             // listen request id -> port
+	accepted uint32                     // streams of accepted connections numbered so far
+	ended    bool                       // the client is gone: no new streams
+	direct   *directTarget              // where its direct streams connect (see SetDirect); nil: multiplexed
+	spares   map[*net.UnixConn]struct{} // idle direct connections kept for dials
 
 	reap *reaper // PID 1 of a container: reaps orphans (see ServeInit)
 	hub  *hub
