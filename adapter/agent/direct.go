@@ -13,6 +13,8 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"runtime"
+	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -91,11 +93,19 @@ func (c *Client) DirectStreams() bool {
 	return c.direct != nil
 }
 
+// DirectError says why the streams are multiplexed after SetDirect (nil: direct, or not tried yet).
+func (c *Client) DirectError() error {
+	c.dmu.Lock()
+	defer c.dmu.Unlock()
+	return c.directErr
+}
+
 // directLink is the client's side of the direct streams: its listening socket (owned: Close
 // removes it) and the streams it waits for.
 type directLink struct {
 	c     *Client
 	ln    *net.UnixListener
+	path  string // the socket's, removed by close
 	token []byte
 
 	spares chan *net.UnixConn // the agent's idle connections for dials
@@ -130,22 +140,23 @@ func (c *Client) directPath(ctx context.Context) *directLink {
 }
 
 func (c *Client) openDirect(ctx context.Context) (*directLink, error) {
-	var name [8]byte
+	var name [4]byte
 	token := make([]byte, directTokenLen)
 	rand.Read(name[:])
 	rand.Read(token)
 	file := "c-" + hex.EncodeToString(name[:]) + ".sock"
 	hostPath := filepath.Join(c.directDirs[0], file)
-	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: hostPath, Net: "unix"})
+	ln, err := listenUnixIn(c.directDirs[0], file)
 	if err != nil {
 		return nil, err
 	}
 	// The sandbox's user (any uid) connects; the token, not the mode, keeps others out.
 	if err := os.Chmod(hostPath, 0o666); err != nil {
 		ln.Close()
+		os.Remove(hostPath)
 		return nil, err
 	}
-	d := &directLink{c: c, ln: ln, token: token, pending: map[uint32]chan net.Conn{},
+	d := &directLink{c: c, ln: ln, path: hostPath, token: token, pending: map[uint32]chan net.Conn{},
 		spares: make(chan *net.UnixConn, 2*directSpares)}
 	probe := d.expect(0)
 	go d.serve()
@@ -165,6 +176,27 @@ func (c *Client) openDirect(ctx context.Context) (*directLink, error) {
 		return nil, err
 	}
 	return d, nil
+}
+
+// listenUnixIn listens on a unix socket named name in dir. A socket's path is limited to about
+// 100 bytes; a longer one is reached through this process's descriptor of dir (Linux). The
+// listener does not remove the socket when closed: the caller does, by its real path.
+func listenUnixIn(dir, name string) (*net.UnixListener, error) {
+	addr := filepath.Join(dir, name)
+	if len(addr) > 100 && runtime.GOOS == "linux" {
+		f, err := os.Open(dir)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		addr = "/proc/self/fd/" + strconv.Itoa(int(f.Fd())) + "/" + name
+	}
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: addr, Net: "unix"})
+	if err != nil {
+		return nil, err
+	}
+	ln.SetUnlinkOnClose(false)
+	return ln, nil
 }
 
 // expect registers the stream whose connection is to come.
@@ -331,7 +363,8 @@ func (d *directLink) close() {
 	}
 	d.closed = true
 	d.mu.Unlock()
-	d.ln.Close() // unlinks the socket
+	d.ln.Close()
+	os.Remove(d.path)
 	for {
 		select {
 		case conn := <-d.spares:

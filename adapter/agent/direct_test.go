@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -144,6 +145,26 @@ func TestDialsOverSpareConnections(t *testing.T) {
 	cancel()
 	_, err = c.Dial(cctx, port)
 	assert.ErrorIs(t, err, context.Canceled)
+}
+
+func TestDirectStreamsInADeepDirectory(t *testing.T) {
+	c, _ := serve(t)
+	// A unix socket's path is limited to ~100 bytes; the client's is bound through a descriptor
+	// of its directory.
+	dir := filepath.Join(t.TempDir(), strings.Repeat("d", 60), strings.Repeat("e", 60))
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	sandboxSide := filepath.Join(t.TempDir(), "s")
+	require.NoError(t, os.Symlink(dir, sandboxSide)) // the sandbox's short name for it
+	c.SetDirect(dir, sandboxSide)
+	conn, err := c.Dial(testCtx(t), echoServer(t))
+	require.NoError(t, err)
+	defer conn.Close()
+	ok := c.DirectStreams()
+	require.True(t, ok, "%v", c.DirectError())
+	require.Len(t, sockets(t, dir), 1)
+	require.NoError(t, c.Close())
+	require.Eventually(t, func() bool { return len(sockets(t, dir)) == 0 }, 10*time.Second, 10*time.Millisecond,
+		"the client's socket outlived it")
 }
 
 func TestNoSharedDirectoryMeansMultiplexedStreams(t *testing.T) {

@@ -205,6 +205,7 @@ type Sandbox struct {
 	agent        *agentConn // nil until started, or after it died
 	agentFailed  time.Time  // last failed start of an agent exec
 	streams      string     // host directory of the agent's direct streams ("": none)
+	lookedAfter  bool       // the janitor removes streams if this process dies before Stop
 
 	egress egress.Holder // the proxy of cfg.AllowHosts
 }
@@ -324,7 +325,7 @@ func create(ctx context.Context, eng engine, cfg Config, pool string) (*Sandbox,
 	}
 	streams := ""
 	if useAgent {
-		if streams = newStreamsDir(eng, id); streams != "" {
+		if streams = newStreamsDir(eng, id, !cfg.Persist); streams != "" {
 			hc.Binds = append(hc.Binds, streams+":"+agent.DirectSandboxDir+":ro")
 		}
 		// The agent is the main process and serves the stream of the attach below; stdin closes
@@ -360,7 +361,7 @@ func create(ctx context.Context, eng engine, cfg Config, pool string) (*Sandbox,
 		}
 		return nil, classify("docker create", err)
 	}
-	s := &Sandbox{cfg: cfg, eng: eng, id: id, containerID: res.ID, streams: streams}
+	s := &Sandbox{cfg: cfg, eng: eng, id: id, containerID: res.ID, streams: streams, lookedAfter: streams != "" && !cfg.Persist}
 	if useAgent {
 		s.agentVersion = agent.Version
 		att, err := eng.ContainerAttach(ctx, res.ID, client.ContainerAttachOptions{Stream: true, Stdin: true, Stdout: true, Stderr: true})
@@ -504,6 +505,9 @@ func (s *Sandbox) remove(ctx context.Context) error {
 	_, err := s.eng.ContainerRemove(ctx, s.containerID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
 	if err == nil || cerrdefs.IsNotFound(err) || cerrdefs.IsConflict(err) {
 		removeStreamsDir(s.streams)
+		if s.lookedAfter {
+			janitor().Send("-" + s.streams)
+		}
 	}
 	switch {
 	case err == nil, cerrdefs.IsNotFound(err):

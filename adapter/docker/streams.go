@@ -1,40 +1,98 @@
 package docker
 
 import (
+	"bufio"
 	"context"
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/moby/moby/client"
 
 	"github.com/sandboxer/sandboxer/adapter/agent"
+	janitorpkg "github.com/sandboxer/sandboxer/adapter/internal/janitor"
 )
 
-// Direct streams (see package agent): a dialled port or an accepted connection is a unix
-// connection of its own between the agent and this process, instead of a stream multiplexed over
-// the attach that the daemon relays (which bounds a stream at a tenth of loopback's throughput).
-// Each sandbox of a local daemon gets a host directory, mounted read-only at
-// agent.DirectSandboxDir; each handle listens on a socket of its own there, which the agent
-// connects to. With a remote daemon there is nothing to share: streams are multiplexed.
+// Direct streams (see package agent): the agent hands a dialled port's or an accepted connection's
+// socket itself to this process over a unix connection, instead of multiplexing its bytes over the
+// attach that the daemon relays (which bounds a stream at a tenth of loopback's throughput). Each
+// sandbox of a local daemon gets a host directory, mounted read-only at agent.DirectSandboxDir;
+// each handle listens on a socket of its own there, which the agent connects to. With a remote
+// daemon there is nothing to share: streams are multiplexed.
+//
+// The directory goes with the sandbox: Stop removes it, and for a sandbox that is not persistent
+// a janitor process (package adapter/internal/janitor, as the oci and local adapters use) removes
+// it when this process dies without Stop (the daemon removes the container itself then: its agent
+// saw its stream end). Prune removes those of containers that are gone.
+
+const (
+	janitorArg0 = "sandboxer-docker-janitor"
+	janitorEnv  = "SANDBOXER_DOCKER_JANITOR"
+)
+
+func init() {
+	if len(os.Args) == 1 && os.Args[0] == janitorArg0 && os.Getenv(janitorEnv) == "1" {
+		os.Exit(janitorMain())
+	}
+}
+
+var janitor = sync.OnceValue(func() *janitorpkg.Conn {
+	return janitorpkg.Start(janitorArg0, []string{janitorEnv + "=1"})
+})
+
+// janitorMain is the janitor: it collects the directories registered ("+DIR") and not released
+// ("-DIR") until its stdin ends (this process is gone), then removes them.
+func janitorMain() int {
+	left := map[string]bool{}
+	sc := bufio.NewScanner(os.Stdin)
+	for sc.Scan() {
+		line := sc.Text()
+		if len(line) < 2 {
+			continue
+		}
+		switch line[0] {
+		case '+':
+			left[line[1:]] = true
+		case '-':
+			delete(left, line[1:])
+		}
+	}
+	for dir := range left {
+		removeStreamsDir(dir)
+	}
+	return 0
+}
 
 // streamsBase holds the directories of the sandboxes' direct streams.
-func streamsBase() string { return filepath.Join(os.TempDir(), "sandboxer-docker-streams") }
+func streamsBase() string { return filepath.Join(os.TempDir(), streamsBaseName) }
+
+const streamsBaseName = "sandboxer-docker-streams"
 
 // newStreamsDir makes the directory of sandbox id's direct streams; "" when the daemon is not on
-// this host (or the directory cannot be made: streams are then multiplexed).
-func newStreamsDir(eng engine, id string) string {
+// this host (or the directory cannot be made: streams are then multiplexed). lookAfter asks the
+// janitor to remove it if this process dies first (until Stop sends its release).
+func newStreamsDir(eng engine, id string, lookAfter bool) string {
 	if !strings.HasPrefix(eng.DaemonHost(), "unix://") {
 		return ""
 	}
-	base := streamsBase()
-	if err := os.MkdirAll(base, 0o711); err != nil {
+	dir := filepath.Join(streamsBase(), id)
+	var err error
+	for range 2 { // another process may remove the base between the two calls, once
+		if err = os.MkdirAll(streamsBase(), 0o711); err == nil {
+			if err = os.Mkdir(dir, 0o711); !errors.Is(err, fs.ErrNotExist) {
+				break
+			}
+		}
+	}
+	if err != nil {
 		return ""
 	}
-	dir := filepath.Join(base, id)
-	if err := os.Mkdir(dir, 0o711); err != nil {
-		return ""
+	if lookAfter {
+		janitor().Send("+" + dir)
 	}
 	return dir
 }
@@ -49,11 +107,15 @@ func streamsDirOf(ins client.ContainerInspectResult) string {
 	return ""
 }
 
-// removeStreamsDir removes a sandbox's directory of direct streams (what a handle left there).
+// removeStreamsDir removes a sandbox's directory of direct streams (what a handle left there),
+// and the base when it is empty.
 func removeStreamsDir(dir string) {
-	if dir != "" && filepath.Dir(dir) == streamsBase() {
-		os.RemoveAll(dir)
+	base := filepath.Dir(dir)
+	if dir == "" || !filepath.IsAbs(dir) || filepath.Base(base) != streamsBaseName {
+		return
 	}
+	os.RemoveAll(dir)
+	os.Remove(base)
 }
 
 // sweepStreams removes the directories of sandboxes that have no container any more (their
@@ -79,4 +141,16 @@ func sweepStreams(ctx context.Context, eng engine) {
 		}
 		removeStreamsDir(filepath.Join(streamsBase(), e.Name()))
 	}
+}
+
+// DirectStreams reports whether this handle's port streams are direct (false until its first
+// DialPort or ListenPort), and why not when the direct path could not be set up.
+func (s *Sandbox) DirectStreams() (bool, error) {
+	s.amu.Lock()
+	a := s.agent
+	s.amu.Unlock()
+	if a == nil {
+		return false, nil
+	}
+	return a.DirectStreams(), a.DirectError()
 }

@@ -209,3 +209,16 @@ func (h *headBuffer) String() string {
 	defer h.mu.Unlock()
 	return string(h.buf)
 }
+
+// DirectStreams reports whether this handle's port streams are direct (false until its first
+// DialPort or ListenPort; always false under runsc, whose gVisor refuses host sockets), and why
+// not when the direct path could not be set up.
+func (s *Sandbox) DirectStreams() (bool, error) {
+	s.amu.Lock()
+	a := s.agent
+	s.amu.Unlock()
+	if a == nil {
+		return false, nil
+	}
+	return a.DirectStreams(), a.DirectError()
+}
