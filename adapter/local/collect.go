@@ -3,6 +3,7 @@ package local
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"syscall"
@@ -13,14 +14,13 @@ import (
 	"github.com/sandboxer/sandboxer/errs"
 )
 
-// A plain child's output and exit are collected on the calling goroutine by one poll(2) loop over
-// the two output pipes, the child's pidfd (readable once it has exited) and, when the call's
-// context can end, an eventfd set when it does. The pipes stay out of the Go runtime's poller: a
-// goroutine per pipe plus one for the wait, woken through the poller, cost a short command ~0.2 ms
-// of hand-offs between threads (see BenchmarkExecTrue). A command started by the isolation
-// helper (whose exit is a reply on the helper's socket, read by a goroutine), or a child on a
-// kernel without pidfds, is collected by collectAsync instead: there one wake-up of the runtime's
-// poller serves both the pipes and the exit, where the poll(2) loop would need two.
+// A command's output and exit are collected on the calling goroutine by one poll(2) loop over the
+// two output pipes, its exit file and, when the call's context can end, an eventfd set when it
+// does. The exit file is a plain child's pidfd (readable once it has exited) or, for a command of
+// the isolation helper, the read end of its status pipe, where the helper writes the exit status
+// itself. The pipes stay out of the Go runtime's poller: a goroutine per pipe plus one for the
+// wait, woken through the poller, cost a short command ~0.2 ms of hand-offs between threads (see
+// BenchmarkExecTrue). A child on a kernel without pidfds is collected by collectAsync instead.
 
 // outPipes are a command's stdout and stderr pipes.
 type outPipes struct {
@@ -37,16 +37,25 @@ func newOutPipes() (*outPipes, error) {
 			p.close()
 			return nil, err
 		}
-		// The read end's only status flag: O_NONBLOCK (O_CLOEXEC is a descriptor flag). Set
-		// after the File is made, so the runtime does not add the pipe to its poller.
 		p.r[i] = os.NewFile(uintptr(fds[0]), "|0")
 		p.w[i] = os.NewFile(uintptr(fds[1]), "|1")
-		if _, err := unix.FcntlInt(uintptr(fds[0]), unix.F_SETFL, unix.O_NONBLOCK); err != nil {
-			p.close()
-			return nil, err
-		}
 	}
 	return p, nil
+}
+
+// nonblock makes the read ends non-blocking, once the command has its write ends (two system
+// calls fewer on the way to its start). The read end's only status flag: O_NONBLOCK (O_CLOEXEC is
+// a descriptor flag). Set after the File is made, so the runtime does not add the pipe to its
+// poller.
+func (p *outPipes) nonblock() error {
+	return withFDs(p.r[:], func(fds []int) error {
+		for _, fd := range fds {
+			if _, err := unix.FcntlInt(uintptr(fd), unix.F_SETFL, unix.O_NONBLOCK); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }
 
 // closeWriters closes this process's copies of the write ends once the command has them.
@@ -91,8 +100,11 @@ func (p *outPipes) read(i int, b []byte, w io.Writer) {
 // descendant that escaped the group and still holds a pipe gets WaitDelay before the pipes are
 // cut, keeping what they already hold.
 func (s *Sandbox) collect(ctx context.Context, p process, pipes *outPipes, timeout time.Duration, out [2]io.Writer) (ex exit, cause error, err error) {
-	gp, ok := p.(*groupProcess)
-	if !ok || gp.pidfd == nil {
+	if err := pipes.nonblock(); err != nil {
+		return exit{}, nil, err
+	}
+	exitFile := p.exitFile()
+	if exitFile == nil {
 		ex, cause, err = s.collectAsync(ctx, p, pipes, timeout, out)
 		return ex, cause, err
 	}
@@ -108,7 +120,7 @@ func (s *Sandbox) collect(ctx context.Context, p process, pipes *outPipes, timeo
 		stop := context.AfterFunc(ctx, func() { _, _ = wake.Write([]byte{1, 0, 0, 0, 0, 0, 0, 0}) })
 		defer stop()
 	}
-	err = withFDs([]*os.File{pipes.r[0], pipes.r[1], gp.pidfd, wake}, func(fds []int) error {
+	err = withFDs([]*os.File{pipes.r[0], pipes.r[1], exitFile, wake}, func(fds []int) error {
 		ex, cause, err = s.pollLoop(ctx, p, pipes, timeout, out, fds)
 		return err
 	})
@@ -116,17 +128,17 @@ func (s *Sandbox) collect(ctx context.Context, p process, pipes *outPipes, timeo
 }
 
 // pollLoop is collect's loop. fds are the numbers of stdout's and stderr's read ends, the
-// child's pidfd and the wake eventfd (-1 if none), borrowed for the length of the loop.
+// process's exit file and the wake eventfd (-1 if none), borrowed for the length of the loop.
 func (s *Sandbox) pollLoop(ctx context.Context, p process, pipes *outPipes, timeout time.Duration, out [2]io.Writer, fds []int) (ex exit, cause error, err error) {
 	pipeFD, exitfd, wake := fds[:2], fds[2], fds[3]
 	bp := readBufs.Get().(*[]byte)
 	defer readBufs.Put(bp)
 	start := time.Now()
-	var deadline, killAt, cutAt time.Time // zero: none
+	var deadline, killAt, abandonAt, cutAt time.Time // zero: none
 	if timeout > 0 {
 		deadline = start.Add(timeout)
 	}
-	exited, terminating, killed := false, false, false
+	exited, terminating, killed, abandoned := false, false, false, false
 	terminate := func(why error) {
 		if exited || terminating {
 			return
@@ -147,6 +159,8 @@ func (s *Sandbox) pollLoop(ctx context.Context, p process, pipes *outPipes, time
 			next = cutAt
 		case terminating && !killed:
 			next = killAt
+		case killed && !abandoned:
+			next = abandonAt
 		case !terminating:
 			next = deadline
 		}
@@ -170,9 +184,21 @@ func (s *Sandbox) pollLoop(ctx context.Context, p process, pipes *outPipes, time
 		if _, err := unix.Poll(polled, ms); err != nil && !errors.Is(err, unix.EINTR) {
 			return exit{}, nil, err
 		}
+		for _, f := range polled {
+			if f.Revents&unix.POLLNVAL != 0 {
+				// Every number here is borrowed from an open File: only a raw close of a
+				// number somewhere else in the process can do this. Say so, rather than take
+				// the wake-up for a cancellation or an exit.
+				return exit{}, nil, fmt.Errorf("descriptor %d was closed under the wait", f.Fd)
+			}
+		}
 
 		for i, fd := range pipeFD {
-			if !pipes.done[i] && ready(polled, fd) {
+			switch ev := revents(polled, fd); {
+			case pipes.done[i] || ev == 0:
+			case ev&(unix.POLLIN|unix.POLLERR) == 0:
+				pipes.done[i] = true // hung up and empty: end of file, without a read to say so
+			default:
 				pipes.read(i, *bp, out[i])
 			}
 		}
@@ -203,18 +229,28 @@ func (s *Sandbox) pollLoop(ctx context.Context, p process, pipes *outPipes, time
 		if terminating && !killed && !exited && !now.Before(killAt) {
 			p.signal(syscall.SIGKILL)
 			killed = true
+			abandonAt = now.Add(unresponsive)
+		}
+		// A SIGKILLed command's exit is reported at once, unless its helper no longer answers (a
+		// helper stopped or wedged): then the helper is taken for dead, which ends the wait.
+		if killed && !abandoned && !exited && !now.Before(abandonAt) {
+			p.abandon()
+			abandoned = true
 		}
 	}
 }
 
 // ready reports whether poll found fd readable (or hung up, or in error: a read tells which).
-func ready(fds []unix.PollFd, fd int) bool {
+func ready(fds []unix.PollFd, fd int) bool { return revents(fds, fd) != 0 }
+
+// revents is what poll found for fd (0 if fd was not polled).
+func revents(fds []unix.PollFd, fd int) int16 {
 	for _, f := range fds {
 		if int(f.Fd) == fd {
-			return f.Revents != 0
+			return f.Revents
 		}
 	}
-	return false
+	return 0
 }
 
 // collectAsync is collect for a process without an exit descriptor: a goroutine per pipe reading

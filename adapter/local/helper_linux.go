@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"net"
 	"os"
 	"os/signal"
 	"runtime"
@@ -15,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"unsafe"
 
 	"github.com/landlock-lsm/go-landlock/landlock"
 	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
@@ -124,38 +124,6 @@ type helperReady struct {
 	LandlockABI int               `json:"landlockABI"`
 }
 
-// request is one message from the adapter to the helper.
-type request struct {
-	Op   string   `json:"op"` // "spawn", "signal", "dial" or "listen"
-	ID   uint64   `json:"id"`
-	Path string   `json:"path,omitempty"`
-	Args []string `json:"args,omitempty"`
-	Env  []string `json:"env,omitempty"`
-	Dir  string   `json:"dir,omitempty"`
-	Sig  int      `json:"sig,omitempty"`
-	// Files: stdin, stdout, stderr and, if Cgroup, a cgroup directory, passed as SCM_RIGHTS.
-	Cgroup bool `json:"cgroup,omitempty"`
-	// Init runs the command under a per-command init in its own PID namespace.
-	Init bool `json:"init,omitempty"`
-	// Port is the loopback port of "dial" (connect to it) and "listen" (listen on it): the reply
-	// carries the socket, made in the helper's network namespace, as SCM_RIGHTS.
-	Port int `json:"port,omitempty"`
-}
-
-// reply is one message from the helper: a spawn result (Started or Err), an exit (Exited), or the
-// result of a socket op (Socket, with the socket as SCM_RIGHTS, or Err).
-type reply struct {
-	ID      uint64 `json:"id"`
-	Socket  bool   `json:"socket,omitempty"`
-	Started bool   `json:"started,omitempty"`
-	Err     string `json:"err,omitempty"`
-	Errno   int    `json:"errno,omitempty"`
-	Exited  bool   `json:"exited,omitempty"`
-	Status  uint32 `json:"status,omitempty"` // syscall.WaitStatus
-
-	socket *os.File // the descriptor that came with a Socket reply (adapter side)
-}
-
 func helperMain() int {
 	// Commands are forked from this goroutine (the serve loop), always on this thread, which
 	// alone holds the sandbox's session keyring (lockDown).
@@ -164,20 +132,14 @@ func helperMain() int {
 	// reach every command: from here on none but a command's stdio does.
 	_ = unix.CloseRange(helperFD+1, math.MaxUint32, unix.CLOSE_RANGE_CLOEXEC)
 	os.Clearenv()
-	f := os.NewFile(helperFD, "helper-conn")
-	c, err := net.FileConn(f)
-	f.Close()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "sandboxer helper:", err)
-		return 2
-	}
-	conn := c.(*net.UnixConn)
+	// The connection stays blocking and outside the runtime's poller: the serve loop waits for
+	// it in poll(2) on its own thread, which the kernel then wakes directly.
+	conn := os.NewFile(helperFD, "helper-conn")
 	// The spec, with the view's sources when the adapter cloned them.
 	var spec helperSpec
 	buf := make([]byte, 1<<20)
 	oob := make([]byte, unix.CmsgSpace(4*maxSources))
-	n, oobn, _, _, err := conn.ReadMsgUnix(buf, oob)
-	files := receivedFiles(oob[:oobn])
+	n, files, err := recvFiles(conn, buf, oob)
 	if err == nil {
 		err = json.Unmarshal(buf[:n], &spec)
 	}
@@ -201,11 +163,14 @@ func helperMain() int {
 
 	ready := setupHelper(spec, clones)
 	lockDown(&ready)
-	if err := send(conn, ready, nil); err != nil || spec.Probe {
+	if err := sendFile(conn, ready, nil); err != nil || spec.Probe {
 		return 0
 	}
-	h := &helperServer{conn: conn, running: map[int]uint64{}, exe: spec.Exe}
-	h.serve()
+	h := &helperServer{conn: conn, exe: spec.Exe, running: map[int]*helperCmd{}, pgids: map[uint64]int{}}
+	if err := h.serve(); err != nil {
+		fmt.Fprintln(os.Stderr, "sandboxer helper:", err)
+		return 2
+	}
 	return 0
 }
 
@@ -344,62 +309,192 @@ func landlockABI() (int, error) {
 	return int(v), nil
 }
 
+// helperServer serves one adapter's requests. One loop (serve, on the helper's locked main thread)
+// receives them, starts the commands and reaps them; only the replies to socket ops are written
+// from other goroutines.
 type helperServer struct {
-	exe     string
-	conn    *net.UnixConn
-	wmu     sync.Mutex
-	mu      sync.Mutex
-	running map[int]uint64 // pid -> request id
-	pgids   map[uint64]int // request id -> process group
+	exe  string
+	conn *os.File   // the connection to the adapter: blocking, read only by serve
+	wmu  sync.Mutex // one reply at a time on conn
+	reap *os.File   // an eventfd, set when SIGCHLD finds a child to reap that no pidfd reported
+
+	// Touched by serve alone.
+	running map[int]*helperCmd // pid -> command
+	pgids   map[uint64]int     // request id -> process group
+}
+
+// helperCmd is a running command, as its helper knows it.
+type helperCmd struct {
+	id     uint64
+	status *os.File    // the write end of its status pipe
+	output [2]*os.File // stdout and stderr, held until it is reaped (see done)
+	pidfd  *os.File    // readable once it has exited; nil where the kernel made none, or once seen readable
 }
 
 func (h *helperServer) reply(r reply) {
 	h.wmu.Lock()
 	defer h.wmu.Unlock()
-	_ = send(h.conn, r, nil)
+	_ = sendFile(h.conn, r, nil)
 }
 
-func (h *helperServer) serve() {
-	h.pgids = map[uint64]int{}
-	sigc := make(chan os.Signal, 16)
+// serve runs until the adapter is gone: it waits in poll(2) for a request, a command's exit (its
+// pidfd) or a SIGCHLD of a child no pidfd covers (an orphan re-parented to this init, or a command
+// started without a pidfd), and handles what came, one request at a time, reaping in between.
+// All of it happens on this thread: an event wakes it directly, with no hand-off between threads
+// (through the runtime's poller and a locked thread, a request cost two wake-ups, and an exit
+// three more: the signal's thread, the reaping goroutine, the reader of the reply).
+func (h *helperServer) serve() error {
+	efd, err := unix.Eventfd(0, unix.EFD_CLOEXEC)
+	if err != nil {
+		return err
+	}
+	h.reap = os.NewFile(uintptr(efd), "reap") // blocking: outside the runtime's poller
+	defer h.reap.Close()
+	sigc := make(chan os.Signal, 1)
 	signal.Notify(sigc, syscall.SIGCHLD)
-	go func() {
-		for range sigc {
-			h.reap()
-		}
-	}()
+	go h.watchChildren(sigc)
+	// While this thread waits, SIGCHLD is for the other threads: a command's exit wakes it
+	// through the pidfd, and the signal's handler, run here, would wake the runtime's signal
+	// thread onto this processor, ahead of the exit's report. (Blocked only in ppoll: a
+	// command starts with the mask its thread had at the fork.)
+	var waitMask unix.Sigset_t
+	if err := unix.PthreadSigmask(unix.SIG_BLOCK, nil, &waitMask); err != nil {
+		return err
+	}
+	waitMask.Val[(syscall.SIGCHLD-1)/64] |= 1 << ((syscall.SIGCHLD - 1) % 64)
+
 	buf := make([]byte, 1<<20)
-	oob := make([]byte, unix.CmsgSpace(4*4))
+	oob := make([]byte, unix.CmsgSpace(4*5))
+	var polled []unix.PollFd
+	var pids []int // the command of each polled pidfd, from polled[2]
+	// The numbers are taken with Fd: these files are closed by this loop alone.
 	for {
-		n, oobn, _, _, err := h.conn.ReadMsgUnix(buf, oob)
-		if err != nil || n == 0 {
-			// The adapter is gone: everything in this PID namespace dies with its init.
-			return
-		}
-		files := receivedFiles(oob[:oobn])
-		var req request
-		if err := json.Unmarshal(buf[:n], &req); err != nil {
-			closeFiles(files)
-			continue
-		}
-		switch req.Op {
-		case "spawn":
-			h.spawn(req, files)
-		case "dial", "listen":
-			closeFiles(files)
-			go h.socket(req)
-		case "signal":
-			closeFiles(files)
-			h.mu.Lock()
-			pg, ok := h.pgids[req.ID]
-			h.mu.Unlock()
-			if ok {
-				_ = syscall.Kill(-pg, syscall.Signal(req.Sig))
+		polled = append(polled[:0],
+			unix.PollFd{Fd: int32(h.conn.Fd()), Events: unix.POLLIN},
+			unix.PollFd{Fd: int32(h.reap.Fd()), Events: unix.POLLIN})
+		pids = pids[:0]
+		for pid, c := range h.running {
+			if c.pidfd != nil {
+				polled = append(polled, unix.PollFd{Fd: int32(c.pidfd.Fd()), Events: unix.POLLIN})
+				pids = append(pids, pid)
 			}
-		default:
-			closeFiles(files)
+		}
+		if err := ppoll(polled, &waitMask); err != nil && !errors.Is(err, unix.EINTR) {
+			return err
+		}
+		if polled[1].Revents != 0 { // a child no pidfd covers, perhaps: reap whatever is there
+			var b [8]byte
+			_, _ = h.reap.Read(b[:])
+			h.reapAll()
+		}
+		for i, pid := range pids {
+			if c, ok := h.running[pid]; ok && polled[2+i].Revents != 0 && !h.reapCmd(pid, c) {
+				// Exited but not reaped: a sibling traces it, and reaps it first. Its pidfd
+				// would stay readable; SIGCHLD tells when it can be reaped.
+				c.pidfd.Close()
+				c.pidfd = nil
+			}
+		}
+		if polled[0].Revents != 0 && !h.receive(buf, oob) {
+			return nil // the adapter is gone: everything in this PID namespace dies with its init
 		}
 	}
+}
+
+// sigsetSize is the size of the kernel's sigset_t: 64 signals, 128 on MIPS.
+func sigsetSize() uintptr {
+	if strings.HasPrefix(runtime.GOARCH, "mips") {
+		return 16
+	}
+	return 8
+}
+
+// ppoll waits without a timeout, with the signal mask mask. (unix.Ppoll gives the kernel a mask
+// size of 0, which it refuses with a mask.)
+func ppoll(fds []unix.PollFd, mask *unix.Sigset_t) error {
+	_, _, e := unix.Syscall6(unix.SYS_PPOLL, uintptr(unsafe.Pointer(&fds[0])), uintptr(len(fds)), 0,
+		uintptr(unsafe.Pointer(mask)), sigsetSize(), 0)
+	if e != 0 {
+		return e
+	}
+	return nil
+}
+
+// watchChildren turns a SIGCHLD into a wake-up of serve when a child is waiting to be reaped
+// (a peek, WNOWAIT: serve reaps). A command's exit has usually been reaped through its pidfd
+// by then, and costs serve no second wake-up.
+func (h *helperServer) watchChildren(sigc <-chan os.Signal) {
+	one := []byte{1, 0, 0, 0, 0, 0, 0, 0}
+	for range sigc {
+		var si unix.Siginfo
+		err := unix.Waitid(unix.P_ALL, 0, &si, unix.WEXITED|unix.WNOHANG|unix.WNOWAIT, nil)
+		if err == nil && si.Signo != 0 {
+			_, _ = h.reap.Write(one)
+		}
+	}
+}
+
+// receive handles one request, if one is there. It returns false once the adapter is gone. The
+// descriptors that came with it are its own, as bare numbers: spawn lends them to the fork and
+// hands those it keeps to files (os.NewFile costs a system call each, which the way to the fork
+// is spared); receive closes the rest.
+func (h *helperServer) receive(buf, oob []byte) bool {
+	var n, oobn, flags int
+	err := withFDs([]*os.File{h.conn}, func(c []int) (err error) {
+		n, oobn, flags, _, err = unix.Recvmsg(c[0], buf, oob, unix.MSG_DONTWAIT|unix.MSG_CMSG_CLOEXEC)
+		return err
+	})
+	fds := receivedFDs(oob[:oobn])
+	defer closeFDs(fds)
+	switch {
+	case errors.Is(err, unix.EAGAIN) || errors.Is(err, unix.EINTR):
+		return true
+	case err != nil || n == 0:
+		return false
+	}
+	var req request
+	if err := req.decode(buf[:n]); err != nil {
+		return true
+	}
+	switch req.Op {
+	case "spawn":
+		h.spawn(req, fds, flags&unix.MSG_CTRUNC != 0)
+	case "dial", "listen":
+		go h.socket(req)
+	case "signal":
+		if pg, ok := h.pgids[req.ID]; ok {
+			_ = syscall.Kill(-pg, syscall.Signal(req.Sig))
+		}
+	}
+	return true
+}
+
+// receivedFDs are the descriptors of a message's SCM_RIGHTS (received close-on-exec), as numbers.
+func receivedFDs(oob []byte) []int {
+	var fds []int
+	msgs, _ := unix.ParseSocketControlMessage(oob)
+	for _, m := range msgs {
+		if rights, err := unix.ParseUnixRights(&m); err == nil {
+			fds = append(fds, rights...)
+		}
+	}
+	return fds
+}
+
+// closeFDs closes the numbers of fds that no file took (-1).
+func closeFDs(fds []int) {
+	for _, fd := range fds {
+		if fd >= 0 {
+			unix.Close(fd)
+		}
+	}
+}
+
+// takeFile hands fds[i] to a file, which owns it from then on.
+func takeFile(fds []int, i int, name string) *os.File {
+	f := os.NewFile(uintptr(fds[i]), name)
+	fds[i] = -1
+	return f
 }
 
 // socket makes the loopback socket of a "dial" or "listen" request in this process's network
@@ -434,11 +529,11 @@ func (h *helperServer) socket(req request) {
 	defer f.Close()
 	h.wmu.Lock()
 	defer h.wmu.Unlock()
-	_ = withFDs([]*os.File{f}, func(fds []int) error { return send(h.conn, reply{ID: req.ID, Socket: true}, fds) })
+	_ = withFDs([]*os.File{f}, func(fds []int) error { return sendFile(h.conn, reply{ID: req.ID, Socket: true}, fds) })
 }
 
-// receivedFiles turns the descriptors of a message's SCM_RIGHTS (received close-on-exec: the net
-// package reads with MSG_CMSG_CLOEXEC) into files, their only owners.
+// receivedFiles turns the descriptors of a message's SCM_RIGHTS (received close-on-exec:
+// MSG_CMSG_CLOEXEC) into files, their only owners.
 func receivedFiles(oob []byte) []*os.File {
 	var files []*os.File
 	msgs, err := unix.ParseSocketControlMessage(oob)
@@ -463,27 +558,32 @@ func closeFiles(files []*os.File) {
 	}
 }
 
-// spawn starts the command of req with files as its stdin, stdout, stderr and, if req.Cgroup, its
-// cgroup's directory; it closes files.
-func (h *helperServer) spawn(req request, files []*os.File) {
-	defer closeFiles(files)
-	want := 3
+// spawn starts the command of req with fds, receive's: its status pipe, stdin, stdout, stderr
+// and, if req.Cgroup, its cgroup's directory. The status pipe, stdout and stderr go to files that
+// the command's entry in h.running keeps until it is reaped (see done); the adapter made its stdio
+// blocking, as a command expects.
+func (h *helperServer) spawn(req request, fds []int, truncated bool) {
+	want := 4
 	if req.Cgroup {
-		want = 4
+		want = 5
 	}
-	if len(files) != want {
-		h.reply(reply{ID: req.ID, Err: "bad descriptor count"})
+	if truncated || len(fds) != want {
+		if len(fds) > 0 {
+			status := takeFile(fds, 0, "status")
+			writeRecord(status, recBad, 0)
+			status.Close()
+		}
 		return
 	}
-	// Fd makes a file blocking again if it was not: a command's stdio is blocking.
+	pidfd := -1
 	attr := &syscall.ProcAttr{
 		Dir:   req.Dir,
 		Env:   req.Env,
-		Files: []uintptr{files[0].Fd(), files[1].Fd(), files[2].Fd()},
-		Sys:   &syscall.SysProcAttr{Setpgid: true},
+		Files: []uintptr{uintptr(fds[1]), uintptr(fds[2]), uintptr(fds[3])},
+		Sys:   &syscall.SysProcAttr{Setpgid: true, PidFD: &pidfd},
 	}
 	if req.Cgroup {
-		attr.Sys.UseCgroupFD, attr.Sys.CgroupFD = true, int(files[3].Fd())
+		attr.Sys.UseCgroupFD, attr.Sys.CgroupFD = true, fds[4]
 	}
 	path, args := req.Path, req.Args
 	if req.Init {
@@ -491,52 +591,78 @@ func (h *helperServer) spawn(req request, files []*os.File) {
 		attr.Env = append(slices.Clone(req.Env), initEnv)
 		attr.Sys.Cloneflags = syscall.CLONE_NEWPID
 	}
-	// The lock spans fork and registration so that the reaper cannot miss a command that exits
-	// at once.
-	h.mu.Lock()
 	pid, err := syscall.ForkExec(path, args, attr)
-	if err == nil {
-		h.running[pid] = req.ID
-		h.pgids[req.ID] = pid
-		// Still under the lock: the reaper cannot report the exit before the start.
-		h.reply(reply{ID: req.ID, Started: true})
-	}
-	h.mu.Unlock()
+	status := takeFile(fds, 0, "status")
 	if err != nil {
-		r := reply{ID: req.ID, Err: err.Error()}
 		var en syscall.Errno
-		if errors.As(err, &en) {
-			r.Errno = int(en)
-		}
-		h.reply(r)
+		errors.As(err, &en)
+		writeRecord(status, recFailed, uint32(en))
+		status.Close()
+		return
 	}
+	c := &helperCmd{id: req.ID, status: status, output: [2]*os.File{takeFile(fds, 2, "stdout"), takeFile(fds, 3, "stderr")}}
+	if pidfd >= 0 {
+		c.pidfd = os.NewFile(uintptr(pidfd), "pidfd")
+	}
+	h.running[pid] = c
+	h.pgids[req.ID] = pid
+	writeRecord(status, recStarted, 0)
 }
 
-// reap collects every exited child (commands and orphans re-parented to this init) and reports
-// the commands' statuses. What a command left in its process group is killed with it.
-func (h *helperServer) reap() {
+// reapAll collects every exited child (commands and orphans re-parented to this init), and
+// reports the commands (done).
+func (h *helperServer) reapAll() {
 	for {
 		var ws syscall.WaitStatus
 		pid, err := syscall.Wait4(-1, &ws, syscall.WNOHANG, nil)
+		if errors.Is(err, syscall.EINTR) {
+			continue
+		}
 		if pid <= 0 || err != nil {
 			return
 		}
-		h.mu.Lock()
-		id, ok := h.running[pid]
-		if ok {
-			delete(h.running, pid)
-			delete(h.pgids, id)
-		}
-		h.mu.Unlock()
-		if ok {
-			_ = syscall.Kill(-pid, syscall.SIGKILL)
-			h.reply(reply{ID: id, Exited: true, Status: uint32(ws)})
+		if c, ok := h.running[pid]; ok {
+			h.done(pid, c, ws)
 		}
 	}
 }
 
-// send writes one JSON message with optional descriptors.
-func send(conn *net.UnixConn, v any, fds []int) error {
+// reapCmd reaps the command pid, whose pidfd was readable, and reports it (done). It returns false
+// if there was nothing to reap.
+func (h *helperServer) reapCmd(pid int, c *helperCmd) bool {
+	for {
+		var ws syscall.WaitStatus
+		got, err := syscall.Wait4(pid, &ws, syscall.WNOHANG, nil)
+		if errors.Is(err, syscall.EINTR) {
+			continue
+		}
+		if got != pid {
+			return false
+		}
+		h.done(pid, c, ws)
+		return true
+	}
+}
+
+// done reports a reaped command on its status pipe, after killing what it left in its process
+// group, and forgets it.
+func (h *helperServer) done(pid int, c *helperCmd, ws syscall.WaitStatus) {
+	delete(h.running, pid)
+	delete(h.pgids, c.id)
+	_ = syscall.Kill(-pid, syscall.SIGKILL)
+	// The reader wakes once, to the record and the end of the output together: the helper's
+	// copies of the output pipes close right after it (the command's own closed as it exited).
+	writeRecord(c.status, recExited, uint32(ws))
+	closeFiles(c.output[:])
+	c.status.Close()
+	if c.pidfd != nil {
+		c.pidfd.Close()
+	}
+}
+
+// sendFile writes one JSON message with optional descriptors on the helper's side, whose
+// connection is a plain blocking file.
+func sendFile(conn *os.File, v any, fds []int) error {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return err
@@ -545,8 +671,32 @@ func send(conn *net.UnixConn, v any, fds []int) error {
 	if len(fds) > 0 {
 		oob = unix.UnixRights(fds...)
 	}
-	_, _, err = conn.WriteMsgUnix(b, oob, nil)
-	return err
+	return withFDs([]*os.File{conn}, func(c []int) error {
+		for {
+			if err := unix.Sendmsg(c[0], b, oob, nil, 0); !errors.Is(err, unix.EINTR) {
+				return err
+			}
+		}
+	})
+}
+
+// recvFiles receives one message on the helper's connection (blocking), its descriptors
+// (close-on-exec) as files.
+func recvFiles(conn *os.File, buf, oob []byte) (n int, files []*os.File, err error) {
+	err = withFDs([]*os.File{conn}, func(c []int) error {
+		for {
+			var oobn int
+			n, oobn, _, _, err = unix.Recvmsg(c[0], buf, oob, unix.MSG_CMSG_CLOEXEC)
+			if errors.Is(err, unix.EINTR) {
+				continue
+			}
+			if oobn > 0 {
+				files = receivedFiles(oob[:oobn])
+			}
+			return err
+		}
+	})
+	return n, files, err
 }
 
 // reachable drops the paths this process cannot look up for a reason other than their absence

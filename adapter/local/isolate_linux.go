@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -31,18 +30,23 @@ import (
 // namespace (inside a user namespace, and a network namespace when the network is off) with
 // Landlock applied, which starts commands on request. Commands inherit all of it; starting one
 // costs a message and a fork, not new namespaces.
+//
+// Its connection stays out of the runtime's poller, as the helper's end does: registered there,
+// every request the helper took would wake this process's poller thread (the socket is writable
+// again), on the helper's way to the fork. Nothing reads it but a socket op awaiting its reply.
 type helperProc struct {
 	cmd     *exec.Cmd
-	conn    *net.UnixConn
+	conn    *os.File // SOCK_SEQPACKET to the helper, blocking; closed by kill and once it exited
 	ready   helperReady
 	limited bool // in the sandbox's limit cgroups
 	uid     int  // the host uid of the helper's root, which its commands run as
 
-	wmu     sync.Mutex
-	mu      sync.Mutex
-	pending map[uint64]chan reply
-	next    uint64
-	dead    chan struct{}
+	wmu    sync.Mutex // one request at a time
+	mu     sync.Mutex
+	next   uint64        // the last request id
+	sockMu sync.Mutex    // one socket op at a time: the op reads its reply itself
+	dead   chan struct{} // closed once the helper has exited or was killed (markDead)
+	gone   sync.Once
 }
 
 const helperStartTimeout = 10 * time.Second
@@ -64,14 +68,8 @@ func startHelper(spec helperSpec, flags uintptr, o helperStart) (*helperProc, er
 	if err != nil {
 		return nil, err
 	}
-	mine, theirs := os.NewFile(uintptr(fds[0]), "helper"), os.NewFile(uintptr(fds[1]), "helper-child")
+	conn, theirs := os.NewFile(uintptr(fds[0]), "helper"), os.NewFile(uintptr(fds[1]), "helper-child")
 	defer theirs.Close()
-	c, err := net.FileConn(mine)
-	mine.Close()
-	if err != nil {
-		return nil, err
-	}
-	conn := c.(*net.UnixConn)
 	cmd := &exec.Cmd{
 		Path:       "/proc/self/exe",
 		Args:       []string{helperArg0},
@@ -107,12 +105,15 @@ func startHelper(spec helperSpec, flags uintptr, o helperStart) (*helperProc, er
 		return nil, err
 	}
 	theirs.Close() // the helper has it: a helper that dies now ends the read below
-	fail := func(err error) (*helperProc, error) {
-		_ = cmd.Process.Kill()
+	h := &helperProc{cmd: cmd, conn: conn, uid: o.uid, dead: make(chan struct{})}
+	// Once the helper has exited, its connection is closed (after the calls that still use it)
+	// and every wait on it ends: its end of the connection and of each command's status pipe
+	// closed with it.
+	go func() {
 		_ = cmd.Wait()
+		h.markDead()
 		conn.Close()
-		return nil, err
-	}
+	}()
 	var sources []*os.File
 	if o.clones != nil {
 		sources = o.clones.files
@@ -123,75 +124,29 @@ func startHelper(spec helperSpec, flags uintptr, o helperStart) (*helperProc, er
 				userns.Close()
 			}
 			if err != nil {
-				return fail(fmt.Errorf("%w: %w", errIdmap, err))
+				h.kill()
+				return nil, fmt.Errorf("%w: %w", errIdmap, err)
 			}
 		}
 	}
-	if err := withFDs(sources, func(fds []int) error { return send(conn, spec, fds) }); err != nil {
-		return fail(fmt.Errorf("helper did not take its spec: %w", err))
+	msg, err := json.Marshal(spec)
+	if err == nil {
+		err = h.sendMsg(msg, sources)
 	}
-	h := &helperProc{cmd: cmd, conn: conn, uid: o.uid, pending: map[uint64]chan reply{}, dead: make(chan struct{})}
+	if err != nil {
+		h.kill()
+		return nil, fmt.Errorf("helper did not take its spec: %w", err)
+	}
 	buf := make([]byte, 64<<10)
-	_ = conn.SetReadDeadline(time.Now().Add(helperStartTimeout))
-	n, err := conn.Read(buf)
-	_ = conn.SetReadDeadline(time.Time{})
+	n, _, err := h.receive(nil, buf, nil, time.Now().Add(helperStartTimeout))
 	if err == nil {
 		err = json.Unmarshal(buf[:n], &h.ready)
 	}
-	// Once the helper has said it is ready (a probe exits right after), its death ends the
-	// connection, and with it every command's wait.
-	go func() {
-		_ = cmd.Wait()
-		conn.Close()
-	}()
 	if err != nil {
 		h.kill()
 		return nil, fmt.Errorf("helper did not start: %w", err)
 	}
-	if spec.Probe {
-		return h, nil
-	}
-	go h.readLoop()
 	return h, nil
-}
-
-func (h *helperProc) readLoop() {
-	buf := make([]byte, 64<<10)
-	oob := make([]byte, unix.CmsgSpace(4))
-	for {
-		n, oobn, _, _, err := h.conn.ReadMsgUnix(buf, oob)
-		if err != nil || n == 0 {
-			break
-		}
-		files := receivedFiles(oob[:oobn])
-		var r reply
-		if json.Unmarshal(buf[:n], &r) != nil {
-			closeFiles(files)
-			continue
-		}
-		if r.Socket && len(files) == 1 {
-			r.socket, files = files[0], nil
-		}
-		closeFiles(files)
-		h.mu.Lock()
-		ch := h.pending[r.ID]
-		if r.Exited || r.Err != "" || r.Socket {
-			delete(h.pending, r.ID)
-		}
-		h.mu.Unlock()
-		if ch != nil {
-			ch <- r
-		} else if r.socket != nil {
-			r.socket.Close()
-		}
-	}
-	h.mu.Lock()
-	close(h.dead)
-	for id, ch := range h.pending {
-		close(ch)
-		delete(h.pending, id)
-	}
-	h.mu.Unlock()
 }
 
 func (h *helperProc) alive() bool {
@@ -203,42 +158,95 @@ func (h *helperProc) alive() bool {
 	}
 }
 
-// kill ends the helper and, as it is PID 1 of its namespace, every process it started.
+// kill ends the helper and, as it is PID 1 of its namespace, every process it started. It is
+// dead from here on: the next command starts a new one.
 func (h *helperProc) kill() {
 	if h.cmd.Process != nil {
 		_ = h.cmd.Process.Kill()
 	}
+	h.markDead()
 	h.conn.Close()
 }
 
+func (h *helperProc) markDead() { h.gone.Do(func() { close(h.dead) }) }
+
 // send writes one request with files passed as SCM_RIGHTS, each held open while it is sent (a
-// file closed meanwhile fails the send with os.ErrClosed).
-func (h *helperProc) send(req request, files []*os.File) (chan reply, error) {
-	h.mu.Lock()
-	select {
-	case <-h.dead:
-		h.mu.Unlock()
-		return nil, errors.New("helper is gone")
-	default:
+// file closed meanwhile fails the send with os.ErrClosed). Every op but a signal gets a new id,
+// in req.ID when send returns.
+func (h *helperProc) send(req *request, files []*os.File) error {
+	if !h.alive() {
+		return errHelperGone
 	}
-	var ch chan reply
 	if req.Op != "signal" {
+		h.mu.Lock()
 		h.next++
 		req.ID = h.next
-		ch = make(chan reply, 2)
-		h.pending[req.ID] = ch
-	}
-	h.mu.Unlock()
-	h.wmu.Lock()
-	err := withFDs(files, func(fds []int) error { return send(h.conn, req, fds) })
-	h.wmu.Unlock()
-	if err != nil && ch != nil {
-		h.mu.Lock()
-		delete(h.pending, req.ID)
 		h.mu.Unlock()
 	}
-	return ch, err
+	return h.sendMsg(req.appendBinary(make([]byte, 0, 512)), files)
 }
+
+// sendMsg writes one message on the connection (blocking while the helper's queue is full).
+func (h *helperProc) sendMsg(msg []byte, files []*os.File) error {
+	h.wmu.Lock()
+	defer h.wmu.Unlock()
+	return withFDs(append([]*os.File{h.conn}, files...), func(fds []int) error {
+		var oob []byte
+		if len(fds) > 1 {
+			oob = unix.UnixRights(fds[1:]...)
+		}
+		for {
+			if err := unix.Sendmsg(fds[0], msg, oob, nil, 0); !errors.Is(err, unix.EINTR) {
+				return err
+			}
+		}
+	})
+}
+
+var errHelperGone = errors.New("helper is gone")
+
+// receive reads the helper's next message into buf, and its descriptors (if oob has room), by
+// deadline; it returns early with ctx's error once wake (readable when ctx has ended; nil: none)
+// is readable.
+func (h *helperProc) receive(wake *os.File, buf, oob []byte, deadline time.Time) (n int, files []*os.File, err error) {
+	err = withFDs([]*os.File{h.conn, wake}, func(fds []int) error {
+		polled := []unix.PollFd{{Fd: int32(fds[0]), Events: unix.POLLIN}, {Fd: int32(fds[1]), Events: unix.POLLIN}}
+		if fds[1] < 0 {
+			polled = polled[:1]
+		}
+		for {
+			ms := max(0, int((time.Until(deadline)+time.Millisecond-1)/time.Millisecond))
+			if _, err := unix.Poll(polled, ms); err != nil && !errors.Is(err, unix.EINTR) {
+				return err
+			}
+			switch {
+			case len(polled) > 1 && polled[1].Revents != 0:
+				return errCanceled
+			case polled[0].Revents == 0:
+				if !time.Now().Before(deadline) {
+					return os.ErrDeadlineExceeded
+				}
+				continue
+			}
+			var oobn int
+			n, oobn, _, _, err = unix.Recvmsg(fds[0], buf, oob, unix.MSG_DONTWAIT|unix.MSG_CMSG_CLOEXEC)
+			if oobn > 0 {
+				files = receivedFiles(oob[:oobn])
+			}
+			switch {
+			case errors.Is(err, unix.EAGAIN) || errors.Is(err, unix.EINTR):
+				continue
+			case err == nil && n == 0:
+				return errHelperGone
+			}
+			return err
+		}
+	})
+	return n, files, err
+}
+
+// errCanceled is receive's report that its call's context ended.
+var errCanceled = errors.New("canceled")
 
 // warm starts the helper the commands of a network mode use; its errors are the first command's.
 func (iso *isolation) warm(network bool) { _, _ = iso.helper(network) }
@@ -257,38 +265,74 @@ func (iso *isolation) socket(ctx context.Context, op string, port int) (*os.File
 	if !slices.Contains(h.ready.Layers, LayerNetNS) {
 		return nil, nil
 	}
-	ch, err := h.send(request{Op: op, Port: port}, nil)
-	if err != nil {
+	var wake *os.File // readable once ctx has ended
+	if ctx.Done() != nil {
+		efd, err := newWakeFD()
+		if err != nil {
+			return nil, err
+		}
+		wake = os.NewFile(uintptr(efd), "eventfd")
+		defer wake.Close()
+		stop := context.AfterFunc(ctx, func() { _, _ = wake.Write([]byte{1, 0, 0, 0, 0, 0, 0, 0}) })
+		defer stop()
+	}
+	h.sockMu.Lock()
+	req := request{Op: op, Port: port}
+	if err := h.send(&req, nil); err != nil {
+		h.sockMu.Unlock()
 		return nil, err
 	}
-	t := time.NewTimer(socketTimeout)
-	defer t.Stop()
-	select {
-	case r, ok := <-ch:
-		switch {
-		case !ok:
-			return nil, errors.New("helper is gone")
-		case r.Err != "":
-			if r.Errno != 0 {
-				return nil, fmt.Errorf("%s port %d: %w", op, port, syscall.Errno(r.Errno))
+	r, err := h.reply(req.ID, wake, time.Now().Add(socketTimeout))
+	if errors.Is(err, errCanceled) {
+		// The reply may still come: it is read (and its socket closed) before the next op's.
+		go func() {
+			defer h.sockMu.Unlock()
+			if r, err := h.reply(req.ID, nil, time.Now().Add(socketTimeout)); err == nil && r.socket != nil {
+				r.socket.Close()
 			}
-			return nil, fmt.Errorf("%s port %d: %s", op, port, r.Err)
-		case r.socket == nil:
-			return nil, fmt.Errorf("%s port %d: the helper sent no socket", op, port)
-		}
-		return r.socket, nil
-	case <-ctx.Done():
-	case <-t.C:
+		}()
+		return nil, ctx.Err()
+	}
+	h.sockMu.Unlock()
+	switch {
+	case errors.Is(err, os.ErrDeadlineExceeded):
 		h.kill()
 		return nil, errors.New("helper did not answer: killed")
-	}
-	// The reply may still come: its socket must not leak.
-	go func() {
-		if r, ok := <-ch; ok && r.socket != nil {
-			r.socket.Close()
+	case err != nil:
+		return nil, err
+	case r.Err != "":
+		if r.Errno != 0 {
+			return nil, fmt.Errorf("%s port %d: %w", op, port, syscall.Errno(r.Errno))
 		}
-	}()
-	return nil, ctx.Err()
+		return nil, fmt.Errorf("%s port %d: %s", op, port, r.Err)
+	case r.socket == nil:
+		return nil, fmt.Errorf("%s port %d: the helper sent no socket", op, port)
+	}
+	return r.socket, nil
+}
+
+// reply reads the helper's replies until the one to request id, whose socket it returns to the
+// caller (other replies' sockets, if any, are closed). The caller holds sockMu.
+func (h *helperProc) reply(id uint64, wake *os.File, deadline time.Time) (reply, error) {
+	buf := make([]byte, 4<<10)
+	oob := make([]byte, unix.CmsgSpace(4))
+	for {
+		n, files, err := h.receive(wake, buf, oob, deadline)
+		if err != nil {
+			closeFiles(files)
+			return reply{}, err
+		}
+		var r reply
+		if json.Unmarshal(buf[:n], &r) != nil || r.ID != id {
+			closeFiles(files)
+			continue
+		}
+		if r.Socket && len(files) == 1 {
+			r.socket, files = files[0], nil
+		}
+		closeFiles(files)
+		return r, nil
+	}
 }
 
 // ---- the sandbox's isolation state ----
@@ -633,22 +677,24 @@ func (iso *isolation) missing(is adapter.Isolation, network bool) []string {
 
 // helperProcess is a command started by a helper.
 type helperProcess struct {
-	h       *helperProc
-	id      uint64
-	replies chan reply
-	pool    *cgroupPool
+	h      *helperProc
+	id     uint64
+	status *os.File // the read end of its status pipe: readable once it has exited (or the helper died)
+	pool   *cgroupPool
 
 	mu       sync.Mutex // a background process is signalled from other goroutines than the one that finishes it
 	cg       *cgroupDir // nil once finish has put it back in the pool
 	finished bool       // its id may now name another command: signal nothing
 }
 
+func (p *helperProcess) exitFile() *os.File { return p.status }
+
 func (p *helperProcess) wait() (int, error) {
-	r, ok := <-p.replies
-	if !ok {
+	kind, value, err := readRecord(p.status)
+	if err != nil || kind != recExited {
 		return -1, errs.New(errs.SandboxUnavailable, "exec", "", "the isolation helper died")
 	}
-	ws := syscall.WaitStatus(r.Status)
+	ws := syscall.WaitStatus(value)
 	if ws.Signaled() {
 		return 128 + int(ws.Signal()), nil
 	}
@@ -663,7 +709,7 @@ func (p *helperProcess) signal(sig syscall.Signal) {
 	}
 	p.mu.Unlock()
 	if !finished {
-		_, _ = p.h.send(request{Op: "signal", ID: p.id, Sig: int(sig)}, nil)
+		_ = p.h.send(&request{Op: "signal", ID: p.id, Sig: int(sig)}, nil)
 	}
 }
 
@@ -677,6 +723,7 @@ func (p *helperProcess) finish() {
 		p.cg = nil
 	}
 	p.finished = true
+	p.status.Close()
 }
 
 // start asks the helper to run one command with the given stdio.
@@ -728,38 +775,74 @@ func (iso *isolation) start(c adapter.Command, prog, dir string, env []string, o
 			_ = stdin.Chown(h.uid, h.uid)
 		}
 	}
-	files := []*os.File{stdin, outW, errW}
+	// The command's status pipe: the helper writes its start and its exit there (see recStarted).
+	var sfd [2]int
+	if err := unix.Pipe2(sfd[:], unix.O_CLOEXEC); err != nil {
+		closeStdin()
+		if cg != nil {
+			iso.cg.put(cg)
+		}
+		return nil, is, errs.Wrap(errs.Internal, "exec", "", err)
+	}
+	status, statusW := os.NewFile(uintptr(sfd[0]), "status"), os.NewFile(uintptr(sfd[1]), "status-w")
+	files := []*os.File{statusW, stdin, outW, errW}
 	if cg != nil {
 		files = append(files, cg.dir)
 	}
-	ch, err := h.send(request{Op: "spawn", Path: prog, Args: c.Args, Env: env, Dir: dir, Cgroup: cg != nil, Init: init}, files)
+	req := request{Op: "spawn", Path: prog, Args: c.Args, Env: env, Dir: dir, Cgroup: cg != nil, Init: init}
+	err = h.send(&req, files)
+	statusW.Close() // the helper's copy is the only one: its death ends the pipe
 	closeStdin()
-	if err != nil {
+	var kind, value uint32
+	if err == nil {
+		kind, value, err = awaitRecord(h, status)
+	}
+	if err != nil || kind != recStarted {
+		status.Close()
 		if cg != nil {
 			iso.cg.put(cg)
 		}
-		return nil, is, errs.Wrap(errs.SandboxUnavailable, "exec", "", err)
-	}
-	var r reply
-	ok := false
-	t := time.NewTimer(unresponsive)
-	select {
-	case r, ok = <-ch:
-	case <-t.C:
-		h.kill() // it does not answer: taken for dead (closing ch), and restarted by the next call
-		r, ok = <-ch
-	}
-	t.Stop()
-	if !ok || !r.Started {
-		if cg != nil {
-			iso.cg.put(cg)
+		switch {
+		case err != nil:
+			return nil, is, errs.Wrap(errs.SandboxUnavailable, "exec", "", err)
+		case kind == recFailed:
+			return nil, is, errs.New(errs.ProcessFailed, "exec", c.Args[0], "%s", syscall.Errno(value).Error())
+		default:
+			return nil, is, errs.New(errs.ProcessFailed, "exec", c.Args[0], "the isolation helper could not take the command's descriptors")
 		}
-		if !ok {
-			return nil, is, errs.New(errs.SandboxUnavailable, "exec", "", "the isolation helper died")
-		}
-		return nil, is, errs.New(errs.ProcessFailed, "exec", c.Args[0], "%s", r.Err)
 	}
-	return &helperProcess{h: h, id: r.ID, replies: ch, cg: cg, pool: iso.cg}, is, nil
+	return &helperProcess{h: h, id: req.ID, status: status, cg: cg, pool: iso.cg}, is, nil
+}
+
+// awaitRecord waits for the first record of a command's status pipe. A helper that leaves it
+// unanswered for unresponsive is taken for dead (killed, which ends the pipe).
+func awaitRecord(h *helperProc, status *os.File) (kind, value uint32, err error) {
+	err = withFDs([]*os.File{status}, func(fds []int) error {
+		deadline := time.Now().Add(unresponsive)
+		for {
+			ms := -1
+			if !deadline.IsZero() {
+				ms = max(0, int((time.Until(deadline)+time.Millisecond-1)/time.Millisecond))
+			}
+			n, err := unix.Poll([]unix.PollFd{{Fd: int32(fds[0]), Events: unix.POLLIN}}, ms)
+			switch {
+			case err != nil && !errors.Is(err, unix.EINTR):
+				return err
+			case n > 0:
+				return nil
+			case !deadline.IsZero() && !time.Now().Before(deadline):
+				h.kill() // it does not answer: taken for dead, and restarted by the next call
+				deadline = time.Time{}
+			}
+		}
+	})
+	if err == nil {
+		kind, value, err = readRecord(status)
+	}
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		err = errors.New("the isolation helper died")
+	}
+	return kind, value, err
 }
 
 // ---- cgroups ----
@@ -1157,6 +1240,7 @@ func stdinFile(r io.Reader) (*os.File, func(), error) {
 		return f, func() { f.Close() }, nil
 	}
 	if f, ok := r.(*os.File); ok {
+		f.Fd() // blocking, as the command expects its stdin to be (and as os/exec makes it)
 		return f, func() {}, nil
 	}
 	// The read end stays blocking (a command reads it as its stdin); the write end is

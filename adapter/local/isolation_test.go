@@ -284,6 +284,41 @@ func testSetsid(t *testing.T, sb *local.Sandbox, layer string) {
 	}
 }
 
+// What a command leaves behind is killed and then reaped by the helper (PID 1 of the sandbox's
+// namespace, to which the orphans fall): the sandbox's own /proc shows nothing but the helper and
+// the command that looks, not even a zombie. A start that fails in the helper (an interpreter that
+// is not there) is the command's error, and the next command runs.
+func TestOrphansAreReaped(t *testing.T) {
+	t.Parallel()
+	requireLayers(t, local.LayerPIDNS, local.LayerProc, local.LayerFSView)
+	sb := newIsolated(t, local.Config{})
+	ctx := context.Background()
+	for _, script := range []string{
+		`(sleep 30 &) ; exit 0`,                                   // orphan in the command's group
+		`(setsid sleep 30 </dev/null >/dev/null 2>&1 &) ; exit 0`, // orphan in a session of its own
+		`(sleep 0.2 &) ; exit 0`,                                  // orphan that would exit by itself
+	} {
+		res := run(t, sb, adapter.Command{Args: []string{"sh", "-c", script}})
+		require.Equal(t, 0, res.ExitCode, script)
+	}
+	var left string
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		res := run(t, sb, adapter.Command{Args: []string{"sh", "-c", `cd /proc && for p in [0-9]*; do [ "$p" = 1 ] || [ "$p" = $$ ] || echo "$p $(cat $p/stat)"; done`}})
+		if left = string(res.Stdout); left == "" {
+			break
+		}
+	}
+	assert.Empty(t, left, "processes left in the sandbox's PID namespace")
+
+	require.NoError(t, sb.WriteFile(ctx, "bad-interpreter", []byte("#!/no/such/interpreter\n")))
+	_, err := sb.ExecuteCommand(ctx, adapter.Command{Args: []string{"sh", "-c", "chmod +x bad-interpreter"}})
+	require.NoError(t, err)
+	res, err := sb.ExecuteCommand(ctx, adapter.Command{Args: []string{"./bad-interpreter"}})
+	assert.ErrorIs(t, err, errs.ProcessFailed)
+	assert.Equal(t, 0, res.ExitCode)
+	assert.Equal(t, "again\n", string(run(t, sb, adapter.Command{Args: []string{"echo", "again"}}).Stdout))
+}
+
 func TestRequireIsolationFailsClosed(t *testing.T) {
 	t.Parallel()
 	requireLayers(t, local.LayerNetNS, local.LayerLandlock, local.LayerPIDNS)

@@ -606,6 +606,9 @@ type process interface {
 	signal(sig syscall.Signal)   // to the command's process group (SIGKILL: its whole tree)
 	finish()                     // after exit: kill whatever the command left behind
 	abandon()                    // its helper does not answer: kill it, which ends wait
+	// exitFile is readable once the main process has exited (wait then does not block), or
+	// nil: collect then waits in a goroutine (collectAsync).
+	exitFile() *os.File
 }
 
 // groupProcess is a plain host child in its own process group.
@@ -633,6 +636,8 @@ func (p *groupProcess) signal(sig syscall.Signal) {
 }
 
 func (p *groupProcess) abandon() {} // a plain child's SIGKILL always ends its wait
+
+func (p *groupProcess) exitFile() *os.File { return p.pidfd }
 
 func (p *groupProcess) finish() {
 	p.mu.Lock()
