@@ -159,8 +159,17 @@ func TestNothingLeftAfterOwnerKilled(t *testing.T) {
 			out, err := cmd.StdoutPipe()
 			require.NoError(t, err)
 			require.NoError(t, cmd.Start())
+			// A child that never says ready (its command did not start, or it hangs) is killed,
+			// which ends the scan below: the test fails instead of waiting forever.
+			hung := time.AfterFunc(2*time.Minute, func() { _ = cmd.Process.Kill() })
+			t.Cleanup(func() {
+				hung.Stop()
+				_ = cmd.Process.Kill()
+				_ = cmd.Wait()
+			})
 			// The child prints what it made, then "ready" once its command runs.
 			var made []string
+			ready := false
 			sc := bufio.NewScanner(out)
 			for sc.Scan() {
 				line := sc.Text()
@@ -168,9 +177,12 @@ func TestNothingLeftAfterOwnerKilled(t *testing.T) {
 					made = append(made, p)
 				}
 				if line == "ready" {
+					ready = true
 					break
 				}
 			}
+			hung.Stop()
+			require.True(t, ready, "the child did not say ready (its command ended, or it was killed after 2 minutes)")
 			require.NotEmpty(t, made, "the child said what it made")
 			require.NotEmpty(t, processesWith(token), "the child's commands run")
 			// Its cgroups, named after its pid, beside this process's own (which it inherited).
@@ -247,10 +259,14 @@ func TestOwnerChild(t *testing.T) {
 	fmt.Println("made", sb.Dir())
 	token := os.Getenv("SANDBOXER_TEST_TOKEN")
 	go func() {
-		_, _ = sb.ExecuteCommand(context.Background(), adapter.Command{
+		_, err := sb.ExecuteCommand(context.Background(), adapter.Command{
 			Args:   []string{"sh", "-c", "sh -c 'sleep 600; true' bg-$0 & echo $TMPDIR; cat /proc/self/cgroup; echo END; sleep 600; true", token},
 			Stdout: ownerStdout{},
 		})
+		// The command runs until this process is killed: its end is the test's failure (the
+		// parent sees the output end without "ready").
+		fmt.Println("command ended:", err)
+		os.Exit(1)
 	}()
 	time.Sleep(time.Hour) // until killed
 }
