@@ -86,18 +86,12 @@ func (c *Client) SetDirect(hostDir, sandboxDir string) {
 }
 
 // DirectStreams reports whether the client's streams are direct (false until the first Dial or
-// Listen has set them up).
-func (c *Client) DirectStreams() bool {
+// Listen has set them up) and, when they are multiplexed after SetDirect, why (nil: direct, or
+// not tried yet).
+func (c *Client) DirectStreams() (bool, error) {
 	c.dmu.Lock()
 	defer c.dmu.Unlock()
-	return c.direct != nil
-}
-
-// DirectError says why the streams are multiplexed after SetDirect (nil: direct, or not tried yet).
-func (c *Client) DirectError() error {
-	c.dmu.Lock()
-	defer c.dmu.Unlock()
-	return c.directErr
+	return c.direct != nil, c.directErr
 }
 
 // directLink is the client's side of the direct streams: its listening socket (owned: Close

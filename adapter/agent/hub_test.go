@@ -67,14 +67,16 @@ func streamModes(t *testing.T, f func(t *testing.T, c *agent.Client)) {
 	t.Run("multiplexed", func(t *testing.T) {
 		c, _ := serve(t)
 		f(t, c)
-		assert.False(t, c.DirectStreams())
+		direct, _ := c.DirectStreams()
+		assert.False(t, direct)
 	})
 	t.Run("direct", func(t *testing.T) {
 		c, _ := serve(t)
 		dir := t.TempDir()
 		c.SetDirect(dir, dir)
 		f(t, c)
-		assert.True(t, c.DirectStreams(), "the streams were not direct")
+		direct, why := c.DirectStreams()
+		assert.True(t, direct, "the streams were not direct: %v", why)
 	})
 }
 

@@ -506,7 +506,7 @@ func (s *Sandbox) remove(ctx context.Context) error {
 	if err == nil || cerrdefs.IsNotFound(err) || cerrdefs.IsConflict(err) {
 		removeStreamsDir(s.streams)
 		if s.lookedAfter {
-			janitor().Send("-" + s.streams)
+			janitor.Release(s.streams)
 		}
 	}
 	switch {

@@ -1,14 +1,12 @@
 package docker
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/moby/moby/client"
@@ -29,42 +27,16 @@ import (
 // it when this process dies without Stop (the daemon removes the container itself then: its agent
 // saw its stream end). Prune removes those of containers that are gone.
 
-const (
-	janitorArg0 = "sandboxer-docker-janitor"
-	janitorEnv  = "SANDBOXER_DOCKER_JANITOR"
-)
+// janitor removes the directories registered with it (Register(DIR)) and not released
+// (Release(DIR)) when this process is gone.
+var janitor = janitorpkg.New("sandboxer-docker-janitor", "SANDBOXER_DOCKER_JANITOR")
 
 func init() {
-	if len(os.Args) == 1 && os.Args[0] == janitorArg0 && os.Getenv(janitorEnv) == "1" {
-		os.Exit(janitorMain())
-	}
-}
-
-var janitor = sync.OnceValue(func() *janitorpkg.Conn {
-	return janitorpkg.Start(janitorArg0, []string{janitorEnv + "=1"})
-})
-
-// janitorMain is the janitor: it collects the directories registered ("+DIR") and not released
-// ("-DIR") until its stdin ends (this process is gone), then removes them.
-func janitorMain() int {
-	left := map[string]bool{}
-	sc := bufio.NewScanner(os.Stdin)
-	for sc.Scan() {
-		line := sc.Text()
-		if len(line) < 2 {
-			continue
+	janitor.Serve(func(left []string) {
+		for _, dir := range left {
+			removeStreamsDir(dir)
 		}
-		switch line[0] {
-		case '+':
-			left[line[1:]] = true
-		case '-':
-			delete(left, line[1:])
-		}
-	}
-	for dir := range left {
-		removeStreamsDir(dir)
-	}
-	return 0
+	})
 }
 
 // streamsBase holds the directories of the sandboxes' direct streams.
@@ -92,7 +64,7 @@ func newStreamsDir(eng engine, id string, lookAfter bool) string {
 		return ""
 	}
 	if lookAfter {
-		janitor().Send("+" + dir)
+		janitor.Register(dir)
 	}
 	return dir
 }
@@ -152,5 +124,5 @@ func (s *Sandbox) DirectStreams() (bool, error) {
 	if a == nil {
 		return false, nil
 	}
-	return a.DirectStreams(), a.DirectError()
+	return a.DirectStreams()
 }

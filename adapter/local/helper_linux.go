@@ -46,14 +46,11 @@ func init() {
 	if len(os.Args) == 0 {
 		return
 	}
+	janitor.Serve(releaseLeft)
 	switch os.Args[0] {
 	case helperArg0:
 		if os.Getenv(helperEnv) == "1" {
 			os.Exit(helperMain())
-		}
-	case janitorArg0:
-		if os.Getenv(janitorEnv) == "1" {
-			os.Exit(janitorMain())
 		}
 	case initArg0:
 		if len(os.Args) > 2 && os.Getenv(strings.TrimSuffix(initEnv, "=1")) == "1" {

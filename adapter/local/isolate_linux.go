@@ -623,7 +623,7 @@ func (iso *isolation) stop() error {
 	}
 	err := os.RemoveAll(iso.tmp)
 	if err == nil {
-		released(iso.tmp)
+		released(janitorDir, iso.tmp)
 	}
 	return err
 }
@@ -976,7 +976,7 @@ func newCgroupPool(owner int) *cgroupPool {
 			f.Close()
 		}
 		if os.Remove(dir) == nil {
-			released(dir)
+			released(janitorCg2, dir)
 		}
 		return nil
 	}
@@ -1129,7 +1129,7 @@ func (p *cgroupPool) close() {
 	for {
 		err := os.Remove(p.base)
 		if err == nil {
-			released(p.base)
+			released(janitorCg2, p.base)
 			return
 		}
 		if !errors.Is(err, syscall.EBUSY) || time.Now().After(deadline) {

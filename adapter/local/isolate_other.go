@@ -103,7 +103,7 @@ const (
 // lookAfter and released: there is no janitor here; what a SIGKILLed owner leaves (its temporary
 // directories, a running command's process group) stays.
 func lookAfter(string, string) {}
-func released(string)          {}
+func released(string, string)  {}
 
 // socket: without namespaces commands share the host's network.
 func (iso *isolation) socket(context.Context, string, int) (*os.File, error) { return nil, nil }

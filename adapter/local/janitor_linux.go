@@ -3,15 +3,13 @@
 package local
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -25,16 +23,10 @@ import (
 // they leave on disk and in the cgroup trees, and what a plain command started (only the command
 // itself has a parent-death signal), needs somebody alive.
 //
-// It is this binary again (argv[0] janitorArg0, started by adapter/internal/janitor with the
-// first thing to look after), in a session of its own. Its stdin is a pipe whose write end only
-// this process holds (close-on-exec: no command inherits it). This process writes "+KIND PATH"
-// when it makes something and "-PATH" when it has released it; when the pipe ends, this process
-// is gone, and the janitor releases whatever is still registered, then exits.
-
-const (
-	janitorArg0 = "sandboxer-local-janitor"
-	janitorEnv  = "SANDBOXER_LOCAL_JANITOR"
-)
+// It is this binary again (package adapter/internal/janitor, started with the first thing to look
+// after), in a session of its own. This process registers "KIND PATH" when it makes something and
+// releases it when it has removed it; when this process is gone, the janitor releases whatever is
+// still registered, then exits.
 
 // What the janitor looks after.
 const (
@@ -44,49 +36,17 @@ const (
 	janitorPG  = "pg"  // a plain command's process group (isolation off): killed
 )
 
-var (
-	janitorOnce sync.Once
-	// janitorConn is the janitor's pipe once janitor() started it; nil before.
-	janitorConn atomic.Pointer[janitorpkg.Conn]
-)
+// janitor is this process's janitor, started with the first thing to look after.
+var janitor = janitorpkg.New("sandboxer-local-janitor", "SANDBOXER_LOCAL_JANITOR")
 
-// janitor returns this process's janitor, starting it on first use (the first thing to look
-// after).
-func janitor() *janitorpkg.Conn {
-	janitorOnce.Do(func() {
-		janitorConn.Store(janitorpkg.Start(janitorArg0, []string{janitorEnv + "=1"}))
-	})
-	return janitorConn.Load()
-}
-
-// janitorMain is the janitor: it collects registrations until its stdin ends, then releases
-// what is left.
-func janitorMain() int {
-	left := map[string]string{} // path -> kind
-	var order []string
-	sc := bufio.NewScanner(os.Stdin)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		switch {
-		case strings.HasPrefix(line, "+"):
-			kind, path, ok := strings.Cut(line[1:], " ")
-			if ok && (filepath.IsAbs(path) || kind == janitorPG) {
-				left[path] = kind
-				order = append(order, path)
-			}
-		case strings.HasPrefix(line, "-"):
-			delete(left, line[1:])
-		}
-	}
-	// In reverse order: a sandbox's cgroups before the directories they were made for.
-	for i := len(order) - 1; i >= 0; i-- {
-		p := order[i]
-		kind, ok := left[p]
-		if !ok {
+// releaseLeft is the janitor's work once its owner is gone: it releases the entries left ("KIND
+// PATH"), in reverse order: a sandbox's cgroups before the directories they were made for.
+func releaseLeft(left []string) {
+	for _, entry := range slices.Backward(left) {
+		kind, p, ok := strings.Cut(entry, " ")
+		if !ok || (!filepath.IsAbs(p) && kind != janitorPG) {
 			continue
 		}
-		delete(left, p)
 		switch kind {
 		case janitorDir:
 			_ = os.RemoveAll(p)
@@ -101,7 +61,6 @@ func janitorMain() int {
 			}
 		}
 	}
-	return 0
 }
 
 // removeCgroup removes a cgroup directory and its child cgroups, waiting up to 5 s for their
@@ -131,13 +90,9 @@ func removeCgroup(dir string) {
 
 // lookAfter asks the janitor to remove path (of kind janitorDir, janitorCg2 or janitorCg1) if
 // this process dies before released(path).
-func lookAfter(kind, path string) { janitor().Send("+" + kind + " " + path) }
+func lookAfter(kind, path string) { janitor.Register(kind + " " + path) }
 
-// released tells the janitor that path is gone. With no janitor yet nothing was registered, so
-// there is nothing to tell: a sandbox that only served file calls releases its (never made)
-// private TMPDIR at Stop, and that must not start a janitor process (issue 15).
-func released(path string) {
-	if c := janitorConn.Load(); c != nil {
-		c.Send("-" + path)
-	}
-}
+// released tells the janitor that path (of kind) is gone. With no janitor yet nothing was
+// registered, so there is nothing to tell: a sandbox that only served file calls releases its
+// (never made) private TMPDIR at Stop, and that must not start a janitor process (issue 15).
+func released(kind, path string) { janitor.Release(kind + " " + path) }

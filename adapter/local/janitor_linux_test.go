@@ -59,6 +59,6 @@ func janitorChild(t *testing.T, iso string) {
 		if err := sb.Stop(ctx); err != nil {
 			t.Fatal(err)
 		}
-		fmt.Printf("after %s: janitor=%v\n", what, janitorConn.Load() != nil)
+		fmt.Printf("after %s: janitor=%v\n", what, janitor.Started())
 	}
 }

@@ -246,7 +246,7 @@ func (l *limitGroups) release() {
 		for {
 			err := os.Remove(d)
 			if err == nil || errors.Is(err, os.ErrNotExist) {
-				released(d)
+				released(janitorCg1, d)
 				break
 			}
 			if time.Now().After(deadline) {

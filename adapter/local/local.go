@@ -336,7 +336,7 @@ func (s *Sandbox) Stop(ctx context.Context) error {
 	if s.temp {
 		rerr := os.RemoveAll(s.dir)
 		if rerr == nil {
-			released(s.given)
+			released(janitorDir, s.given)
 		}
 		err = errors.Join(err, rerr)
 	}
@@ -647,7 +647,7 @@ func (p *groupProcess) finish() {
 	}
 	p.finished = true
 	_ = syscall.Kill(-p.pgid, syscall.SIGKILL)
-	released(strconv.Itoa(p.pgid))
+	released(janitorPG, strconv.Itoa(p.pgid))
 	p.s.untrack(p.pgid)
 	if p.pidfd != nil {
 		p.pidfd.Close()

@@ -220,5 +220,5 @@ func (s *Sandbox) DirectStreams() (bool, error) {
 	if a == nil {
 		return false, nil
 	}
-	return a.DirectStreams(), a.DirectError()
+	return a.DirectStreams()
 }

@@ -1,7 +1,6 @@
 package oci
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"os"
@@ -22,21 +21,10 @@ import (
 // sandbox's record and "-ID STATEDIR" when Stop has removed the sandbox; when the pipe ends, this
 // process is gone, and the janitor removes what is still registered, then exits.
 
-const (
-	janitorArg0 = "sandboxer-oci-janitor"
-	janitorEnv  = "SANDBOXER_OCI_JANITOR"
-)
-
-func init() {
-	if len(os.Args) == 1 && os.Args[0] == janitorArg0 && os.Getenv(janitorEnv) == "1" {
-		os.Exit(janitorMain())
-	}
-}
-
 // PATH: a runtime whose recorded path moved is looked up again.
-var janitor = sync.OnceValue(func() *janitorpkg.Conn {
-	return janitorpkg.Start(janitorArg0, []string{janitorEnv + "=1", "PATH=" + os.Getenv("PATH")})
-})
+var janitor = janitorpkg.New("sandboxer-oci-janitor", "SANDBOXER_OCI_JANITOR", "PATH="+os.Getenv("PATH"))
+
+func init() { janitor.Serve(releaseOrphans) }
 
 // noJanitor leaves crashes to Prune (set by tests of Prune, through export_test.go).
 var noJanitor bool
@@ -47,40 +35,22 @@ func lookAfter(id, stateDir string) bool {
 	if noJanitor {
 		return false
 	}
-	janitor().Send("+" + id + " " + stateDir)
+	janitor.Register(id + " " + stateDir)
 	return true
 }
 
 // released tells the janitor that sandbox id is gone.
-func released(id, stateDir string) { janitor().Send("-" + id + " " + stateDir) }
+func released(id, stateDir string) { janitor.Release(id + " " + stateDir) }
 
-// janitorMain is the janitor: it collects registrations until its stdin ends, then removes the
-// sandboxes that are left.
-func janitorMain() int {
-	left := map[string]bool{}
-	var order []string
-	sc := bufio.NewScanner(os.Stdin)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if len(line) < 2 {
-			continue
-		}
-		switch line[0] {
-		case '+':
-			left[line[1:]] = true
-			order = append(order, line[1:])
-		case '-':
-			delete(left, line[1:])
-		}
-	}
+// releaseOrphans is the janitor's work once its owner is gone: it removes the sandboxes left
+// ("ID STATEDIR"), all at once.
+func releaseOrphans(left []string) {
 	var wg sync.WaitGroup
-	for _, entry := range order {
+	for _, entry := range left {
 		id, stateDir, ok := strings.Cut(entry, " ")
-		if !left[entry] || !ok || !validID(id) {
+		if !ok || !validID(id) {
 			continue
 		}
-		delete(left, entry)
 		wg.Go(func() {
 			if err := releaseOrphan(stateDir, id); err != nil {
 				fmt.Fprintf(os.Stderr, "sandboxer oci janitor: sandbox %s: %v\n", id, err)
@@ -88,7 +58,6 @@ func janitorMain() int {
 		})
 	}
 	wg.Wait()
-	return 0
 }
 
 // releaseOrphan removes sandbox id of stateDir as Stop would have. A runtime that its dead owner

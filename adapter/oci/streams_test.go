@@ -1,18 +1,10 @@
 package oci_test
 
 import (
-	"bufio"
-	"context"
-	"fmt"
-	"io"
-	"net"
 	"testing"
-	"time"
 
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
-
-	"github.com/sandboxer/sandboxer/adapter"
+	"github.com/sandboxer/sandboxer/adapter/adaptertest"
+	"github.com/sandboxer/sandboxer/adapter/agent"
 	"github.com/sandboxer/sandboxer/adapter/oci"
 )
 
@@ -21,34 +13,6 @@ import (
 // multiplexed over the runtime's pipes. The sandbox can neither write to the directory nor list it.
 func TestPortsAreDirectStreams(t *testing.T) {
 	eachRuntime(t, func(t *testing.T, rt string) {
-		sb := newSandbox(t, rt, oci.Config{})
-		ctx := ctxT(t)
-		require.NoError(t, sb.WriteFile(ctx, "www/index.html", []byte("from the container")))
-		p, err := sb.Start(ctx, adapter.Command{Dir: "www", Args: []string{"busybox", "httpd", "-f", "-p", "127.0.0.1:8080", "-h", "."}})
-		require.NoError(t, err)
-		defer p.Signal(context.Background(), "KILL")
-		var conn net.Conn
-		require.Eventually(t, func() bool {
-			conn, err = sb.DialPort(ctx, 8080)
-			return err == nil
-		}, 30*time.Second, 20*time.Millisecond, "httpd never answered: %v", err)
-		defer conn.Close()
-		direct, why := sb.DirectStreams()
-		if rt == oci.Runsc {
-			assert.False(t, direct)
-		} else {
-			require.True(t, direct, "the streams are not direct: %v", why)
-			assert.IsType(t, &net.TCPConn{}, conn, "the forwarded port is not the container's own socket")
-		}
-		fmt.Fprintf(conn, "GET /index.html HTTP/1.0\r\n\r\n")
-		require.NoError(t, conn.SetReadDeadline(time.Now().Add(30*time.Second)))
-		body, err := io.ReadAll(bufio.NewReader(conn))
-		require.NoError(t, err)
-		assert.Contains(t, string(body), "from the container")
-		for _, script := range []string{"touch /run/sandboxer/x", "mkdir /run/sandboxer/d", "ls /run/sandboxer"} {
-			res, err := sb.ExecuteCommand(ctx, adapter.Command{Args: []string{"sh", "-c", script}})
-			require.NoError(t, err)
-			assert.NotEqual(t, 0, res.ExitCode, "%s: %s", script, res.Stdout)
-		}
+		adaptertest.CheckDirectPort(t, newSandbox(t, rt, oci.Config{}), rt != oci.Runsc, agent.DirectSandboxDir)
 	})
 }
