@@ -154,7 +154,7 @@ func walkFD(ctx context.Context, d *os.File, prefix string, out *[]adapter.FileI
 	return nil
 }
 
-func timespec(ts unix.Timespec) time.Time { return time.Unix(ts.Sec, ts.Nsec) }
+func timespec(ts unix.Timespec) time.Time { return time.Unix(ts.Unix()) }
 
 // linkInfo reports the symbolic link name of the directory open as fd, whose lstat is st.
 func linkInfo(fd int, name, rel string, st *unix.Stat_t) (adapter.FileInfo, error) {

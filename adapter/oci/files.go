@@ -425,7 +425,7 @@ func walkFD(ctx context.Context, d *os.File, prefix string, out *[]adapter.FileI
 				Path:    rel,
 				Size:    st.Size,
 				Mode:    fs.FileMode(st.Mode & 0o777),
-				ModTime: time.Unix(st.Mtim.Sec, st.Mtim.Nsec),
+				ModTime: time.Unix(st.Mtim.Unix()),
 				Inode:   st.Ino,
 			})
 		case unix.S_IFLNK:
@@ -440,7 +440,7 @@ func walkFD(ctx context.Context, d *os.File, prefix string, out *[]adapter.FileI
 				return &fs.PathError{Op: "readlinkat", Path: rel, Err: err}
 			}
 			*out = append(*out, adapter.FileInfo{Path: rel, Size: st.Size, Mode: fs.ModeSymlink | 0o777,
-				ModTime: time.Unix(st.Mtim.Sec, st.Mtim.Nsec), Inode: st.Ino, Link: target})
+				ModTime: time.Unix(st.Mtim.Unix()), Inode: st.Ino, Link: target})
 		case unix.S_IFDIR:
 			cfd, err := unix.Openat(fd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 			if err != nil {
