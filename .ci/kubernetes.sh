@@ -80,7 +80,7 @@ up() {
 	# The sandbox image, named as the pods ask for it, into the fixture's containerd.
 	if ! docker image inspect sandboxer-sandbox:latest >/dev/null 2>&1; then
 		log "building the sandbox image"
-		(cd "$repo" && go run ./cmd/sandboxer image build) >&2
+		(cd "$repo" && go run ./cmd/sandboxerd image build) >&2
 	fi
 	docker tag sandboxer-sandbox:latest "$IMAGE"
 	docker save "$IMAGE" | $SUDO ctr -a "$F/containerd/containerd.sock" -n k8s.io images import - >&2

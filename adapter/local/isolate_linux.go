@@ -1288,3 +1288,17 @@ func (iso *isolation) limitHit(code int) string {
 	}
 	return ""
 }
+
+// viewRoots are the root directories (/proc/PID/root) of the running helpers whose commands
+// see a file system view, and so the view's own temporary directories.
+func (iso *isolation) viewRoots() []string {
+	iso.mu.Lock()
+	defer iso.mu.Unlock()
+	var roots []string
+	for _, h := range iso.helpers {
+		if h != nil && h.alive() && slices.Contains(h.ready.Layers, LayerFSView) {
+			roots = append(roots, fmt.Sprintf("/proc/%d/root", h.cmd.Process.Pid))
+		}
+	}
+	return roots
+}

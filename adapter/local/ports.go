@@ -198,3 +198,10 @@ func (l *portListener) Close() error {
 	l.set.forget(l.Listener)
 	return l.Listener.Close()
 }
+
+// count is the number of connections and listeners open.
+func (p *portSet) count() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.open)
+}

@@ -161,8 +161,10 @@ func (c *wireClient) callTrue(b *testing.B) {
 //   - bash-true: `sandboxer tool bash` of `true` with the defaults (journal on, isolation auto),
 //     against `sh -c true`.
 //
-// It reports the medians and p99s of both (median-ns, p99-ns, bare-median-ns, bare-p99-ns) and
-// the ratio of the medians, x-bare.
+// Each runs served (the front hands the call to the resident server, the default) and direct
+// (SANDBOXER_SERVER=off: the front execs the engine, which does all the work in a process of its
+// own). It reports the medians and p99s of both (median-ns, p99-ns, bare-median-ns,
+// bare-p99-ns) and the ratio of the medians, x-bare.
 //
 //	go test -run '^$' -bench OneShot -benchtime 200x -count 1 ./cmd/sandboxer/
 func BenchmarkOneShot(b *testing.B) {
@@ -177,30 +179,36 @@ func BenchmarkOneShot(b *testing.B) {
 		{"read", []string{"tool", "read", "--input", `{"path":"a.txt"}`}, []string{"cat", "a.txt"}},
 		{"bash-true", []string{"tool", "bash", "--input", `{"cmd":"true"}`}, []string{"sh", "-c", "true"}},
 	} {
-		b.Run(bc.name, func(b *testing.B) {
-			run := func(argv []string) time.Duration {
-				cmd := exec.Command(argv[0], argv[1:]...)
-				cmd.Dir, cmd.Env = e.work, e.vars
-				start := time.Now()
-				if out, err := cmd.CombinedOutput(); err != nil {
-					b.Fatalf("%q: %v: %s", argv, err, out)
+		for _, mode := range []string{"served", "direct"} {
+			b.Run(bc.name+"/"+mode, func(b *testing.B) {
+				vars := e.vars
+				if mode == "direct" {
+					vars = append(slices.Clip(vars), "SANDBOXER_SERVER=off")
 				}
-				return time.Since(start)
-			}
-			self := append([]string{bin}, bc.args...)
-			run(self) // warm up: the journal's schema, the page cache
-			var lat, bare []time.Duration
-			for b.Loop() {
-				bare = append(bare, run(bc.bare))
-				lat = append(lat, run(self))
-			}
-			m, base := median(lat), median(bare)
-			b.ReportMetric(float64(m.Nanoseconds()), "median-ns")
-			b.ReportMetric(float64(p99(lat).Nanoseconds()), "p99-ns")
-			b.ReportMetric(float64(base.Nanoseconds()), "bare-median-ns")
-			b.ReportMetric(float64(p99(bare).Nanoseconds()), "bare-p99-ns")
-			b.ReportMetric(float64(m)/float64(base), "x-bare")
-		})
+				run := func(argv []string) time.Duration {
+					cmd := exec.Command(argv[0], argv[1:]...)
+					cmd.Dir, cmd.Env = e.work, vars
+					start := time.Now()
+					if out, err := cmd.CombinedOutput(); err != nil {
+						b.Fatalf("%q: %v: %s", argv, err, out)
+					}
+					return time.Since(start)
+				}
+				self := append([]string{bin}, bc.args...)
+				run(self) // warm up: the journal's schema, the page cache
+				var lat, bare []time.Duration
+				for b.Loop() {
+					bare = append(bare, run(bc.bare))
+					lat = append(lat, run(self))
+				}
+				m, base := median(lat), median(bare)
+				b.ReportMetric(float64(m.Nanoseconds()), "median-ns")
+				b.ReportMetric(float64(p99(lat).Nanoseconds()), "p99-ns")
+				b.ReportMetric(float64(base.Nanoseconds()), "bare-median-ns")
+				b.ReportMetric(float64(p99(bare).Nanoseconds()), "bare-p99-ns")
+				b.ReportMetric(float64(m)/float64(base), "x-bare")
+			})
+		}
 	}
 }
 

@@ -143,41 +143,48 @@ var goldenCases = []goldenCase{
 func TestGolden(t *testing.T) {
 	t.Parallel()
 	for _, gc := range goldenCases {
-		t.Run(gc.name, func(t *testing.T) {
-			t.Parallel()
-			e := newEnv(t)
-			if gc.setup != nil {
-				gc.setup(e)
-			}
-			var b strings.Builder
-			var ids []string
-			for _, st := range gc.steps {
-				args := make([]string, len(st.args))
-				for i, a := range st.args {
-					a = strings.ReplaceAll(a, "$STATE", e.state)
-					for n, id := range ids {
-						a = strings.ReplaceAll(a, fmt.Sprintf("$ID%d", n), id)
+		// Each case runs through the front and the resident server, and with the engine alone
+		// (SANDBOXER_SERVER=off): both must print exactly the golden.
+		for _, mode := range []string{"served", "direct"} {
+			t.Run(gc.name+"/"+mode, func(t *testing.T) {
+				t.Parallel()
+				e := newEnv(t)
+				if mode == "direct" {
+					e.vars = append(e.vars, "SANDBOXER_SERVER=off")
+				}
+				if gc.setup != nil {
+					gc.setup(e)
+				}
+				var b strings.Builder
+				var ids []string
+				for _, st := range gc.steps {
+					args := make([]string, len(st.args))
+					for i, a := range st.args {
+						a = strings.ReplaceAll(a, "$STATE", e.state)
+						for n, id := range ids {
+							a = strings.ReplaceAll(a, fmt.Sprintf("$ID%d", n), id)
+						}
+						args[i] = a
 					}
-					args[i] = a
+					r := e.run(st.stdin, st.env, args...)
+					if m := idOut.FindStringSubmatch(r.stdout); m != nil {
+						ids = append(ids, m[1])
+					}
+					fmt.Fprintf(&b, "$ sandboxer %s\n", quoteArgs(st.args))
+					if st.stdin != "" {
+						fmt.Fprintf(&b, "[stdin] %q\n", st.stdin)
+					}
+					fmt.Fprintf(&b, "[exit %d]\n[stdout]\n%s[stderr]\n%s\n", r.code, e.mask(r.stdout), e.mask(r.stderr))
+					// The contract that holds whatever the golden says: tool prints exactly one JSON
+					// object unless it is a usage error; usage errors print nothing on stdout.
+					if r.code == 2 && st.args[0] != "exec" {
+						assert.Empty(t, r.stdout, "a usage error prints nothing on stdout: %v", st.args)
+						assert.NotEmpty(t, r.stderr, "a usage error explains itself: %v", st.args)
+					}
 				}
-				r := e.run(st.stdin, st.env, args...)
-				if m := idOut.FindStringSubmatch(r.stdout); m != nil {
-					ids = append(ids, m[1])
-				}
-				fmt.Fprintf(&b, "$ sandboxer %s\n", quoteArgs(st.args))
-				if st.stdin != "" {
-					fmt.Fprintf(&b, "[stdin] %q\n", st.stdin)
-				}
-				fmt.Fprintf(&b, "[exit %d]\n[stdout]\n%s[stderr]\n%s\n", r.code, e.mask(r.stdout), e.mask(r.stderr))
-				// The contract that holds whatever the golden says: tool prints exactly one JSON
-				// object unless it is a usage error; usage errors print nothing on stdout.
-				if r.code == 2 && st.args[0] != "exec" {
-					assert.Empty(t, r.stdout, "a usage error prints nothing on stdout: %v", st.args)
-					assert.NotEmpty(t, r.stderr, "a usage error explains itself: %v", st.args)
-				}
-			}
-			checkGolden(t, gc.name, b.String())
-		})
+				checkGolden(t, gc.name, b.String())
+			})
+		}
 	}
 }
 

@@ -1,14 +1,75 @@
 // Command sandboxer runs AI agents' tool calls (read, write, edit, grep, bash) in sandboxes: one
 // call at a time (sandboxer tool), a raw command (sandboxer exec), or as an MCP server on stdio
-// (sandboxer mcp). See docs/cli.md; the commands live in internal/cli.
+// (sandboxer mcp). See docs/cli.md.
+//
+// This binary is the front: it links the standard library only, so that it starts in about the
+// time of a Go hello world, and hands the call to the engine, sandboxerd, installed beside it (or
+// on PATH, or named by SANDBOXER_ENGINE). One-shot commands (internal/oneshot.Served) go to the
+// engine's resident server, started on first use and ending when idle, which keeps journals and
+// isolation helpers warm; the others, and every call when SANDBOXER_SERVER=off or the server
+// cannot be reached, replace this process with the engine.
 package main
 
 import (
 	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
 
-	"github.com/sandboxer/sandboxer/internal/cli"
+	"github.com/sandboxer/sandboxer/internal/oneshot"
 )
 
 func main() {
-	os.Exit(cli.Main(os.Args[1:], cli.Streams{In: os.Stdin, Out: os.Stdout, Err: os.Stderr}))
+	args := os.Args[1:]
+	engine, err := findEngine()
+	if err != nil {
+		os.Stderr.WriteString("sandboxer: " + err.Error() + "\n")
+		os.Exit(127)
+	}
+	if os.Getenv("SANDBOXER_SERVER") != "off" && oneshot.IsServed(args) {
+		if code, ok := serve(engine, args); ok {
+			os.Exit(code)
+		}
+	}
+	err = syscall.Exec(engine, append([]string{engine}, args...), os.Environ())
+	os.Stderr.WriteString("sandboxer: " + engine + ": " + err.Error() + "\n")
+	os.Exit(126)
+}
+
+// engineName is the engine's file name.
+const engineName = "sandboxerd"
+
+// findEngine finds sandboxerd: $SANDBOXER_ENGINE, else beside this binary (symlinks resolved),
+// else on PATH.
+func findEngine() (string, error) {
+	if e := os.Getenv("SANDBOXER_ENGINE"); e != "" {
+		return filepath.Abs(e)
+	}
+	if self, err := os.Executable(); err == nil {
+		if real, err := filepath.EvalSymlinks(self); err == nil {
+			self = real
+		}
+		if p := filepath.Join(filepath.Dir(self), engineName); isExecutable(p) {
+			return p, nil
+		}
+	}
+	for _, dir := range strings.Split(os.Getenv("PATH"), ":") {
+		if p := filepath.Join(dir, engineName); filepath.IsAbs(dir) && isExecutable(p) {
+			return p, nil
+		}
+	}
+	return "", &os.PathError{Op: "find", Path: engineName, Err: errNoEngine}
+}
+
+type engineError struct{}
+
+func (engineError) Error() string {
+	return "the engine is neither beside this binary nor on PATH (install both: go install github.com/sandboxer/sandboxer/cmd/...@latest; or set SANDBOXER_ENGINE)"
+}
+
+var errNoEngine = engineError{}
+
+func isExecutable(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0
 }

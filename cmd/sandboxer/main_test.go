@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -20,7 +21,8 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 
-// bin is the sandboxer binary, built once for the whole run.
+// bin is the sandboxer binary (the front), built once for the whole run with the engine,
+// sandboxerd, beside it.
 var bin string
 
 func TestMain(m *testing.M) {
@@ -31,7 +33,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	bin = filepath.Join(dir, "sandboxer")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	out, err := exec.Command("go", "build", "-o", dir+"/", ".", "../sandboxerd").CombinedOutput()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "go build: %v\n%s", err, out)
 		os.RemoveAll(dir)
@@ -68,12 +70,53 @@ func newEnv(t testing.TB) *env {
 	if h := os.Getenv("DOCKER_HOST"); h != "" {
 		e.vars = append(e.vars, "DOCKER_HOST="+h)
 	}
+	// The resident server of this environment has a directory of its own (short: a socket's
+	// path is at most 107 bytes), and ends with the test.
+	srv, err := os.MkdirTemp("", "sbx-")
+	require.NoError(t, err)
+	e.vars = append(e.vars, "SANDBOXER_SERVER_DIR="+srv)
+	t.Cleanup(func() { stopServers(t, srv) })
 	if c := goCache(); c != "" {
 		// The oci adapter compiles its agent with the Go toolchain: with the run's HOME alone,
 		// every run would rebuild the standard library.
 		e.vars = append(e.vars, "GOCACHE="+c)
 	}
 	return e
+}
+
+// stopServers ends the servers of dir (their pids are in their lock files) and removes dir.
+func stopServers(t testing.TB, dir string) {
+	locks, _ := filepath.Glob(filepath.Join(dir, "*.lock"))
+	for _, lock := range locks {
+		b, _ := os.ReadFile(lock)
+		var pid int
+		if _, err := fmt.Sscan(string(b), &pid); err != nil || pid <= 0 {
+			continue
+		}
+		if syscall.Kill(pid, syscall.SIGTERM) != nil {
+			continue
+		}
+		deadline := time.Now().Add(30 * time.Second)
+		for alive(pid) && time.Now().Before(deadline) {
+			time.Sleep(5 * time.Millisecond)
+		}
+		if alive(pid) {
+			syscall.Kill(pid, syscall.SIGKILL)
+			t.Errorf("server %d did not end on SIGTERM", pid)
+		}
+	}
+	os.RemoveAll(dir)
+}
+
+// alive reports whether pid runs (a zombie, the server once it ended and until init reaps it,
+// does not).
+func alive(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	_, rest, _ := strings.Cut(string(b), ") ")
+	return !strings.HasPrefix(rest, "Z")
 }
 
 // goCache is this user's Go build cache.

@@ -160,6 +160,9 @@ func openSession(ctx context.Context, s Settings) (*session, error) {
 		if !ok {
 			return nil, usage(unknownAdapter(s.Adapter))
 		}
+		if w := s.inv.warm; w != nil && s.Adapter == "local" {
+			return openWarmLocal(w, s)
+		}
 		sb, err := b.open(ctx, s)
 		if err != nil {
 			return nil, err
@@ -186,6 +189,26 @@ func openSession(ctx context.Context, s Settings) (*session, error) {
 		return nil, err
 	}
 	return &session{Sandbox: sb, Record: &rec, close: func(ctx context.Context) error { return b.detach(ctx, sb) }}, nil
+}
+
+// openWarmLocal opens the ephemeral local sandbox of a call the resident server runs: the one
+// the last call of the same workspace and configuration left (recycled), or a new one; closing
+// the session hands it back for the next call.
+func openWarmLocal(w *warmth, s Settings) (*session, error) {
+	cfg := localConfig(s, s.Root)
+	key := fmt.Sprintf("%#v", cfg)
+	dir, _ := os.Stat(cfg.Root) // nil when absent: local.New says why
+	sb := w.takeLocal(key, dir)
+	if sb == nil {
+		var err error
+		if sb, err = local.New(cfg); err != nil {
+			return nil, err
+		}
+	}
+	return &session{Sandbox: sb, close: func(context.Context) error {
+		w.putLocal(key, dir, sb)
+		return nil
+	}}, nil
 }
 
 func sortedUnique(s []string) []string {

@@ -141,6 +141,8 @@ type Settings struct {
 	Kubeconfig, KubeContext, Namespace             string
 	KubernetesImage, ImagePullPolicy, RuntimeClass string
 	ConfigFile                                     string // the file that was read, if any
+
+	inv invocation // where the settings were read: relative paths given later are resolved in its directory
 }
 
 // DefaultStateDir is $XDG_STATE_HOME/sandboxer, or ~/.local/state/sandboxer, or (without a home
@@ -214,19 +216,20 @@ func addKubernetesFlags(f *pflag.FlagSet) {
 
 // load resolves the settings: defaults < config file < SANDBOXER_* environment < flags that were
 // set on the command line. Every error is a usage error.
-func load(flags *pflag.FlagSet) (Settings, error) {
+func load(flags *pflag.FlagSet) (Settings, error) { return loadIn(processInvocation(), flags) }
+
+// loadIn is load with the environment and working directory of inv. The SANDBOXER_* variables
+// are merged over the config file's keys (viper's own environment lookup reads the process's).
+func loadIn(inv invocation, flags *pflag.FlagSet) (Settings, error) {
 	v := viper.New()
-	v.SetEnvPrefix("SANDBOXER")
-	v.SetEnvKeyReplacer(strings.NewReplacer("-", "_"))
-	v.AutomaticEnv()
 	if err := v.BindPFlags(flags); err != nil {
 		return Settings{}, err
 	}
 
-	var s Settings
+	s := Settings{inv: inv}
 	cfg, _ := flags.GetString("config")
 	if cfg == "" {
-		cfg = os.Getenv("SANDBOXER_CONFIG")
+		cfg = inv.getenv("SANDBOXER_CONFIG")
 	}
 	if cfg == "" {
 		if u := UserConfigFile(); u != "" {
@@ -241,7 +244,11 @@ func load(flags *pflag.FlagSet) (Settings, error) {
 	if cfg != "" {
 		// Read into its own instance first, so that only the file's keys are checked.
 		cv := viper.New()
-		cv.SetConfigFile(cfg)
+		path, err := inv.abs(cfg) // relative to the invocation's directory, not the server's
+		if err != nil {
+			return Settings{}, fmt.Errorf("config file %s: %w", cfg, err)
+		}
+		cv.SetConfigFile(path)
 		cv.SetConfigType("yaml")
 		if err := cv.ReadInConfig(); err != nil {
 			return Settings{}, fmt.Errorf("config file %s: %w", cfg, err)
@@ -263,6 +270,9 @@ func load(flags *pflag.FlagSet) (Settings, error) {
 		}
 		s.ConfigFile, fileKeys = cfg, settings
 	}
+	if err := v.MergeConfigMap(envSettings(inv, flags)); err != nil {
+		return Settings{}, err
+	}
 
 	has := func(k string) bool { return flags.Lookup(k) != nil }
 	var err error
@@ -283,7 +293,7 @@ func load(flags *pflag.FlagSet) (Settings, error) {
 		return Settings{}, fmt.Errorf("--%s %q: want one of %v", keyImagePullPolicy, s.ImagePullPolicy, imagePullPolicies)
 	}
 	if s.Kubeconfig = v.GetString(keyKubeconfig); s.Kubeconfig != "" {
-		if s.Kubeconfig, err = filepath.Abs(s.Kubeconfig); err != nil {
+		if s.Kubeconfig, err = inv.abs(s.Kubeconfig); err != nil {
 			return Settings{}, err
 		}
 	}
@@ -343,7 +353,7 @@ func load(flags *pflag.FlagSet) (Settings, error) {
 			to  *[]string
 		}{{keyROBind, &s.ROBind}, {keyRWBind, &s.RWBind}} {
 			for _, p := range v.GetStringSlice(b.key) {
-				abs, err := filepath.Abs(p)
+				abs, err := inv.abs(p)
 				if err != nil || p == "" {
 					return Settings{}, fmt.Errorf("--%s %q: want a path", b.key, p)
 				}
@@ -404,17 +414,17 @@ func load(flags *pflag.FlagSet) (Settings, error) {
 	if s.StateDir = v.GetString(keyStateDir); s.StateDir == "" {
 		s.StateDir = DefaultStateDir()
 	}
-	if s.StateDir, err = filepath.Abs(s.StateDir); err != nil {
+	if s.StateDir, err = inv.abs(s.StateDir); err != nil {
 		return Settings{}, err
 	}
 	if s.Root = v.GetString(keyRoot); s.Root == "" {
 		s.Root = "."
 	}
-	if s.Root, err = filepath.Abs(s.Root); err != nil {
+	if s.Root, err = inv.abs(s.Root); err != nil {
 		return Settings{}, err
 	}
 	if s.ConfigFile != "" {
-		if err := checkConfigFile(s, flags, fileKeys); err != nil {
+		if err := checkConfigFile(inv, s, flags, fileKeys); err != nil {
 			return Settings{}, err
 		}
 	}
@@ -424,7 +434,7 @@ func load(flags *pflag.FlagSet) (Settings, error) {
 	case "":
 		s.Journal = filepath.Join(s.StateDir, "journal.db")
 	default:
-		if s.Journal, err = filepath.Abs(j); err != nil {
+		if s.Journal, err = inv.abs(j); err != nil {
 			return Settings{}, err
 		}
 	}
@@ -493,8 +503,8 @@ func durationSetting(v *viper.Viper, key string) (time.Duration, error) {
 // adapter's root, and the state directory's long-lived workspaces; with isolation off, anything
 // its user can); a file there must never decide the next call's isolation, so it is not read. A file elsewhere may still only raise isolation: turning
 // it off, or the network on, takes a flag or the environment.
-func checkConfigFile(s Settings, flags *pflag.FlagSet, keys map[string]any) error {
-	file, err := filepath.Abs(s.ConfigFile)
+func checkConfigFile(inv invocation, s Settings, flags *pflag.FlagSet, keys map[string]any) error {
+	file, err := inv.abs(s.ConfigFile)
 	if err != nil {
 		return err
 	}
@@ -514,12 +524,12 @@ func checkConfigFile(s Settings, flags *pflag.FlagSet, keys map[string]any) erro
 		}
 	}
 	explicit := func(key string) bool {
-		return flags.Changed(key) || os.Getenv("SANDBOXER_"+strings.ToUpper(strings.ReplaceAll(key, "-", "_"))) != ""
+		return flags.Changed(key) || inv.getenv(envName(key)) != ""
 	}
 	if _, ok := keys[keyIsolation]; ok && s.Isolation == "off" && !explicit(keyIsolation) {
 		return fmt.Errorf("config file %s: isolation: off lowers isolation, which only --%s off or SANDBOXER_ISOLATION=off may do", s.ConfigFile, keyIsolation)
 	}
-	if _, ok := keys[keyAllowHosts]; ok && len(s.AllowHosts) > 0 && !flags.Changed(flagAllowHost) && os.Getenv("SANDBOXER_ALLOW_HOSTS") == "" {
+	if _, ok := keys[keyAllowHosts]; ok && len(s.AllowHosts) > 0 && !flags.Changed(flagAllowHost) && inv.getenv(envName(keyAllowHosts)) == "" {
 		return fmt.Errorf("config file %s: allow-hosts opens the network to hosts, which only --%s or SANDBOXER_ALLOW_HOSTS may do", s.ConfigFile, flagAllowHost)
 	}
 	if _, ok := keys[keyAllowNetwork]; ok && s.AllowNetwork && !explicit(keyAllowNetwork) {
@@ -576,4 +586,19 @@ func sizeSetting(v *viper.Viper, key string) (int64, error) {
 		return 0, fmt.Errorf("--%s %q: want bytes, or a size like 512MiB or 2GiB; 0 for none", key, raw)
 	}
 	return n * mult, nil
+}
+
+// envSettings are the settings the SANDBOXER_* variables of inv give (empty ones are unset).
+func envSettings(inv invocation, flags *pflag.FlagSet) map[string]any {
+	m := map[string]any{}
+	set := func(key string) {
+		if val := inv.getenv(envName(key)); val != "" {
+			m[key] = val
+		}
+	}
+	for key := range knownKeys {
+		set(key)
+	}
+	flags.VisitAll(func(f *pflag.Flag) { set(f.Name) })
+	return m
 }

@@ -59,6 +59,11 @@ func exit(code int) error { return &exitError{code: code} }
 func Main(args []string, std Streams) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	return run(ctx, args, std)
+}
+
+// run runs the CLI in ctx, which ends the invocation when it is cancelled.
+func run(ctx context.Context, args []string, std Streams) int {
 	root := newRoot(std)
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
@@ -105,6 +110,7 @@ Configuration: defaults < ~/.config/sandboxer/sandboxer.yaml (or --config; never
 		newLogsCmd(std),
 		newKillCmd(std),
 		newPortForwardCmd(std),
+		newServerCmd(std),
 	)
 	root.CompletionOptions.DisableDefaultCmd = true
 	return root
@@ -121,7 +127,7 @@ func exactArgs(n int) cobra.PositionalArgs {
 }
 
 func settingsOf(c *cobra.Command) (Settings, error) {
-	s, err := load(c.Flags())
+	s, err := loadIn(invocationOf(c.Context()), c.Flags())
 	return s, usage(err)
 }
 

@@ -22,7 +22,7 @@ const DefaultCollection = "workspace"
 
 // openStore opens --store: "sqlite:PATH", "dir:PATH", or a bare PATH (an SQLite store when it ends
 // in .db, .sqlite or .sqlite3, a directory store otherwise).
-func openStore(spec string) (filesync.Store, error) {
+func openStore(inv invocation, spec string) (filesync.Store, error) {
 	kind, path, ok := strings.Cut(spec, ":")
 	if !ok || (kind != "sqlite" && kind != "dir") {
 		kind, path = "dir", spec
@@ -33,6 +33,10 @@ func openStore(spec string) (filesync.Store, error) {
 	}
 	if path == "" {
 		return nil, usage(fmt.Errorf("--store %q: empty path", spec))
+	}
+	path, err := inv.abs(path)
+	if err != nil {
+		return nil, err
 	}
 	if kind == "sqlite" {
 		return sqlitestore.Open(path)
@@ -74,7 +78,7 @@ func flushStore(ctx context.Context, s Settings, fsync *filesync.Sync, when stri
 
 // hydrateStore opens --store and hydrates the session's workspace from it (see attachStore).
 func hydrateStore(ctx context.Context, s Settings, sess *session, warn io.Writer) (*filesync.Sync, func(), error) {
-	store, err := openStore(s.Store)
+	store, err := openStore(s.inv, s.Store)
 	if err != nil {
 		return nil, nil, fmt.Errorf("--store %s: %w", s.Store, err)
 	}
@@ -90,7 +94,7 @@ func hydrateStore(ctx context.Context, s Settings, sess *session, warn io.Writer
 	if sess.Record != nil {
 		where = "sandbox\x00" + sess.Record.ID
 	}
-	abs, _ := filepath.Abs(s.Store)
+	abs, _ := s.inv.abs(s.Store)
 	sum := sha256.Sum256([]byte(where + "\x00" + abs))
 	fsync, err := filesync.New(sess.Sandbox, store, filesync.Options{
 		Collections:  colls,

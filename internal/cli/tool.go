@@ -132,24 +132,33 @@ func checkInput(raw []byte) error {
 }
 
 // journalOpening is the journal of one invocation being opened in the background, while the
-// sandbox opens (both cost a few milliseconds; neither needs the other).
+// sandbox opens (both cost a few milliseconds; neither needs the other). In the resident server
+// the journal is open already (warmth.journal).
 type journalOpening struct {
-	done chan struct{}
-	j    *journal.Journal
-	err  error
+	done    chan struct{}
+	j       *journal.Journal
+	release func() // ends this invocation's use of j
+	err     error
 }
 
 // openJournal starts opening the journal of s (none when the journal is off).
 func openJournal(ctx context.Context, s Settings) *journalOpening {
 	o := &journalOpening{done: make(chan struct{})}
-	if s.Journal == "" {
+	opts := journal.Options{MaxFieldBytes: s.MaxOutputBytes}
+	switch {
+	case s.Journal == "":
 		close(o.done)
-		return o
+	case s.inv.warm != nil:
+		o.j, o.release, o.err = s.inv.warm.journal(ctx, s.Journal, opts)
+		close(o.done)
+	default:
+		go func() {
+			defer close(o.done)
+			if o.j, o.err = journal.Open(ctx, s.Journal, opts); o.j != nil {
+				o.release = func() { o.j.Close() }
+			}
+		}()
 	}
-	go func() {
-		defer close(o.done)
-		o.j, o.err = journal.Open(ctx, s.Journal, journal.Options{MaxFieldBytes: s.MaxOutputBytes})
-	}()
 	return o
 }
 
@@ -162,7 +171,7 @@ func (o *journalOpening) wait() (*journal.Journal, error) {
 // discard closes the journal once it is open, for an invocation that ends before its calls.
 func (o *journalOpening) discard() {
 	if j, _ := o.wait(); j != nil {
-		j.Close()
+		o.release()
 	}
 }
 
@@ -218,7 +227,7 @@ func newCaller(s Settings, sess *session, jo *journalOpening, warn io.Writer) (*
 	return cl, func() {
 		if cl.j != nil {
 			cl.jw.close()
-			cl.j.Close()
+			jo.release()
 		}
 	}
 }

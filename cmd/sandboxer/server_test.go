@@ -1,0 +1,233 @@
+package main_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// serverDir is the directory of the env's resident servers (SANDBOXER_SERVER_DIR).
+func (e *env) serverDir() string {
+	for _, kv := range e.vars {
+		if v, ok := strings.CutPrefix(kv, "SANDBOXER_SERVER_DIR="); ok {
+			return v
+		}
+	}
+	e.t.Fatal("no SANDBOXER_SERVER_DIR")
+	return ""
+}
+
+// servers are the pids of the env's running servers.
+func (e *env) servers() []int {
+	locks, _ := filepath.Glob(filepath.Join(e.serverDir(), "*.lock"))
+	var pids []int
+	for _, l := range locks {
+		b, _ := os.ReadFile(l)
+		if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && alive(pid) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// serverLog is what the env's servers wrote.
+func (e *env) serverLog() string {
+	logs, _ := filepath.Glob(filepath.Join(e.serverDir(), "*.log"))
+	var b strings.Builder
+	for _, l := range logs {
+		c, _ := os.ReadFile(l)
+		b.Write(c)
+	}
+	return b.String()
+}
+
+func TestServerOnePerEnvironment(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.write("a.txt", "abc")
+	for range 3 {
+		r := e.run("", nil, "tool", "read", "--input", `{"path":"a.txt"}`)
+		require.Equal(t, 0, r.code, r.stderr)
+		assert.Equal(t, `{"ok":true,"output":"abc"}`+"\n", r.stdout)
+	}
+	require.Len(t, e.servers(), 1, "the calls share one server")
+	// SANDBOXER_* variables travel with the call; another variable is another environment.
+	r := e.run("", []string{"SANDBOXER_JOURNAL=off"}, "tool", "read", "--input", `{"path":"a.txt"}`)
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Len(t, e.servers(), 1)
+	r = e.run("", []string{"OTHER=1"}, "tool", "read", "--input", `{"path":"a.txt"}`)
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Len(t, e.servers(), 2)
+	// Commands that are not one-shot calls never start one.
+	direct := newEnv(t)
+	require.Equal(t, 0, direct.run("", nil, "doctor").code)
+	assert.Empty(t, direct.servers())
+}
+
+func TestServerPerCallSettings(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.write("sub/b.txt", "in sub")
+	// The working directory, relative paths and SANDBOXER_* variables are the caller's, per call.
+	r := e.run("", []string{"SANDBOXER_ROOT=sub", "SANDBOXER_JOURNAL=j.db"}, "tool", "read", "--input", `{"path":"b.txt"}`)
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "in sub")
+	assert.FileExists(t, filepath.Join(e.work, "j.db"))
+	r = e.run("", nil, "tool", "read", "--root", "sub", "--input", `{"path":"b.txt"}`)
+	require.Equal(t, 0, r.code, r.stderr)
+	r = e.run("", nil, "tool", "read", "--input", `{"path":"b.txt"}`)
+	assert.Equal(t, 1, r.code, "the next call's root is the working directory again")
+	assert.Contains(t, r.stdout, "NOT_FOUND")
+	// A journal written by the server is read by a process of its own.
+	r = e.run("", []string{"SANDBOXER_SERVER=off"}, "log", "--json", "--journal", "j.db")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stdout, `"toolName":"read"`)
+	// A removed journal is made again, not written through the handle the server kept.
+	require.NoError(t, os.Remove(filepath.Join(e.work, "j.db")))
+	os.Remove(filepath.Join(e.work, "j.db-wal"))
+	os.Remove(filepath.Join(e.work, "j.db-shm"))
+	r = e.run("", []string{"SANDBOXER_JOURNAL=j.db"}, "tool", "read", "--input", `{"path":"sub/b.txt"}`)
+	require.Equal(t, 0, r.code, r.stderr)
+	r = e.run("", []string{"SANDBOXER_SERVER=off"}, "log", "--json", "--journal", "j.db")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Equal(t, 1, strings.Count(r.stdout, `"toolName":"read"`), r.stdout)
+}
+
+// A warm sandbox serves the next call only when the last one left nothing in it: a file in its
+// temporary directories makes the next call's sandbox a new one.
+func TestServerRecyclesOnlyCleanSandboxes(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	bash := func(script string) string {
+		r := e.run("", nil, "tool", "bash", "--input", `{"cmd":"sh","args":["-c",`+strconv.Quote(script)+`]}`)
+		require.Equal(t, 0, r.code, r.stderr)
+		var reply struct{ Output string }
+		require.NoError(t, json.Unmarshal([]byte(r.stdout), &reply), r.stdout)
+		return reply.Output
+	}
+	tmpdir := func() string { return bash("echo $TMPDIR") }
+	first := tmpdir()
+	assert.Equal(t, first, tmpdir(), "a clean sandbox is used again")
+	bash("echo x > /tmp/left")
+	second := tmpdir()
+	assert.NotEqual(t, first, second)
+	assert.NotContains(t, bash("ls -a /tmp /var/tmp /dev/shm"), "left", "the next call does not see the last one's files")
+	bash(`echo y > "$TMPDIR/left"`)
+	assert.NotEqual(t, second, tmpdir())
+	assert.NotContains(t, bash(`ls -a "$TMPDIR"`), "left")
+	// The workspace is never touched by the check.
+	e.write("keep.txt", "kept")
+	tmpdir()
+	tmpdir()
+	b, err := os.ReadFile(filepath.Join(e.work, "keep.txt"))
+	require.NoError(t, err)
+	assert.Equal(t, "kept", string(b))
+}
+
+// An interrupted front cancels its call in the server: the command is killed.
+func TestServerCancelsWhenTheFrontIsGone(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.write("a.txt", "abc")
+	require.Equal(t, 0, e.run("", nil, "tool", "read", "--input", `{"path":"a.txt"}`).code) // the server runs
+	cmd := exec.Command(bin, "tool", "bash", "--input", `{"cmd":"sh","args":["-c","echo started > marker; exec sleep 31.7"]}`)
+	cmd.Dir, cmd.Env = e.work, e.vars
+	require.NoError(t, cmd.Start())
+	require.Eventually(t, func() bool { _, err := os.Stat(filepath.Join(e.work, "marker")); return err == nil }, time.Minute, 10*time.Millisecond)
+	require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
+	cmd.Wait()
+	assert.Eventually(t, func() bool { return !sleeping("31.7") }, 30*time.Second, 20*time.Millisecond, "the command outlived its front")
+	assert.Len(t, e.servers(), 1, "the server goes on")
+	r := e.run("", []string{"SANDBOXER_SERVER=off"}, "log", "--json")
+	assert.Contains(t, r.stdout, `\"cancelled\":true`, "the journal says the call was cancelled")
+}
+
+// sleeping reports whether a process runs "sleep ARG".
+func sleeping(arg string) bool {
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range procs {
+		b, _ := os.ReadFile(p)
+		if bytes.Equal(b, []byte("sleep\x00"+arg+"\x00")) {
+			return true
+		}
+	}
+	return false
+}
+
+// The server ends when idle, when its socket is removed, and on SIGTERM (stopServers); a call
+// while it ends, or after, starts a new one.
+func TestServerEnds(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.write("a.txt", "abc")
+	idle := []string{"SANDBOXER_SERVER_IDLE=1s"}
+	require.Equal(t, 0, e.run("", idle, "tool", "read", "--input", `{"path":"a.txt"}`).code)
+	pids := e.servers()
+	require.Len(t, pids, 1)
+	assert.Eventually(t, func() bool { return !alive(pids[0]) }, 20*time.Second, 20*time.Millisecond, "idle")
+	socks, _ := filepath.Glob(filepath.Join(e.serverDir(), "*.sock"))
+	assert.Empty(t, socks, "the socket is removed")
+
+	require.Equal(t, 0, e.run("", nil, "tool", "read", "--input", `{"path":"a.txt"}`).code)
+	pids = e.servers()
+	require.Len(t, pids, 1)
+	socks, _ = filepath.Glob(filepath.Join(e.serverDir(), "*.sock"))
+	require.Len(t, socks, 1)
+	require.NoError(t, os.Remove(socks[0]))
+	assert.Eventually(t, func() bool { return !alive(pids[0]) }, 20*time.Second, 20*time.Millisecond, "socket removed")
+	assert.Contains(t, e.serverLog(), "why=idle")
+	assert.Contains(t, e.serverLog(), `why="socket removed"`)
+}
+
+// A server that dies during a call: the front says so and fails; the next call starts another.
+func TestServerKilledDuringACall(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.write("a.txt", "abc")
+	require.Equal(t, 0, e.run("", nil, "tool", "read", "--input", `{"path":"a.txt"}`).code)
+	pids := e.servers()
+	require.Len(t, pids, 1)
+	done := make(chan result, 1)
+	go func() {
+		done <- e.run("", nil, "tool", "bash", "--input", `{"cmd":"sh","args":["-c","echo started > marker; exec sleep 32.3"]}`)
+	}()
+	require.Eventually(t, func() bool { _, err := os.Stat(filepath.Join(e.work, "marker")); return err == nil }, time.Minute, 10*time.Millisecond)
+	require.NoError(t, syscall.Kill(pids[0], syscall.SIGKILL))
+	r := <-done
+	assert.Equal(t, 1, r.code)
+	assert.Contains(t, r.stderr, "the server ended during the call")
+	assert.Eventually(t, func() bool { return !sleeping("32.3") }, 30*time.Second, 20*time.Millisecond, "the janitor kills what the server left")
+	r = e.run("", nil, "tool", "read", "--input", `{"path":"marker"}`)
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.NotContains(t, e.servers(), pids[0])
+}
+
+// A peer in other namespaces (a command in a sandbox runs in its own user, mount and PID
+// namespaces) is refused; its front runs the call in a process of its own.
+func TestServerRefusesOtherNamespaces(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("unshare"); err != nil {
+		t.Skip("no unshare(1)")
+	}
+	e := newEnv(t)
+	e.write("a.txt", "abc")
+	require.Equal(t, 0, e.run("", nil, "tool", "read", "--input", `{"path":"a.txt"}`).code)
+	cmd := exec.Command("unshare", "--user", "--map-root-user", "--mount", "--pid", "--fork", bin, "tool", "read", "--journal", "off", "--input", `{"path":"a.txt"}`)
+	cmd.Dir, cmd.Env = e.work, e.vars
+	out, err := cmd.Output()
+	if err != nil {
+		t.Skipf("unshare: %v", err)
+	}
+	assert.Equal(t, `{"ok":true,"output":"abc"}`+"\n", string(out))
+	assert.Contains(t, e.serverLog(), "refused")
+}

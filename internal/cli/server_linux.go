@@ -1,0 +1,321 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sandboxer/sandboxer/internal/oneshot"
+)
+
+// DefaultServerIdle is how long the resident server waits for a call before it ends.
+const DefaultServerIdle = 5 * time.Minute
+
+// newServerCmd is the resident server the front (cmd/sandboxer) starts on first use: it runs
+// the one-shot calls of the fronts of one environment (internal/oneshot) on their descriptors,
+// keeps their journals open and their local sandboxes' helpers warm, and ends when idle.
+func newServerCmd(std Streams) *cobra.Command {
+	var dir, name string
+	var idle time.Duration
+	c := &cobra.Command{
+		Use:    "server",
+		Short:  "Serve the one-shot calls of the sandboxer front (started by the front; see docs/cli.md)",
+		Hidden: true,
+		Args:   exactArgs(0),
+		RunE: runE(func(c *cobra.Command, _ []string) error {
+			return runServer(c.Context(), dir, name, idle, std)
+		}),
+	}
+	c.Flags().StringVar(&dir, "dir", "", "directory of the socket (the front's)")
+	c.Flags().StringVar(&name, "name", "", "the server's name (the front's hash of engine and environment)")
+	c.Flags().DurationVar(&idle, "idle", DefaultServerIdle, "end after this long without a call")
+	return c
+}
+
+// runServer serves on DIR/NAME.sock, once it holds DIR/NAME.lock, until ctx ends, the server has
+// been idle for idle, or its socket was removed. It says so on descriptor 3 when the front
+// started it (oneshot.Ready, or oneshot.Busy when another server holds the lock).
+func runServer(ctx context.Context, dir, name string, idle time.Duration, std Streams) error {
+	if !filepath.IsAbs(dir) || name == "" || filepath.Base(name) != name {
+		return usage(errors.New("server: --dir (absolute) and --name are required"))
+	}
+	tell := func(string) {}
+	if f := os.NewFile(3, "ready"); f != nil {
+		if _, err := f.Stat(); err == nil {
+			tell = func(s string) { f.WriteString(s); f.Close() }
+		}
+	}
+	lock, err := os.OpenFile(filepath.Join(dir, name+".lock"), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return err
+	}
+	defer lock.Close()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		tell(oneshot.Busy)
+		return nil
+	}
+	lock.Truncate(0)
+	lock.WriteString(strconv.Itoa(os.Getpid()) + "\n")
+	sock := filepath.Join(dir, name+".sock")
+	os.Remove(sock) // a crashed server's: it held the lock
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: sock, Net: "unix"})
+	if err != nil {
+		return err
+	}
+	ln.SetUnlinkOnClose(false)
+	mine, err := os.Stat(sock)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	srv := &server{warm: newWarmth(), log: slog.New(slog.NewTextHandler(std.Err, nil)), last: time.Now()}
+	srv.ctx, srv.cancel = context.WithCancel(context.Background())
+	tell(oneshot.Ready)
+	srv.log.Info("serving", "socket", sock, "pid", os.Getpid(), "idle", idle)
+
+	accepting := make(chan struct{})
+	go func() {
+		defer close(accepting)
+		srv.accept(ln)
+	}()
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	why := ""
+	for why == "" {
+		select {
+		case <-ctx.Done():
+			why = "signal"
+		case <-tick.C:
+			if fi, err := os.Stat(sock); err != nil || !os.SameFile(fi, mine) {
+				why = "socket removed"
+			} else if srv.idleFor() >= idle {
+				why = "idle"
+			} else {
+				srv.warm.expire(idle)
+			}
+		}
+	}
+	srv.log.Info("ending", "why", why)
+	if fi, err := os.Stat(sock); err == nil && os.SameFile(fi, mine) {
+		os.Remove(sock)
+	}
+	ln.Close()
+	<-accepting
+	if why == "signal" {
+		srv.cancel() // the calls end as an interrupted process's would
+	}
+	srv.calls.Wait()
+	srv.cancel()
+	srv.warm.close()
+	return nil
+}
+
+// server is the resident server's state.
+type server struct {
+	ctx    context.Context // cancelled when the server ends: its calls are cancelled
+	cancel context.CancelFunc
+	warm   *warmth
+	log    *slog.Logger
+	calls  sync.WaitGroup
+
+	mu     sync.Mutex
+	active int
+	last   time.Time // the end of the last call
+}
+
+func (srv *server) idleFor() time.Duration {
+	srv.mu.Lock()
+	defer srv.mu.Unlock()
+	if srv.active > 0 {
+		return 0
+	}
+	return time.Since(srv.last)
+}
+
+func (srv *server) accept(ln *net.UnixListener) {
+	for {
+		conn, err := ln.AcceptUnix()
+		if err != nil {
+			if !errors.Is(err, net.ErrClosed) {
+				srv.log.Error("accept", "err", err)
+			}
+			return
+		}
+		srv.mu.Lock()
+		srv.active++
+		srv.calls.Add(1)
+		srv.mu.Unlock()
+		go func() {
+			defer func() {
+				srv.mu.Lock()
+				srv.active--
+				srv.last = time.Now()
+				srv.mu.Unlock()
+				srv.calls.Done()
+			}()
+			srv.handle(conn)
+		}()
+	}
+}
+
+// handle runs one call: the peer must be this user in this server's namespaces.
+func (srv *server) handle(conn *net.UnixConn) {
+	defer conn.Close()
+	if err := checkPeer(conn); err != nil {
+		srv.log.Warn("refused", "err", err)
+		conn.Write(oneshot.Reply(oneshot.Refused, 0))
+		return
+	}
+	req, files, err := readRequest(conn)
+	if err != nil {
+		srv.log.Warn("bad request", "err", err)
+		return
+	}
+	defer func() {
+		for _, f := range files {
+			f.Close()
+		}
+	}()
+	if _, err := conn.Write(oneshot.Reply(oneshot.Accepted, 0)); err != nil {
+		return
+	}
+	ctx, cancel := context.WithCancel(srv.ctx)
+	defer cancel()
+	go func() {
+		// The front sends nothing more: a read that returns means it is gone (interrupted).
+		var b [1]byte
+		conn.Read(b[:])
+		cancel()
+	}()
+	inv := invocation{env: sandboxerEnv(req.Env), dir: req.Dir, warm: srv.warm}
+	code := runCall(withInvocation(ctx, inv), req.Args, Streams{In: files[0], Out: files[1], Err: files[2]})
+	conn.Write(oneshot.Reply(oneshot.Exit, uint32(code)))
+}
+
+// runCall runs a command line; a panic ends the call (exit status 1), not the server.
+func runCall(ctx context.Context, args []string, std Streams) (code int) {
+	defer func() {
+		if r := recover(); r != nil {
+			fmt.Fprintf(std.Err, "sandboxer: internal error: %v\n%s", r, debug.Stack())
+			code = 1
+		}
+	}()
+	return run(ctx, args, std)
+}
+
+// checkPeer accepts a peer of this user in this server's user, mount and PID namespaces: a
+// command in a sandbox (which may run as this user) is in namespaces of its own.
+func checkPeer(conn *net.UnixConn) error {
+	raw, err := conn.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var cred *syscall.Ucred
+	cerr := raw.Control(func(fd uintptr) {
+		cred, err = syscall.GetsockoptUcred(int(fd), syscall.SOL_SOCKET, syscall.SO_PEERCRED)
+	})
+	if err = errors.Join(cerr, err); err != nil {
+		return err
+	}
+	if int(cred.Uid) != os.Geteuid() {
+		return fmt.Errorf("peer uid %d is not this server's %d", cred.Uid, os.Geteuid())
+	}
+	for _, ns := range []string{"user", "mnt", "pid"} {
+		own, err := os.Readlink("/proc/self/ns/" + ns)
+		if err != nil {
+			return err
+		}
+		theirs, err := os.Readlink("/proc/" + strconv.Itoa(int(cred.Pid)) + "/ns/" + ns)
+		if err != nil || theirs != own {
+			return fmt.Errorf("peer pid %d is not in this server's %s namespace (%s, %v)", cred.Pid, ns, theirs, err)
+		}
+	}
+	return nil
+}
+
+// readRequest reads a request and the three descriptors that come with it.
+func readRequest(conn *net.UnixConn) (oneshot.Request, []*os.File, error) {
+	conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	defer conn.SetReadDeadline(time.Time{})
+	buf := make([]byte, 64<<10)
+	oob := make([]byte, syscall.CmsgSpace(3*4))
+	var files []*os.File
+	fail := func(err error) (oneshot.Request, []*os.File, error) {
+		for _, f := range files {
+			f.Close()
+		}
+		return oneshot.Request{}, nil, err
+	}
+	var got []byte
+	for len(got) < oneshot.HeaderLen {
+		n, oobn, _, _, err := conn.ReadMsgUnix(buf, oob)
+		if oobn > 0 {
+			fs, perr := rights(oob[:oobn])
+			files = append(files, fs...)
+			if perr != nil {
+				return fail(perr)
+			}
+		}
+		if err != nil {
+			return fail(err)
+		}
+		if n == 0 {
+			return fail(io.ErrUnexpectedEOF)
+		}
+		got = append(got, buf[:n]...)
+	}
+	if len(files) != 3 {
+		return fail(fmt.Errorf("want 3 descriptors with the request, got %d", len(files)))
+	}
+	size, err := oneshot.BodyLen(got)
+	if err != nil {
+		return fail(err)
+	}
+	body := got[oneshot.HeaderLen:]
+	if len(body) > size {
+		return fail(errors.New("data after the request"))
+	}
+	if rest := size - len(body); rest > 0 {
+		more := make([]byte, rest)
+		if _, err := io.ReadFull(conn, more); err != nil {
+			return fail(err)
+		}
+		body = append(body, more...)
+	}
+	req, err := oneshot.Parse(body)
+	if err != nil {
+		return fail(err)
+	}
+	return req, files, nil
+}
+
+// rights turns the SCM_RIGHTS of a control message into files.
+func rights(oob []byte) ([]*os.File, error) {
+	msgs, err := syscall.ParseSocketControlMessage(oob)
+	if err != nil {
+		return nil, err
+	}
+	var files []*os.File
+	for _, m := range msgs {
+		fds, err := syscall.ParseUnixRights(&m)
+		if err != nil {
+			continue
+		}
+		for _, fd := range fds {
+			files = append(files, os.NewFile(uintptr(fd), "fd"+strconv.Itoa(len(files))))
+		}
+	}
+	return files, nil
+}

@@ -1,0 +1,205 @@
+// Package oneshot is the wire between the sandboxer front (cmd/sandboxer: a small binary that
+// starts in about the time of a Go hello world) and the resident server it hands one-shot calls
+// to (sandboxerd server): where the server's socket is, which server serves an environment, and
+// the one request and one reply of a call. It uses the standard library only, and only the
+// parts that cost nothing at start: the front links it.
+//
+// A call: the front connects to the server's unix socket and sends one request (its working
+// directory, arguments and SANDBOXER_* environment) with its standard input, output and error
+// attached as SCM_RIGHTS; the server runs the command line on those descriptors and answers with
+// the exit status. The front closing the connection cancels the call (an interrupted front).
+package oneshot
+
+import (
+	"encoding/binary"
+	"errors"
+	"hash/fnv"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Served are the commands the front hands to the server; the others (mcp, doctor, image,
+// port-forward: long sessions, or probes of this process's own environment) run in a process of
+// their own. An empty command line, help and --help are served too.
+var Served = []string{"", "tool", "exec", "log", "ps", "logs", "kill", "sandbox", "help", "--help", "-h"}
+
+// IsServed reports whether the server runs this command line.
+func IsServed(args []string) bool {
+	first := ""
+	if len(args) > 0 {
+		first = args[0]
+	}
+	return slices.Contains(Served, first)
+}
+
+// Dir is the directory of the servers' sockets: $SANDBOXER_SERVER_DIR, else
+// $XDG_RUNTIME_DIR/sandboxer, else sandboxer-UID in the system temporary directory. It must be
+// a directory of this user that no one else can enter (CheckDir).
+func Dir(getenv func(string) string, uid int) string {
+	if d := getenv("SANDBOXER_SERVER_DIR"); filepath.IsAbs(d) {
+		return d
+	}
+	if d := getenv("XDG_RUNTIME_DIR"); filepath.IsAbs(d) {
+		return filepath.Join(d, "sandboxer")
+	}
+	return filepath.Join(os.TempDir(), "sandboxer-"+strconv.Itoa(uid))
+}
+
+// volatile are variables a shell changes on its own (they do not make another server).
+var volatile = []string{"PWD", "OLDPWD", "_", "SHLVL"}
+
+// PerCall says whether an environment entry travels with each call rather than naming the
+// server: the SANDBOXER_* variables.
+func PerCall(kv string) bool { return strings.HasPrefix(kv, "SANDBOXER_") }
+
+// ServerEnv is the environment a server for environ runs with: environ without the per-call and
+// volatile variables.
+func ServerEnv(environ []string) []string {
+	var env []string
+	for _, kv := range environ {
+		k, _, _ := strings.Cut(kv, "=")
+		if !PerCall(kv) && !slices.Contains(volatile, k) {
+			env = append(env, kv)
+		}
+	}
+	slices.Sort(env)
+	return env
+}
+
+// Name names the server of an engine binary (its path, size and modification time: a rebuilt
+// engine gets a new server) for an environment (ServerEnv) and umask. Two calls share a server
+// only when everything the server takes from its own process is theirs too.
+func Name(engine string, fi os.FileInfo, serverEnv []string, umask int) string {
+	h := fnv.New64a()
+	for _, s := range []string{engine, strconv.FormatInt(fi.Size(), 10), strconv.FormatInt(fi.ModTime().UnixNano(), 10), strconv.Itoa(umask)} {
+		h.Write([]byte(s))
+		h.Write([]byte{0})
+	}
+	for _, kv := range serverEnv {
+		h.Write([]byte(kv))
+		h.Write([]byte{0})
+	}
+	return strconv.FormatUint(h.Sum64(), 16)
+}
+
+// Request is one call.
+type Request struct {
+	Dir  string   // the front's working directory
+	Args []string // the command line, without the program name
+	Env  []string // the front's SANDBOXER_* variables, KEY=VALUE
+}
+
+// MaxRequest bounds a request (the tools' inputs are at most a few MiB).
+const MaxRequest = 64 << 20
+
+// Magic starts every request; a server of another protocol refuses it.
+const Magic = "sbx1"
+
+// Append appends the request's encoding: Magic, its length (4 bytes, big endian) and the
+// strings, each with its length as a uvarint.
+func (r Request) Append(b []byte) []byte {
+	start := len(b)
+	b = append(b, Magic...)
+	b = append(b, 0, 0, 0, 0)
+	str := func(s string) {
+		b = binary.AppendUvarint(b, uint64(len(s)))
+		b = append(b, s...)
+	}
+	str(r.Dir)
+	for _, list := range [][]string{r.Args, r.Env} {
+		b = binary.AppendUvarint(b, uint64(len(list)))
+		for _, s := range list {
+			str(s)
+		}
+	}
+	binary.BigEndian.PutUint32(b[start+len(Magic):], uint32(len(b)-start-HeaderLen))
+	return b
+}
+
+// HeaderLen is the length of Magic and the length that follows it.
+const HeaderLen = len(Magic) + 4
+
+// BodyLen checks a request's header and returns the length of the body after it.
+func BodyLen(header []byte) (int, error) {
+	if len(header) < HeaderLen || string(header[:len(Magic)]) != Magic {
+		return 0, errors.New("oneshot: not a request of this protocol")
+	}
+	n := binary.BigEndian.Uint32(header[len(Magic):])
+	if n > MaxRequest {
+		return 0, errors.New("oneshot: request too large")
+	}
+	return int(n), nil
+}
+
+// Parse decodes a request's body.
+func Parse(body []byte) (Request, error) {
+	var r Request
+	bad := errors.New("oneshot: malformed request")
+	num := func() (uint64, bool) {
+		n, k := binary.Uvarint(body)
+		if k <= 0 {
+			return 0, false
+		}
+		body = body[k:]
+		return n, true
+	}
+	str := func() (string, bool) {
+		n, ok := num()
+		if !ok || n > uint64(len(body)) {
+			return "", false
+		}
+		s := string(body[:n])
+		body = body[n:]
+		return s, true
+	}
+	var ok bool
+	if r.Dir, ok = str(); !ok || !filepath.IsAbs(r.Dir) {
+		return r, bad
+	}
+	for _, list := range []*[]string{&r.Args, &r.Env} {
+		n, ok := num()
+		if !ok || n > uint64(len(body)) {
+			return r, bad
+		}
+		for range n {
+			s, ok := str()
+			if !ok {
+				return r, bad
+			}
+			*list = append(*list, s)
+		}
+	}
+	if len(body) != 0 {
+		return r, bad
+	}
+	return r, nil
+}
+
+// A reply is one byte of kind and 4 of value (big endian).
+const (
+	ReplyLen = 5
+	// Accepted: the server read the request and runs it. Anything else, or nothing, means
+	// nothing ran, and the front runs the call in a process of its own.
+	Accepted = 'a'
+	// Refused: the server does not run calls of this peer (see the server's log).
+	Refused = 'r'
+	// Exit follows Accepted once the call ended; the value is its exit status.
+	Exit = 'x'
+)
+
+// Reply encodes a reply.
+func Reply(kind byte, value uint32) []byte {
+	b := []byte{kind, 0, 0, 0, 0}
+	binary.BigEndian.PutUint32(b[1:], value)
+	return b
+}
+
+// What a starting server writes on its ready descriptor (fd 3): Ready once it accepts calls,
+// Busy when another server of its name runs or starts (the front dials that one).
+const (
+	Ready = "ready\n"
+	Busy  = "busy\n"
+)
