@@ -314,6 +314,14 @@ func (j *Journal) init(ctx context.Context) error {
 // Path returns the absolute path of the journal file.
 func (j *Journal) Path() string { return j.path }
 
+// Checkpoint copies what the WAL holds into the main file (a passive checkpoint: it waits for no
+// reader or writer), so that the file alone holds every row committed so far. Close does the same;
+// a process that keeps the journal open calls this when it is idle.
+func (j *Journal) Checkpoint(ctx context.Context) error {
+	_, err := j.db.ExecContext(ctx, "PRAGMA wal_checkpoint(PASSIVE)")
+	return err
+}
+
 // Close closes the journal. The last connection to close checkpoints the WAL into the main file.
 func (j *Journal) Close() error {
 	for _, s := range []*sql.Stmt{j.begin, j.finish} {

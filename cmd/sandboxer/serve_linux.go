@@ -43,16 +43,20 @@ func serve(engine string, args []string) (code int, ok bool) {
 		}
 	}
 	defer conn.Close()
-	return call(conn, args, filepath.Join(dir, name+".log"))
+	key, err := os.ReadFile(oneshot.KeyFile(dir, name))
+	if err != nil {
+		return 0, false
+	}
+	return call(conn, string(key), args, filepath.Join(dir, name+".log"))
 }
 
 // call sends the request with this process's standard streams and waits for the exit status.
-func call(conn *os.File, args []string, logFile string) (int, bool) {
+func call(conn *os.File, key string, args []string, logFile string) (int, bool) {
 	cwd, err := os.Getwd()
 	if err != nil {
 		return 0, false
 	}
-	req := oneshot.Request{Dir: cwd, Args: args}
+	req := oneshot.Request{Key: key, Dir: cwd, Args: args}
 	for _, kv := range os.Environ() {
 		if oneshot.PerCall(kv) {
 			req.Env = append(req.Env, kv)

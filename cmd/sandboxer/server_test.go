@@ -101,6 +101,16 @@ func TestServerPerCallSettings(t *testing.T) {
 	r = e.run("", []string{"SANDBOXER_SERVER=off"}, "log", "--json", "--journal", "j.db")
 	require.Equal(t, 0, r.code, r.stderr)
 	assert.Equal(t, 1, strings.Count(r.stdout, `"toolName":"read"`), r.stdout)
+	// Soon after the last call the file alone holds every row (the server checkpoints it).
+	copied := filepath.Join(e.base, "copy.db")
+	assert.Eventually(t, func() bool {
+		b, err := os.ReadFile(filepath.Join(e.work, "j.db"))
+		if err != nil || os.WriteFile(copied, b, 0o644) != nil {
+			return false
+		}
+		r := e.run("", []string{"SANDBOXER_SERVER=off"}, "log", "--json", "--journal", copied)
+		return strings.Count(r.stdout, `"toolName":"read"`) == 1
+	}, 20*time.Second, 200*time.Millisecond)
 }
 
 // A warm sandbox serves the next call only when the last one left nothing in it: a file in its
@@ -230,4 +240,30 @@ func TestServerRefusesOtherNamespaces(t *testing.T) {
 	}
 	assert.Equal(t, `{"ok":true,"output":"abc"}`+"\n", string(out))
 	assert.Contains(t, e.serverLog(), "refused")
+}
+
+// Only a process that can read the server's key uses the server: a wrong key is refused (and
+// the front runs the call itself), and a sandboxed command cannot read the key.
+func TestServerKey(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.write("a.txt", "abc")
+	require.Equal(t, 0, e.run("", nil, "tool", "read", "--input", `{"path":"a.txt"}`).code)
+	keys, _ := filepath.Glob(filepath.Join(e.serverDir(), "*.key"))
+	require.Len(t, keys, 1)
+	fi, err := os.Stat(keys[0])
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
+
+	r := e.run("", nil, "tool", "bash", "--input", `{"cmd":"sh","args":["-c","cat \"$0\" && echo READ","`+keys[0]+`"]}`)
+	assert.NotContains(t, r.stdout, "READ", "a sandboxed command read the server's key")
+
+	real, err := os.ReadFile(keys[0])
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(keys[0], []byte("not-the-key"), 0o600))
+	r = e.run("", nil, "tool", "read", "--input", `{"path":"a.txt"}`)
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Equal(t, `{"ok":true,"output":"abc"}`+"\n", r.stdout, "the front ran the call itself")
+	assert.Contains(t, e.serverLog(), "key is not this server's")
+	require.NoError(t, os.WriteFile(keys[0], real, 0o600))
 }

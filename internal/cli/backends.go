@@ -13,6 +13,7 @@ import (
 	"github.com/sandboxer/sandboxer/adapter"
 	"github.com/sandboxer/sandboxer/adapter/local"
 	"github.com/sandboxer/sandboxer/errs"
+	"github.com/sandboxer/sandboxer/internal/oneshot"
 	"github.com/sandboxer/sandboxer/internal/state"
 )
 
@@ -222,6 +223,16 @@ func sortedUnique(s []string) []string {
 	return out
 }
 
+// serverDir is the directory of the resident servers of inv's user (internal/oneshot.Dir).
+func serverDir(inv invocation) string {
+	return oneshot.Dir(func(k string) string {
+		if k == "SANDBOXER_SERVER_DIR" {
+			return inv.getenv(k)
+		}
+		return os.Getenv(k)
+	}, os.Getuid())
+}
+
 // localConfig is the local adapter's configuration for the settings and a workspace.
 func localConfig(s Settings, root string) local.Config {
 	iso := s.Isolation
@@ -229,7 +240,9 @@ func localConfig(s Settings, root string) local.Config {
 		iso = local.IsolationAuto
 	}
 	cfg := local.Config{Root: root, Isolation: iso, RequireIsolation: s.RequireIsolation, CPUs: s.CPUs,
-		Memory: s.Memory, Pids: s.Pids, ReadPaths: s.ROBind, WritePaths: s.RWBind, AllowHosts: s.AllowHosts}
+		Memory: s.Memory, Pids: s.Pids, ReadPaths: s.ROBind, WritePaths: s.RWBind, AllowHosts: s.AllowHosts,
+		// The resident servers' sockets and keys: a command never uses a server (see oneshot.Request.Key).
+		DenyRead: []string{serverDir(s.inv)}}
 	// Settings say 0 for none; local.Config says NoLimit (its 0 is the default).
 	if cfg.Memory == 0 {
 		cfg.Memory = local.NoLimit

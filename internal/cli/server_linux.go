@@ -2,6 +2,9 @@ package cli
 
 import (
 	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -68,6 +71,10 @@ func runServer(ctx context.Context, dir, name string, idle time.Duration, std St
 	}
 	lock.Truncate(0)
 	lock.WriteString(strconv.Itoa(os.Getpid()) + "\n")
+	key, err := writeKey(oneshot.KeyFile(dir, name))
+	if err != nil {
+		return err
+	}
 	sock := filepath.Join(dir, name+".sock")
 	os.Remove(sock) // a crashed server's: it held the lock
 	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: sock, Net: "unix"})
@@ -80,7 +87,7 @@ func runServer(ctx context.Context, dir, name string, idle time.Duration, std St
 		ln.Close()
 		return err
 	}
-	srv := &server{warm: newWarmth(), log: slog.New(slog.NewTextHandler(std.Err, nil)), last: time.Now()}
+	srv := &server{key: key, warm: newWarmth(), log: slog.New(slog.NewTextHandler(std.Err, nil)), last: time.Now()}
 	srv.ctx, srv.cancel = context.WithCancel(context.Background())
 	tell(oneshot.Ready)
 	srv.log.Info("serving", "socket", sock, "pid", os.Getpid(), "idle", idle)
@@ -104,12 +111,14 @@ func runServer(ctx context.Context, dir, name string, idle time.Duration, std St
 				why = "idle"
 			} else {
 				srv.warm.expire(idle)
+				srv.warm.checkpoint(ctx, time.Second)
 			}
 		}
 	}
 	srv.log.Info("ending", "why", why)
 	if fi, err := os.Stat(sock); err == nil && os.SameFile(fi, mine) {
 		os.Remove(sock)
+		os.Remove(oneshot.KeyFile(dir, name))
 	}
 	ln.Close()
 	<-accepting
@@ -124,6 +133,7 @@ func runServer(ctx context.Context, dir, name string, idle time.Duration, std St
 
 // server is the resident server's state.
 type server struct {
+	key    string          // oneshot.Request.Key
 	ctx    context.Context // cancelled when the server ends: its calls are cancelled
 	cancel context.CancelFunc
 	warm   *warmth
@@ -188,6 +198,11 @@ func (srv *server) handle(conn *net.UnixConn) {
 			f.Close()
 		}
 	}()
+	if subtle.ConstantTimeCompare([]byte(req.Key), []byte(srv.key)) != 1 {
+		srv.log.Warn("refused", "err", "the request's key is not this server's")
+		conn.Write(oneshot.Reply(oneshot.Refused, 0))
+		return
+	}
 	if _, err := conn.Write(oneshot.Reply(oneshot.Accepted, 0)); err != nil {
 		return
 	}
@@ -202,6 +217,24 @@ func (srv *server) handle(conn *net.UnixConn) {
 	inv := invocation{env: sandboxerEnv(req.Env), dir: req.Dir, warm: srv.warm}
 	code := runCall(withInvocation(ctx, inv), req.Args, Streams{In: files[0], Out: files[1], Err: files[2]})
 	conn.Write(oneshot.Reply(oneshot.Exit, uint32(code)))
+}
+
+// writeKey writes a new random key to file (this user's only), replacing the last server's.
+func writeKey(file string) (string, error) {
+	b := make([]byte, 32)
+	rand.Read(b)
+	key := hex.EncodeToString(b)
+	tmp := file + ".new"
+	os.Remove(tmp)
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return "", err
+	}
+	_, err = f.WriteString(key)
+	if err = errors.Join(err, f.Close()); err == nil {
+		err = os.Rename(tmp, file)
+	}
+	return key, err
 }
 
 // runCall runs a command line; a panic ends the call (exit status 1), not the server.

@@ -87,6 +87,11 @@ func Name(engine string, fi os.FileInfo, serverEnv []string, umask int) string {
 
 // Request is one call.
 type Request struct {
+	// Key is the server's key, read from NAME.key in the socket's directory: only a process
+	// that can read that directory may use the server. A command in a sandbox of the same user
+	// and namespaces (the local adapter without its namespaces, where only Landlock confines its
+	// files) cannot, and so cannot have the server run a call outside its confinement.
+	Key  string
 	Dir  string   // the front's working directory
 	Args []string // the command line, without the program name
 	Env  []string // the front's SANDBOXER_* variables, KEY=VALUE
@@ -108,6 +113,7 @@ func (r Request) Append(b []byte) []byte {
 		b = binary.AppendUvarint(b, uint64(len(s)))
 		b = append(b, s...)
 	}
+	str(r.Key)
 	str(r.Dir)
 	for _, list := range [][]string{r.Args, r.Env} {
 		b = binary.AppendUvarint(b, uint64(len(list)))
@@ -156,6 +162,9 @@ func Parse(body []byte) (Request, error) {
 		return s, true
 	}
 	var ok bool
+	if r.Key, ok = str(); !ok {
+		return r, bad
+	}
 	if r.Dir, ok = str(); !ok || !filepath.IsAbs(r.Dir) {
 		return r, bad
 	}
@@ -178,13 +187,16 @@ func Parse(body []byte) (Request, error) {
 	return r, nil
 }
 
+// KeyFile is the file of a server's key (see Request.Key).
+func KeyFile(dir, name string) string { return filepath.Join(dir, name+".key") }
+
 // A reply is one byte of kind and 4 of value (big endian).
 const (
 	ReplyLen = 5
 	// Accepted: the server read the request and runs it. Anything else, or nothing, means
 	// nothing ran, and the front runs the call in a process of its own.
 	Accepted = 'a'
-	// Refused: the server does not run calls of this peer (see the server's log).
+	// Refused: the server does not run calls of this peer, or of this key (see the server's log).
 	Refused = 'r'
 	// Exit follows Accepted once the call ended; the value is its exit status.
 	Exit = 'x'

@@ -13,7 +13,7 @@ import (
 func TestRequestRoundTrip(t *testing.T) {
 	for _, r := range []Request{
 		{Dir: "/", Args: nil, Env: nil},
-		{Dir: "/work/a b", Args: []string{"tool", "read", "--input", `{"path":"ä.txt"}`, ""}, Env: []string{"SANDBOXER_JOURNAL=off", "SANDBOXER_X="}},
+		{Key: "k3y", Dir: "/work/a b", Args: []string{"tool", "read", "--input", `{"path":"ä.txt"}`, ""}, Env: []string{"SANDBOXER_JOURNAL=off", "SANDBOXER_X="}},
 		{Dir: "/w", Args: []string{string(make([]byte, 300))}},
 	} {
 		b := r.Append([]byte("junk before"))[len("junk before"):]
@@ -23,6 +23,7 @@ func TestRequestRoundTrip(t *testing.T) {
 		got, err := Parse(b[HeaderLen:])
 		require.NoError(t, err)
 		assert.Equal(t, r.Dir, got.Dir)
+		assert.Equal(t, r.Key, got.Key)
 		assert.Equal(t, len(r.Args), len(got.Args))
 		assert.Equal(t, len(r.Env), len(got.Env))
 		for i := range r.Args {
@@ -51,7 +52,7 @@ func TestMalformedRequests(t *testing.T) {
 	assert.Error(t, err, "trailing data")
 	_, err = Parse(Request{Dir: "relative"}.Append(nil)[HeaderLen:])
 	assert.Error(t, err, "a relative directory")
-	_, err = Parse([]byte{2, '/', 'w', 0xff, 0xff, 0xff, 0xff, 0x0f})
+	_, err = Parse([]byte{0, 2, '/', 'w', 0xff, 0xff, 0xff, 0xff, 0x0f})
 	assert.Error(t, err, "a count larger than the body")
 }
 
