@@ -146,6 +146,7 @@ func start(engine, dir, name string, env []string) bool {
 	if err != nil {
 		return false
 	}
+	r.SetReadDeadline(time.Now().Add(10 * time.Second)) // a server that hangs as it starts
 	said, _ := io.ReadAll(io.LimitReader(r, 64))
 	return strings.HasPrefix(string(said), oneshot.Ready) || strings.HasPrefix(string(said), oneshot.Busy)
 }

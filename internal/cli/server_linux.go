@@ -55,9 +55,14 @@ func runServer(ctx context.Context, dir, name string, idle time.Duration, std St
 		return usage(errors.New("server: --dir (absolute) and --name are required"))
 	}
 	tell := func(string) {}
-	if f := os.NewFile(3, "ready"); f != nil {
-		if _, err := f.Stat(); err == nil {
-			tell = func(s string) { f.WriteString(s); f.Close() }
+	// Descriptor 3 is the front's pipe. It is wrapped only when it is one: an *os.File of a
+	// descriptor that is not open would close whatever gets that number later.
+	if st := (syscall.Stat_t{}); syscall.Fstat(3, &st) == nil && st.Mode&syscall.S_IFMT == syscall.S_IFIFO {
+		ready := os.NewFile(3, "ready")
+		defer ready.Close()
+		tell = func(s string) {
+			ready.WriteString(s)
+			ready.Close()
 		}
 	}
 	lock, err := os.OpenFile(filepath.Join(dir, name+".lock"), os.O_RDWR|os.O_CREATE, 0o600)
