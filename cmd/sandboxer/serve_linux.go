@@ -31,7 +31,7 @@ func serve(engine string, args []string) (code int, ok bool) {
 	sock := filepath.Join(dir, name+".sock")
 	conn, err := dial(sock)
 	if err != nil {
-		if !start(engine, dir, name, env) {
+		if running(dir) >= oneshot.MaxServers || !start(engine, dir, name, env) {
 			return 0, false
 		}
 		for deadline := time.Now().Add(2 * time.Second); err != nil && time.Now().Before(deadline); {
@@ -102,6 +102,23 @@ func dial(sock string) (*os.File, error) {
 		return nil, err
 	}
 	return f, nil
+}
+
+// running counts the servers of dir: each holds its lock file locked.
+func running(dir string) int {
+	locks, _ := filepath.Glob(filepath.Join(dir, "*.lock"))
+	n := 0
+	for _, l := range locks {
+		f, err := os.Open(l)
+		if err != nil {
+			continue
+		}
+		if syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB) == syscall.EWOULDBLOCK {
+			n++
+		}
+		f.Close()
+	}
+	return n
 }
 
 // ownDir makes sure the socket directory exists, is this user's and no one else's.

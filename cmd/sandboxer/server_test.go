@@ -65,9 +65,22 @@ func TestServerOnePerEnvironment(t *testing.T) {
 	r := e.run("", []string{"SANDBOXER_JOURNAL=off"}, "tool", "read", "--input", `{"path":"a.txt"}`)
 	require.Equal(t, 0, r.code, r.stderr)
 	assert.Len(t, e.servers(), 1)
-	r = e.run("", []string{"OTHER=1"}, "tool", "read", "--input", `{"path":"a.txt"}`)
+	// A variable the engine never reads (an id a caller sets per call) is the same environment;
+	// one it reads (TZ) is another.
+	r = e.run("", []string{"TOOL_CALL_ID=1"}, "tool", "read", "--input", `{"path":"a.txt"}`)
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Len(t, e.servers(), 1)
+	r = e.run("", []string{"TZ=UTC"}, "tool", "read", "--input", `{"path":"a.txt"}`)
 	require.Equal(t, 0, r.code, r.stderr)
 	assert.Len(t, e.servers(), 2)
+	// Environments that keep changing start at most MaxServers (8) servers; the calls beyond run
+	// in processes of their own.
+	for i := range 10 {
+		r = e.run("", []string{"TZ=UTC+" + strconv.Itoa(i)}, "tool", "read", "--input", `{"path":"a.txt"}`)
+		require.Equal(t, 0, r.code, r.stderr)
+		assert.Equal(t, `{"ok":true,"output":"abc"}`+"\n", r.stdout)
+	}
+	assert.Len(t, e.servers(), 8)
 	// Commands that are not one-shot calls never start one.
 	direct := newEnv(t)
 	require.Equal(t, 0, direct.run("", nil, "doctor").code)

@@ -48,26 +48,46 @@ func Dir(getenv func(string) string, uid int) string {
 	return filepath.Join(os.TempDir(), "sandboxer-"+strconv.Itoa(uid))
 }
 
-// volatile are variables a shell changes on its own (they do not make another server).
-var volatile = []string{"PWD", "OLDPWD", "_", "SHLVL"}
+// engineVars and enginePrefixes are the variables the engine, or what it starts on the host,
+// reads from its own environment: where its files are (HOME, XDG_*, TMPDIR), the programs it runs
+// (PATH: ripgrep, the OCI runtimes, the Go toolchain that builds the agent, with GO* and CGO_*),
+// the daemons and clusters it talks to (DOCKER_*, KUBECONFIG, KUBERNETES_*, the proxies, the
+// certificates), ripgrep's configuration, the locale and the Go runtime's settings. A command in a
+// sandbox never sees the host's environment. Only these name a server (Name), and a server
+// runs with only these (ServerEnv): any other variable, which callers often set per call (an id,
+// a tool's randomized offset), neither starts another server nor reaches one.
+var (
+	engineVars = []string{"PATH", "HOME", "USER", "LOGNAME", "TMPDIR", "TZ", "LANG", "LANGUAGE",
+		"KUBECONFIG", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "ALL_PROXY", "http_proxy",
+		"https_proxy", "no_proxy", "all_proxy", "SSL_CERT_FILE", "SSL_CERT_DIR", "RIPGREP_CONFIG_PATH"}
+	enginePrefixes = []string{"XDG_", "LC_", "DOCKER_", "KUBERNETES_", "GO", "CGO_"}
+)
 
 // PerCall says whether an environment entry travels with each call rather than naming the
 // server: the SANDBOXER_* variables.
 func PerCall(kv string) bool { return strings.HasPrefix(kv, "SANDBOXER_") }
 
-// ServerEnv is the environment a server for environ runs with: environ without the per-call and
-// volatile variables.
+// ServerEnv is the environment a server for environ runs with, sorted: the variables of environ
+// the engine reads (see engineVars), without the per-call ones.
 func ServerEnv(environ []string) []string {
 	var env []string
 	for _, kv := range environ {
 		k, _, _ := strings.Cut(kv, "=")
-		if !PerCall(kv) && !slices.Contains(volatile, k) {
+		if PerCall(kv) {
+			continue
+		}
+		if slices.Contains(engineVars, k) || slices.ContainsFunc(enginePrefixes, func(p string) bool { return strings.HasPrefix(k, p) }) {
 			env = append(env, kv)
 		}
 	}
 	slices.Sort(env)
 	return env
 }
+
+// MaxServers bounds the servers of one user's directory: a front that finds this many running
+// starts no other (its call runs in a process of its own), so callers whose environments keep
+// changing never pile up idle servers.
+const MaxServers = 8
 
 // Name names the server of an engine binary (its path, size and modification time: a rebuilt
 // engine gets a new server) for an environment (ServerEnv) and umask. Two calls share a server

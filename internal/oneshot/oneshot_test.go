@@ -66,9 +66,11 @@ func TestIsServed(t *testing.T) {
 }
 
 func TestServerName(t *testing.T) {
-	env := ServerEnv([]string{"PATH=/bin", "SANDBOXER_JOURNAL=off", "PWD=/w", "OLDPWD=/", "_=/bin/x", "SHLVL=2", "HOME=/h"})
-	assert.Equal(t, []string{"HOME=/h", "PATH=/bin"}, env, "sorted, without the per-call and volatile variables")
-	assert.Equal(t, env, ServerEnv([]string{"HOME=/h", "SANDBOXER_RUN_ID=r", "PATH=/bin"}))
+	env := ServerEnv([]string{"PATH=/bin", "SANDBOXER_JOURNAL=off", "PWD=/w", "OLDPWD=/", "_=/bin/x", "SHLVL=2", "HOME=/h",
+		"HYPERFINE_RANDOMIZED_ENVIRONMENT_OFFSET=17", "TOOL_CALL_ID=abc", "DOCKER_HOST=unix:///d", "XDG_STATE_HOME=/s", "GOCACHE=/c"})
+	assert.Equal(t, []string{"DOCKER_HOST=unix:///d", "GOCACHE=/c", "HOME=/h", "PATH=/bin", "XDG_STATE_HOME=/s"}, env,
+		"sorted, only what the engine reads, without the per-call variables")
+	assert.Equal(t, []string{"HOME=/h", "PATH=/bin"}, ServerEnv([]string{"HOME=/h", "SANDBOXER_RUN_ID=r", "PATH=/bin", "OTHER=1"}))
 
 	f := filepath.Join(t.TempDir(), "engine")
 	require.NoError(t, os.WriteFile(f, []byte("a"), 0o755))
