@@ -160,8 +160,7 @@ func (w *warmth) putLocal(key string, workspace os.FileInfo, sb *local.Sandbox) 
 	}()
 }
 
-// expire stops the sandboxes idle for longer than d, and closes every journal no call uses when
-// d is 0 (the server is ending).
+// expire stops the sandboxes idle for d or longer (all of them when d is 0).
 func (w *warmth) expire(d time.Duration) {
 	w.mu.Lock()
 	var old []*idleSandbox
