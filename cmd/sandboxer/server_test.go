@@ -280,3 +280,24 @@ func TestServerKey(t *testing.T) {
 	assert.Contains(t, e.serverLog(), "key is not this server's")
 	require.NoError(t, os.WriteFile(keys[0], real, 0o600))
 }
+
+// A stdout closed early (sandboxer log | head) ends a served call as SIGPIPE ends a process:
+// status 141, nothing on stderr.
+func TestServerBrokenStdout(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.write("a.txt", strings.Repeat("x", 100000))
+	r, w, err := os.Pipe()
+	require.NoError(t, err)
+	r.Close() // the reader is gone before the first write
+	var stderr bytes.Buffer
+	cmd := exec.Command(bin, "tool", "read", "--input", `{"path":"a.txt"}`)
+	cmd.Dir, cmd.Env, cmd.Stdout, cmd.Stderr = e.work, e.vars, w, &stderr
+	err = cmd.Run()
+	w.Close()
+	var ee *exec.ExitError
+	require.ErrorAs(t, err, &ee)
+	assert.Equal(t, 141, ee.ExitCode())
+	assert.Empty(t, stderr.String())
+	assert.Len(t, e.servers(), 1, "the call was served")
+}

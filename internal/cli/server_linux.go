@@ -242,15 +242,71 @@ func writeKey(file string) (string, error) {
 	return key, err
 }
 
-// runCall runs a command line; a panic ends the call (exit status 1), not the server.
+// runCall runs a command line; a panic ends the call (exit status 1), not the server. A
+// caller's stdout that is a pipe closed early (sandboxer log | head) ends the call as SIGPIPE ends
+// a process of its own: silently, with status 141.
 func runCall(ctx context.Context, args []string, std Streams) (code int) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	out := &pipeOut{w: std.Out, broken: cancel}
+	std.Out = out
+	std.Err = &quietErr{w: std.Err, out: out}
 	defer func() {
 		if r := recover(); r != nil {
 			fmt.Fprintf(std.Err, "sandboxer: internal error: %v\n%s", r, debug.Stack())
 			code = 1
 		}
+		if out.isBroken() {
+			code = 128 + int(syscall.SIGPIPE)
+		}
 	}()
 	return run(ctx, args, std)
+}
+
+// pipeOut is a call's stdout: a write that finds the pipe closed (EPIPE) cancels the call.
+type pipeOut struct {
+	w      io.Writer
+	broken context.CancelFunc
+	mu     sync.Mutex
+	closed bool
+}
+
+func (p *pipeOut) Write(b []byte) (int, error) {
+	n, err := p.w.Write(b)
+	if errors.Is(err, syscall.EPIPE) {
+		p.mu.Lock()
+		p.closed = true
+		p.mu.Unlock()
+		p.broken()
+	}
+	return n, err
+}
+
+func (p *pipeOut) isBroken() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.closed
+}
+
+// quietErr is a call's stderr, silent once its stdout broke (what follows is about that).
+type quietErr struct {
+	w   io.Writer
+	out *pipeOut
+}
+
+// Fd is the descriptor under it, if any, for the terminal checks of progress output.
+func (q *quietErr) Fd() uintptr {
+	if f, ok := q.w.(interface{ Fd() uintptr }); ok {
+		return f.Fd()
+	}
+	return ^uintptr(0)
+}
+
+func (q *quietErr) Write(b []byte) (int, error) {
+	if q.out.isBroken() {
+		return len(b), nil
+	}
+	return q.w.Write(b)
 }
 
 // checkPeer accepts a peer of this user in this server's user, mount and PID namespaces: a

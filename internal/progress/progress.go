@@ -5,7 +5,6 @@ package progress
 import (
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"sync"
 	"time"
@@ -13,9 +12,10 @@ import (
 	"golang.org/x/term"
 )
 
-// IsTerminal reports whether w is a terminal.
+// IsTerminal reports whether w is a terminal: an *os.File, or a writer over one that says so
+// (an Fd method, as the resident server's wrapper of a call's stderr has).
 func IsTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
+	f, ok := w.(interface{ Fd() uintptr })
 	if !ok {
 		return false
 	}
