@@ -11,6 +11,7 @@
 package main
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -58,16 +59,8 @@ func findEngine() (string, error) {
 			return p, nil
 		}
 	}
-	return "", &os.PathError{Op: "find", Path: engineName, Err: errNoEngine}
+	return "", errors.New(engineName + " is neither beside this binary nor on PATH (install both: go install github.com/sandboxer/sandboxer/cmd/...@latest; or set SANDBOXER_ENGINE)")
 }
-
-type engineError struct{}
-
-func (engineError) Error() string {
-	return "the engine is neither beside this binary nor on PATH (install both: go install github.com/sandboxer/sandboxer/cmd/...@latest; or set SANDBOXER_ENGINE)"
-}
-
-var errNoEngine = engineError{}
 
 func isExecutable(p string) bool {
 	fi, err := os.Stat(p)

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -84,15 +85,9 @@ func newEnv(t testing.TB) *env {
 	return e
 }
 
-// stopServers ends the servers of dir (their pids are in their lock files) and removes dir.
+// stopServers ends the servers of dir and removes dir.
 func stopServers(t testing.TB, dir string) {
-	locks, _ := filepath.Glob(filepath.Join(dir, "*.lock"))
-	for _, lock := range locks {
-		b, _ := os.ReadFile(lock)
-		var pid int
-		if _, err := fmt.Sscan(string(b), &pid); err != nil || pid <= 0 {
-			continue
-		}
+	for _, pid := range serverPids(dir) {
 		if syscall.Kill(pid, syscall.SIGTERM) != nil {
 			continue
 		}
@@ -106,6 +101,19 @@ func stopServers(t testing.TB, dir string) {
 		}
 	}
 	os.RemoveAll(dir)
+}
+
+// serverPids are the running servers of dir (each wrote its pid into its lock file).
+func serverPids(dir string) []int {
+	locks, _ := filepath.Glob(filepath.Join(dir, "*.lock"))
+	var pids []int
+	for _, l := range locks {
+		b, _ := os.ReadFile(l)
+		if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && pid > 0 && alive(pid) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
 }
 
 // alive reports whether pid runs (a zombie, the server once it ended and until init reaps it,

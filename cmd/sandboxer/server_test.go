@@ -28,17 +28,7 @@ func (e *env) serverDir() string {
 }
 
 // servers are the pids of the env's running servers.
-func (e *env) servers() []int {
-	locks, _ := filepath.Glob(filepath.Join(e.serverDir(), "*.lock"))
-	var pids []int
-	for _, l := range locks {
-		b, _ := os.ReadFile(l)
-		if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && alive(pid) {
-			pids = append(pids, pid)
-		}
-	}
-	return pids
-}
+func (e *env) servers() []int { return serverPids(e.serverDir()) }
 
 // serverLog is what the env's servers wrote.
 func (e *env) serverLog() string {

@@ -36,6 +36,13 @@ type warmJournal struct {
 	last  time.Time // the end of its last use
 }
 
+// release ends one use of wj, and closes a replaced journal with its last use (w.mu held).
+func (wj *warmJournal) release() {
+	if wj.users--; wj.users == 0 && wj.gone {
+		wj.j.Close()
+	}
+}
+
 // journal returns the open journal of path, opening it if need be (and again when the file was
 // removed or replaced since), and the release that ends this use of it.
 func (w *warmth) journal(ctx context.Context, path string, opts journal.Options) (*journal.Journal, func(), error) {
@@ -76,9 +83,7 @@ func (w *warmth) journal(ctx context.Context, path string, opts journal.Options)
 			w.mu.Lock()
 			defer w.mu.Unlock()
 			wj.dirty, wj.last = true, time.Now()
-			if wj.users--; wj.users == 0 && wj.gone {
-				wj.j.Close()
-			}
+			wj.release()
 		})
 	}, nil
 }
@@ -100,9 +105,7 @@ func (w *warmth) checkpoint(ctx context.Context, d time.Duration) {
 	for _, wj := range due {
 		_ = wj.j.Checkpoint(ctx)
 		w.mu.Lock()
-		if wj.users--; wj.users == 0 && wj.gone {
-			wj.j.Close()
-		}
+		wj.release()
 		w.mu.Unlock()
 	}
 }
