@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 )
 
@@ -29,6 +30,12 @@ import (
 // isolation=off is the tool path itself; isolation=auto adds the local adapter's kernel isolation
 // (namespaces, Landlock, a cgroup per command), whose own figure is in adapter/local.
 //
+// The rest break the figure down: journal=off is the go-sdk call without its journal row, and
+// the floors (floor_test.go) are the same call to servers with nothing of sandboxer in them, the
+// SDK's own server with a handler that is one bare exec (floor=go-sdk), and a server of a few
+// lines without the SDK (floor=raw): with the go-sdk client, the least any server built on the
+// SDK, and any server at all, can cost on this machine.
+//
 //	go test -run '^$' -bench MCPBash -benchtime 1000x -count 3 ./cmd/sandboxer/
 func BenchmarkMCPBash(b *testing.B) {
 	for _, iso := range []string{"off", "auto"} {
@@ -39,12 +46,35 @@ func BenchmarkMCPBash(b *testing.B) {
 		})
 		b.Run("client=go-sdk/isolation="+iso, func(b *testing.B) {
 			cs := newEnv(b).startMCP(b, args...)
-			benchAgainstBare(b, func(b *testing.B) {
-				if res := callTool(b, cs, "bash", map[string]any{"cmd": "/bin/true"}); res.IsError {
-					b.Fatal(text(b, res))
-				}
-			})
+			benchAgainstBare(b, sdkCallTrue(cs))
 		})
+	}
+	// The breakdown: the journal's share, then the floors (floor_test.go), the same call to
+	// servers with nothing of sandboxer in them.
+	b.Run("client=go-sdk/isolation=off/journal=off", func(b *testing.B) {
+		cs := newEnv(b).startMCP(b, "--run-id", "bench", "--node-id", "n", "--isolation", "off", "--journal", "off")
+		benchAgainstBare(b, sdkCallTrue(cs))
+	})
+	b.Run("floor=raw/client=wire", func(b *testing.B) {
+		c := startWireClientCmd(b, floorCommand(b, "raw"))
+		benchAgainstBare(b, func(b *testing.B) {
+			c.roundTrip(b, "tools/call", `{"name":"bash","arguments":{"cmd":"/bin/true"}}`)
+		})
+	})
+	for _, mode := range []string{"raw", "go-sdk"} {
+		b.Run("floor="+mode+"/client=go-sdk", func(b *testing.B) {
+			cs := startFloorSDK(b, mode)
+			benchAgainstBare(b, sdkCallTrue(cs))
+		})
+	}
+}
+
+// sdkCallTrue is a bash call of /bin/true through the go-sdk client.
+func sdkCallTrue(cs *mcp.ClientSession) func(b *testing.B) {
+	return func(b *testing.B) {
+		if res := callTool(b, cs, "bash", map[string]any{"cmd": "/bin/true"}); res.IsError {
+			b.Fatal(text(b, res))
+		}
 	}
 }
 
@@ -93,6 +123,12 @@ func startWireClient(tb testing.TB, e *env, args ...string) *wireClient {
 	tb.Helper()
 	cmd := exec.Command(bin, append([]string{"mcp"}, args...)...)
 	cmd.Dir, cmd.Env, cmd.Stderr = e.work, e.vars, os.Stderr
+	return startWireClientCmd(tb, cmd)
+}
+
+// startWireClientCmd starts cmd, an MCP server on stdio, and initializes a session with it.
+func startWireClientCmd(tb testing.TB, cmd *exec.Cmd) *wireClient {
+	tb.Helper()
 	in, err := cmd.StdinPipe()
 	require.NoError(tb, err)
 	out, err := cmd.StdoutPipe()
@@ -101,7 +137,7 @@ func startWireClient(tb testing.TB, e *env, args ...string) *wireClient {
 	tb.Cleanup(func() {
 		in.Close() // the server exits at the end of its input
 		if err := cmd.Wait(); err != nil {
-			tb.Errorf("sandboxer mcp: %v", err)
+			tb.Errorf("%s: %v", cmd.Path, err)
 		}
 	})
 	c := &wireClient{in: in, out: bufio.NewReader(out), cmd: cmd}

@@ -27,6 +27,13 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 var bin string
 
 func TestMain(m *testing.M) {
+	if mode := os.Getenv(floorEnv); mode != "" {
+		if err := runFloor(mode); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 	flag.Parse()
 	dir, err := os.MkdirTemp("", "sandboxer-bin-")
 	if err != nil {
