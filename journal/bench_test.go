@@ -4,8 +4,11 @@ import (
 	"context"
 	"database/sql"
 	"net/url"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -117,4 +120,43 @@ func BenchmarkJournal(b *testing.B) {
 		}
 		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "rows/s")
 	})
+}
+
+// BenchmarkBeginCold measures one Begin as a tool call meets it: back to back (warm), after a
+// 1 ms pause, and after a bare exec of /bin/true and the pause, as in BenchmarkMCPBash's loop,
+// where the exec and the pause leave the CPU's caches cold for SQLite's code. Each reports the
+// median Begin (begin-median-ns); the row is completed with Finish outside the timing.
+//
+//	go test -run '^$' -bench BeginCold -benchtime 1000x -count 3 ./journal/
+func BenchmarkBeginCold(b *testing.B) {
+	ctx := context.Background()
+	pos := journal.Position{RunID: "bench", NodeID: "n", Attempt: 1}
+	for _, before := range []string{"nothing", "pause", "exec+pause"} {
+		b.Run("after="+before, func(b *testing.B) {
+			j := open(b, journal.Options{})
+			lat := make([]time.Duration, 0, b.N)
+			for b.Loop() {
+				switch before {
+				case "exec+pause":
+					if err := exec.Command("/bin/true").Run(); err != nil {
+						b.Fatal(err)
+					}
+					time.Sleep(time.Millisecond)
+				case "pause":
+					time.Sleep(time.Millisecond)
+				}
+				start := time.Now()
+				seq, err := j.Begin(ctx, entry(pos, 0, "bash"))
+				lat = append(lat, time.Since(start))
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := j.Finish(ctx, entry(pos, seq, "bash")); err != nil {
+					b.Fatal(err)
+				}
+			}
+			slices.Sort(lat)
+			b.ReportMetric(float64(lat[len(lat)/2].Nanoseconds()), "begin-median-ns")
+		})
+	}
 }
