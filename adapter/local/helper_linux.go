@@ -176,6 +176,12 @@ func helperMain() int {
 func setupHelper(spec helperSpec, clones *viewClones) helperReady {
 	r := helperReady{Missing: map[string]string{}}
 	r.Layers = append(r.Layers, LayerUserNS, LayerPIDNS)
+	if err := unix.Sethostname([]byte(sandboxHostname)); err != nil {
+		r.Missing[LayerUTSNS] = "sethostname: " + err.Error()
+		r.Missing[LayerIPCNS] = "no namespaces of its own: " + err.Error()
+	} else {
+		r.Layers = append(r.Layers, LayerIPCNS, LayerUTSNS) // made with the helper (sandboxNamespaces)
+	}
 	if spec.View != nil {
 		err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, "")
 		if err == nil {
@@ -458,6 +464,8 @@ func (h *helperServer) receive(buf, oob []byte) bool {
 		h.spawn(req, fds, flags&unix.MSG_CTRUNC != 0)
 	case "dial", "listen":
 		go h.socket(req)
+	case "reset":
+		h.reset(req) // on this thread: commands are forked from it
 	case "signal":
 		if pg, ok := h.pgids[req.ID]; ok {
 			_ = syscall.Kill(-pg, syscall.Signal(req.Sig))

@@ -4,6 +4,8 @@ package local
 const (
 	LayerUserNS        = "userns"         // a user namespace: the other namespaces need no root
 	LayerPIDNS         = "pidns"          // a PID namespace per sandbox: commands cannot see or signal host processes
+	LayerIPCNS         = "ipcns"          // an IPC namespace per sandbox: System V shared memory, queues and semaphores are its own
+	LayerUTSNS         = "utsns"          // a UTS namespace per sandbox: the hostname is "sandbox"
 	LayerProc          = "proc"           // a private /proc showing only the sandbox's processes
 	LayerKeyring       = "keyring"        // a fresh session keyring: the caller's keys are out of reach
 	LayerNoCaps        = "no-caps"        // commands exec with no capability and cannot trace or signal the helper

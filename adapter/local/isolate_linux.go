@@ -400,6 +400,12 @@ func (iso *isolation) prepare() {
 	}
 }
 
+// sandboxNamespaces are the namespaces of a sandbox's own kernel objects that its helper makes
+// (and makes anew when the sandbox is recycled, see reset): System V IPC (shared memory, message
+// queues, semaphores: without it, they are the host's, outlive every call and escape the memory
+// limit) and the hostname.
+const sandboxNamespaces = syscall.CLONE_NEWIPC | syscall.CLONE_NEWUTS
+
 // viewSystemPaths are the host directories a command's file system view holds read-only (those
 // that exist), besides Config.ReadPaths.
 var viewSystemPaths = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt"}
@@ -474,7 +480,7 @@ func (iso *isolation) helper(network bool) (*helperProc, error) {
 	}
 	// A cgroup namespace too: commands see their cgroup as the root of the tree (and, in the file
 	// system view, no cgroup file at all to clone a process into).
-	flags := uintptr(syscall.CLONE_NEWUSER | syscall.CLONE_NEWPID | syscall.CLONE_NEWNS | unix.CLONE_NEWCGROUP)
+	flags := uintptr(syscall.CLONE_NEWUSER | syscall.CLONE_NEWPID | syscall.CLONE_NEWNS | unix.CLONE_NEWCGROUP | sandboxNamespaces)
 	spec := helperSpec{Proc: !iso.disabled[LayerProc], Landlock: !iso.disabled[LayerLandlock], Rules: iso.rules, Exe: iso.exe}
 	if !iso.disabled[LayerFSView] {
 		v := iso.viewSpec(network)
@@ -1150,6 +1156,9 @@ var probeOnce = sync.OnceValue(probe)
 // others. It starts a helper once to find out (a few milliseconds); `sandboxer doctor` prints it.
 func Probe() Report { return probeOnce() }
 
+// probedLayers are the layers a probe helper reports.
+var probedLayers = []string{LayerUserNS, LayerPIDNS, LayerIPCNS, LayerUTSNS, LayerProc, LayerFSView, LayerNetNS, LayerLandlock, LayerLandlockScope, LayerKeyring, LayerNoCaps, LayerNoSetuid, LayerUnprivileged}
+
 func probe() Report {
 	var rep Report
 	abi, abiErr := landlockABI()
@@ -1160,15 +1169,15 @@ func probe() Report {
 	probeIso := &isolation{rules: buildRules(DefaultReadPaths, DefaultDenyRead(), []string{os.TempDir()}, DefaultDevices), disabled: map[string]bool{}}
 	view := probeIso.viewSpec(false)
 	spec := helperSpec{Probe: true, Net: true, Proc: true, Landlock: true, Rules: probeIso.rules, View: &view}
-	h, err := probeIso.launch(spec, syscall.CLONE_NEWUSER|syscall.CLONE_NEWPID|syscall.CLONE_NEWNS|syscall.CLONE_NEWNET)
+	h, err := probeIso.launch(spec, syscall.CLONE_NEWUSER|syscall.CLONE_NEWPID|syscall.CLONE_NEWNS|syscall.CLONE_NEWNET|sandboxNamespaces)
 	if err != nil {
 		reason := "cannot create user, PID and network namespaces: " + err.Error()
-		for _, l := range []string{LayerUserNS, LayerPIDNS, LayerProc, LayerFSView, LayerNetNS, LayerLandlock, LayerLandlockScope, LayerKeyring, LayerNoCaps, LayerNoSetuid, LayerUnprivileged} {
+		for _, l := range probedLayers {
 			set(l, false, reason)
 		}
 	} else {
 		h.kill()
-		for _, l := range []string{LayerUserNS, LayerPIDNS, LayerProc, LayerFSView, LayerNetNS, LayerLandlock, LayerLandlockScope, LayerKeyring, LayerNoCaps, LayerNoSetuid, LayerUnprivileged} {
+		for _, l := range probedLayers {
 			ok := slices.Contains(h.ready.Layers, l)
 			reason := h.ready.Missing[l]
 			if !ok && reason == "" {
@@ -1287,18 +1296,4 @@ func (iso *isolation) limitHit(code int) string {
 		return "memory"
 	}
 	return ""
-}
-
-// viewRoots are the root directories (/proc/PID/root) of the running helpers whose commands
-// see a file system view, and so the view's own temporary directories.
-func (iso *isolation) viewRoots() []string {
-	iso.mu.Lock()
-	defer iso.mu.Unlock()
-	var roots []string
-	for _, h := range iso.helpers {
-		if h != nil && h.alive() && slices.Contains(h.ready.Layers, LayerFSView) {
-			roots = append(roots, fmt.Sprintf("/proc/%d/root", h.cmd.Process.Pid))
-		}
-	}
-	return roots
 }

@@ -5,6 +5,7 @@ package local
 import (
 	"context"
 	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -25,7 +26,7 @@ import (
 var notLinux = "kernel isolation of the local adapter needs Linux (this is " + runtime.GOOS + "/" + runtime.GOARCH + ")"
 
 // allLayers are the layers Probe reports, all unavailable here.
-var allLayers = []string{LayerUserNS, LayerPIDNS, LayerProc, LayerKeyring, LayerNoCaps, LayerNoSetuid, LayerFSView,
+var allLayers = []string{LayerUserNS, LayerPIDNS, LayerIPCNS, LayerUTSNS, LayerProc, LayerKeyring, LayerNoCaps, LayerNoSetuid, LayerFSView,
 	LayerNetNS, LayerLandlock, LayerLandlockScope, LayerLandlockNet, LayerCgroup, LayerLimits, LayerPIDNSCommand, LayerUnprivileged}
 
 // isolation without a kernel to enforce anything: a private TMPDIR, and the refusal of a
@@ -110,4 +111,16 @@ func (iso *isolation) socket(context.Context, string, int) (*os.File, error) { r
 
 func (iso *isolation) warm(bool) {}
 
-func (iso *isolation) viewRoots() []string { return nil }
+// reset empties TMPDIR: there is nothing else of the sandbox's own here.
+func (iso *isolation) reset(context.Context) error {
+	entries, err := os.ReadDir(iso.tmp)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if err := os.RemoveAll(filepath.Join(iso.tmp, e.Name())); err != nil {
+			return err
+		}
+	}
+	return os.Chmod(iso.tmp, 0o700)
+}

@@ -41,6 +41,7 @@ import (
 
 	"github.com/sandboxer/sandboxer/adapter"
 	"github.com/sandboxer/sandboxer/adapter/internal/procs"
+	"github.com/sandboxer/sandboxer/adapter/workspace"
 	"github.com/sandboxer/sandboxer/egress"
 	"github.com/sandboxer/sandboxer/errs"
 )
@@ -52,8 +53,13 @@ const DefaultPath = "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbi
 // removes, the default PATH and kill timings.
 type Config struct {
 	// Root is the workspace directory; it is created if missing and kept by Stop. Empty means a new
-	// temporary directory that Stop removes.
+	// temporary directory that Stop removes. It must pass workspace.Vet (not `/`, a system
+	// directory, a home directory, nor one holding this program or a Protect path).
 	Root string `mapstructure:"root"`
+	// Protect lists the caller's own files and directories (its configuration, state, journal,
+	// other executables) that neither Root nor a WritePaths entry may contain: a command could
+	// replace them. This program's executable and $XDG_RUNTIME_DIR are always protected.
+	Protect []string `mapstructure:"protect"`
 	// Path is the PATH of commands, also used to find Args[0]. Empty means DefaultPath.
 	Path string `mapstructure:"path"`
 	// KillGrace is how long a process group has between SIGTERM and SIGKILL on timeout or
@@ -142,6 +148,14 @@ func (c Config) Validate() error {
 	for _, p := range slices.Concat(c.ReadPaths, c.DenyRead, c.WritePaths) {
 		if !filepath.IsAbs(p) {
 			return errs.New(errs.InvalidInput, "local", p, "read_paths, deny_read and write_paths must be absolute")
+		}
+	}
+	for _, p := range slices.Concat([]string{c.Root}, c.WritePaths) {
+		if p == "" {
+			continue // a temporary workspace of New's
+		}
+		if err := workspace.Vet(p, c.Protect...); err != nil {
+			return err
 		}
 	}
 	for _, p := range slices.Concat(c.ReadPaths, c.WritePaths) {

@@ -17,7 +17,7 @@ import (
 
 // request is one message from the adapter to the helper.
 type request struct {
-	Op   string // "spawn", "signal", "dial" or "listen"
+	Op   string // "spawn", "signal", "dial", "listen" or "reset"
 	ID   uint64
 	Path string
 	Args []string
@@ -30,17 +30,21 @@ type request struct {
 	Cgroup bool
 	// Init runs the command under a per-command init in its own PID namespace.
 	Init bool
+	// ClearKeys asks a "reset" to clear the user keyrings too: the helper's uid is the sandbox's
+	// own (never the caller's).
+	ClearKeys bool
 	// Port is the loopback port of "dial" (connect to it) and "listen" (listen on it): the reply
 	// carries the socket, made in the helper's network namespace, as SCM_RIGHTS.
 	Port int
 }
 
 // requestOps numbers the ops on the wire.
-var requestOps = []string{"spawn", "signal", "dial", "listen"}
+var requestOps = []string{"spawn", "signal", "dial", "listen", "reset"}
 
 const (
 	reqCgroup = 1 << iota
 	reqInit
+	reqClearKeys
 )
 
 // appendBinary encodes r: its op and flags (a byte each), then the numbers as varints, then the
@@ -52,6 +56,9 @@ func (r *request) appendBinary(b []byte) []byte {
 	}
 	if r.Init {
 		flags |= reqInit
+	}
+	if r.ClearKeys {
+		flags |= reqClearKeys
 	}
 	b = append(b, byte(slices.Index(requestOps, r.Op)+1), flags)
 	b = binary.AppendUvarint(b, r.ID)
@@ -84,7 +91,7 @@ func (r *request) decode(b []byte) error {
 	if op == 0 || int(op) > len(requestOps) {
 		return errBadRequest
 	}
-	*r = request{Op: requestOps[op-1], Cgroup: flags&reqCgroup != 0, Init: flags&reqInit != 0}
+	*r = request{Op: requestOps[op-1], Cgroup: flags&reqCgroup != 0, Init: flags&reqInit != 0, ClearKeys: flags&reqClearKeys != 0}
 	r.ID = d.uvarint()
 	r.Sig = int(d.varint())
 	r.Port = int(d.varint())

@@ -22,7 +22,15 @@ import (
 
 func main() {
 	args := os.Args[1:]
-	engine, err := findEngine()
+	self, err := os.Executable()
+	if err == nil {
+		if real, err := filepath.EvalSymlinks(self); err == nil {
+			self = real
+		}
+		// The engine refuses a workspace that holds this binary: a command could replace it.
+		os.Setenv("SANDBOXER_FRONT", self)
+	}
+	engine, err := findEngine(self)
 	if err != nil {
 		os.Stderr.WriteString("sandboxer: " + err.Error() + "\n")
 		os.Exit(127)
@@ -40,16 +48,13 @@ func main() {
 // engineName is the engine's file name.
 const engineName = "sandboxerd"
 
-// findEngine finds sandboxerd: $SANDBOXER_ENGINE, else beside this binary (symlinks resolved),
-// else on PATH.
-func findEngine() (string, error) {
+// findEngine finds sandboxerd: $SANDBOXER_ENGINE, else beside this binary (self, symlinks
+// resolved; "" when unknown), else on PATH.
+func findEngine(self string) (string, error) {
 	if e := os.Getenv("SANDBOXER_ENGINE"); e != "" {
 		return filepath.Abs(e)
 	}
-	if self, err := os.Executable(); err == nil {
-		if real, err := filepath.EvalSymlinks(self); err == nil {
-			self = real
-		}
+	if self != "" {
 		if p := filepath.Join(filepath.Dir(self), engineName); isExecutable(p) {
 			return p, nil
 		}

@@ -6,12 +6,15 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"runtime"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/sandboxer/sandboxer/adapter"
 	"github.com/sandboxer/sandboxer/adapter/local"
+	"github.com/sandboxer/sandboxer/adapter/workspace"
 	"github.com/sandboxer/sandboxer/errs"
 	"github.com/sandboxer/sandboxer/internal/oneshot"
 	"github.com/sandboxer/sandboxer/internal/state"
@@ -161,8 +164,13 @@ func openSession(ctx context.Context, s Settings) (*session, error) {
 		if !ok {
 			return nil, usage(unknownAdapter(s.Adapter))
 		}
-		if w := s.inv.warm; w != nil && s.Adapter == "local" {
-			return openWarmLocal(w, s)
+		if s.Adapter == "local" {
+			if err := vetRoot(s); err != nil {
+				return nil, err
+			}
+			if w := s.inv.warm; w != nil {
+				return openWarmLocal(w, s)
+			}
 		}
 		sb, err := b.open(ctx, s)
 		if err != nil {
@@ -233,6 +241,49 @@ func serverDir(inv invocation) string {
 	}, os.Getuid())
 }
 
+// ownFiles are sandboxer's own files for the settings: no workspace may contain them (a command
+// could replace or forge them). local.Config adds the engine's executable and $XDG_RUNTIME_DIR.
+func ownFiles(s Settings) []string {
+	own := []string{s.StateDir, s.Journal, s.ConfigFile, serverDir(s.inv), s.inv.getenv(frontVar)}
+	if f := UserConfigFile(); f != "" {
+		own = append(own, filepath.Dir(f))
+	}
+	if s.Store != "" {
+		if store, err := s.inv.abs(s.Store); err == nil {
+			own = append(own, store)
+		}
+	}
+	return own
+}
+
+// frontVar names the front's executable (cmd/sandboxer sets it for the engine): a workspace
+// holding the front would let a command replace the program the next call runs.
+const frontVar = "SANDBOXER_FRONT"
+
+// vetRoot refuses a workspace (--root, or the current directory) that must not be one, before
+// any sandbox exists, with a usage error that says how to pick another.
+func vetRoot(s Settings) error {
+	err := workspace.Vet(s.Root, ownFiles(s)...)
+	if err == nil {
+		if st, e := filepath.EvalSymlinks(s.StateDir); e == nil && within(st, s.Root) {
+			err = errs.New(errs.InvalidInput, "workspace", s.Root, "%s lies inside the state directory %s, whose records a command could forge; use a project directory of its own", s.Root, s.StateDir)
+		}
+	}
+	if err != nil {
+		return usage(fmt.Errorf("%w\n(the local adapter's workspace is --root, else the current directory: cd into a project, or pass --root DIR)", err))
+	}
+	return nil
+}
+
+// within reports whether p is dir or lies inside it (both absolute; p is resolved).
+func within(dir, p string) bool {
+	if r, err := filepath.EvalSymlinks(p); err == nil {
+		p = r
+	}
+	rel, err := filepath.Rel(dir, p)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
+}
+
 // localConfig is the local adapter's configuration for the settings and a workspace.
 func localConfig(s Settings, root string) local.Config {
 	iso := s.Isolation
@@ -242,7 +293,7 @@ func localConfig(s Settings, root string) local.Config {
 	cfg := local.Config{Root: root, Isolation: iso, RequireIsolation: s.RequireIsolation, CPUs: s.CPUs,
 		Memory: s.Memory, Pids: s.Pids, ReadPaths: s.ROBind, WritePaths: s.RWBind, AllowHosts: s.AllowHosts,
 		// The resident servers' sockets and keys: a command never uses a server (see oneshot.Request.Key).
-		DenyRead: []string{serverDir(s.inv)}}
+		DenyRead: []string{serverDir(s.inv)}, Protect: ownFiles(s)}
 	// Settings say 0 for none; local.Config says NoLimit (its 0 is the default).
 	if cfg.Memory == 0 {
 		cfg.Memory = local.NoLimit
