@@ -93,7 +93,7 @@ func TestTTYChild(t *testing.T) {
 		t.Skip("run by TestNoControllingTerminal")
 	}
 	needTool(t, "python3")
-	sb, err := local.New(local.Config{Root: t.TempDir(), Isolation: iso})
+	sb, err := local.New(runnable(local.Config{Root: t.TempDir(), Isolation: iso}))
 	require.NoError(t, err)
 	defer sb.Stop(context.Background())
 	probe := `import fcntl,termios,os

@@ -254,7 +254,7 @@ func TestOwnerChild(t *testing.T) {
 	if iso == "" {
 		t.Skip("run by TestNothingLeftAfterOwnerKilled")
 	}
-	sb, err := local.New(local.Config{Isolation: iso})
+	sb, err := local.New(runnable(local.Config{Isolation: iso}))
 	require.NoError(t, err)
 	fmt.Println("made", sb.Dir())
 	token := os.Getenv("SANDBOXER_TEST_TOKEN")

@@ -1,5 +1,10 @@
 package local
 
+import (
+	"os"
+	"slices"
+)
+
 // The names of the isolation layers, as they appear in adapter.Isolation.Layers and in Report.
 const (
 	LayerUserNS        = "userns"         // a user namespace: the other namespaces need no root
@@ -27,6 +32,40 @@ const (
 // directories are idmapped mounts, so their files are the sandbox root's inside and stay the
 // host root's on disk.
 const HostUID = 2_000_065_536
+
+// sandboxLayers are the layers of a sandbox's helper that every command needs (fail closed)
+// unless Config.DisableLayers names them.
+var sandboxLayers = []string{LayerUserNS, LayerPIDNS, LayerIPCNS, LayerUTSNS, LayerProc, LayerFSView,
+	LayerLandlock, LayerKeyring, LayerNoCaps, LayerNoSetuid}
+
+// neededLayers are the layers a command needs with isolation on (fail closed), less those cfg
+// disables by name: sandboxLayers; without the network netns (landlock-tcp when netns is
+// disabled), with it landlock-scope (the host's network namespace's abstract unix sockets are
+// reachable but for scoping); unprivileged for a root caller; limits when any is set.
+func neededLayers(cfg Config, network bool) []string {
+	need := slices.Clone(sandboxLayers)
+	switch {
+	case network:
+		need = append(need, LayerLandlockScope)
+	case slices.Contains(cfg.DisableLayers, LayerNetNS):
+		need = append(need, LayerLandlockNet)
+	default:
+		need = append(need, LayerNetNS)
+	}
+	if os.Geteuid() == 0 {
+		need = append(need, LayerUnprivileged)
+	}
+	if cfg.Memory != NoLimit || cfg.Pids != NoLimit || cfg.CPUs != 0 { // 0 is the default limit
+		need = append(need, LayerLimits)
+	}
+	return slices.DeleteFunc(need, func(l string) bool { return slices.Contains(cfg.DisableLayers, l) })
+}
+
+// needProcessTree says whether commands need their process tree killed as a whole (cgroup, or
+// pidns-command without cgroups): unless cfg disables both.
+func needProcessTree(cfg Config) bool {
+	return !slices.Contains(cfg.DisableLayers, LayerCgroup) || !slices.Contains(cfg.DisableLayers, LayerPIDNSCommand)
+}
 
 // Isolation modes of Config.Isolation.
 const (

@@ -349,14 +349,11 @@ type isolation struct {
 	cg        *cgroupPool  // nil without per-command cgroups; set by prepare
 	limits    *limitGroups // nil without resource limits (none configured, or none possible); set by prepare
 	limitErr  error        // why the configured limits cannot be set here
-	// unprivErr is why commands cannot run as HostUID here (set after a failed start).
-	unprivErr error
 
 	mu       sync.Mutex
 	prepared bool // cg and limits are made (prepare)
 	tmpMade  bool
 	helpers  [2]*helperProc // [0]: network off, [1]: network on
-	errs     [2]error
 	stopped  bool
 }
 
@@ -469,8 +466,8 @@ func (iso *isolation) helper(network bool) (*helperProc, error) {
 	if h := iso.helpers[i]; h != nil && h.alive() {
 		return h, nil
 	}
-	if iso.errs[i] != nil && iso.helpers[i] == nil {
-		return nil, iso.errs[i] // it could not start: do not pay for a failed start per command
+	if iso.disabled[LayerPIDNS] || iso.disabled[LayerUserNS] {
+		return nil, errNoHelper
 	}
 	iso.prepare()
 	// The view mounts TMPDIR: it must exist before the first helper does, whoever starts it
@@ -494,25 +491,77 @@ func (iso *isolation) helper(network bool) (*helperProc, error) {
 			spec.LandNet = !iso.disabled[LayerLandlockNet]
 		}
 	}
-	if iso.disabled[LayerPIDNS] || iso.disabled[LayerUserNS] {
-		iso.errs[i] = errors.New("the pidns/userns layer is disabled by configuration")
-		return nil, iso.errs[i]
+	// Fail closed, and remember no failure: a helper that cannot start, or starts without a
+	// layer it must have, is tried once more, then the call is refused naming what is missing;
+	// the next call tries again.
+	var h *helperProc
+	var err error
+	for try := 0; try < 2; try++ {
+		if h, err = iso.launch(spec, flags); err != nil {
+			err = iso.unavailable(nil, fmt.Errorf("the isolation helper could not start: %w", err))
+			continue
+		}
+		// The helper joins the sandbox's limits before it starts any command.
+		if iso.limits != nil {
+			if lerr := iso.limits.add(h.cmd.Process.Pid); lerr != nil {
+				iso.limitErr = lerr
+			} else {
+				h.limited = true
+			}
+		}
+		if m := iso.helperMissing(h, network); len(m) > 0 {
+			h.kill()
+			err = iso.unavailable(m, h.why(m))
+			continue
+		}
+		iso.helpers[i] = h
+		return h, nil
 	}
-	h, err := iso.launch(spec, flags)
-	if err != nil {
-		iso.errs[i] = err
-		return nil, err
-	}
-	// The helper joins the sandbox's limits before it starts any command.
-	if iso.limits != nil {
-		if err := iso.limits.add(h.cmd.Process.Pid); err != nil {
-			iso.limitErr = err
-		} else {
-			h.limited = true
+	return nil, err
+}
+
+// errNoHelper: the configuration disables the layers a helper is made of (userns or pidns), an
+// explicit opt-out: commands run as plain processes, with what else is not disabled.
+var errNoHelper = errors.New("the pidns/userns layer is disabled by configuration")
+
+// helperMissing lists the layers a started helper lacks that its commands need.
+func (iso *isolation) helperMissing(h *helperProc, network bool) []string {
+	var m []string
+	for _, l := range neededLayers(iso.cfg, network) {
+		if !slices.Contains(h.ready.Layers, l) && !(l == LayerLimits && h.limited) {
+			m = append(m, l)
 		}
 	}
-	iso.helpers[i] = h
-	return h, nil
+	return m
+}
+
+// why says why a helper lacks the layers m.
+func (h *helperProc) why(m []string) error {
+	var reasons []string
+	for _, l := range m {
+		if r := h.ready.Missing[l]; r != "" {
+			reasons = append(reasons, l+": "+r)
+		}
+	}
+	if len(reasons) == 0 {
+		return nil
+	}
+	return errors.New(strings.Join(reasons, "; "))
+}
+
+// unavailable is the refusal of a command for which the layers m (all of a helper's when nil)
+// cannot be applied, with the cause.
+func (iso *isolation) unavailable(m []string, cause error) error {
+	if m == nil {
+		m = slices.DeleteFunc(slices.Clone(sandboxLayers), func(l string) bool { return iso.disabled[l] })
+	}
+	if limitErr := iso.limitErr; slices.Contains(m, LayerLimits) && limitErr != nil {
+		cause = errors.Join(cause, limitErr)
+	}
+	e := errs.New(errs.IsolationUnavailable, "exec", "", "isolation layer(s) %s cannot be applied here (turn a layer off by name with disable_layers, or all with isolation: off; sandboxer doctor lists them)", strings.Join(m, ", "))
+	e.Details = map[string]any{"missing": m, "layers": []string{}}
+	e.Err = cause
+	return e
 }
 
 // launch starts a helper. Run as root, the adapter clones the view's sources itself and maps the
@@ -526,7 +575,8 @@ func (iso *isolation) launch(spec helperSpec, flags uintptr) (*helperProc, error
 		o.cgroup = iso.cg.dir // born in the sandbox's cgroup: its per-command cgroups are below
 	}
 	if o.uid != 0 {
-		return iso.started(startHelper(spec, flags, o))
+		h, err := startHelper(spec, flags, o)
+		return iso.started(h, err, nil)
 	}
 	var cloneErr error
 	clone := func() {
@@ -543,7 +593,8 @@ func (iso *isolation) launch(spec helperSpec, flags uintptr) (*helperProc, error
 		spec.View = &v
 	}
 	clone()
-	unpriv := o.clones != nil && !iso.disabled[LayerUnprivileged] && iso.unprivErr == nil
+	unpriv := o.clones != nil && !iso.disabled[LayerUnprivileged]
+	var unprivErr error
 	if unpriv {
 		o.uid, o.gid, o.idmap = HostUID, HostUID, true
 	}
@@ -552,7 +603,9 @@ func (iso *isolation) launch(spec helperSpec, flags uintptr) (*helperProc, error
 		o.clones.Close()
 	}
 	if unpriv && errors.Is(err, errIdmap) {
-		iso.unprivErr = err // not again for this sandbox: start as before, with the host's root
+		// Start as before, with the host's root, so that the report (the probe's, or the
+		// refusal's) says which layers the machine has besides this one; helper refuses it.
+		unprivErr = err
 		o.uid, o.gid, o.idmap = 0, 0, false
 		clone()
 		h, err = startHelper(spec, flags, o)
@@ -560,7 +613,7 @@ func (iso *isolation) launch(spec helperSpec, flags uintptr) (*helperProc, error
 			o.clones.Close()
 		}
 	}
-	h, err = iso.started(h, err)
+	h, err = iso.started(h, err, unprivErr)
 	if err == nil && cloneErr != nil {
 		h.ready.Missing[LayerFSView] = cloneErr.Error()
 	}
@@ -568,7 +621,7 @@ func (iso *isolation) launch(spec helperSpec, flags uintptr) (*helperProc, error
 }
 
 // started adds the layers the adapter applied to a started helper's report.
-func (iso *isolation) started(h *helperProc, err error) (*helperProc, error) {
+func (iso *isolation) started(h *helperProc, err, unprivErr error) (*helperProc, error) {
 	if err != nil {
 		return nil, err
 	}
@@ -579,8 +632,8 @@ func (iso *isolation) started(h *helperProc, err error) (*helperProc, error) {
 	case h.uid != 0:
 		h.ready.Layers = append(h.ready.Layers, LayerUnprivileged)
 	case iso.disabled[LayerUnprivileged]:
-	case iso.unprivErr != nil:
-		h.ready.Missing[LayerUnprivileged] = iso.unprivErr.Error()
+	case unprivErr != nil:
+		h.ready.Missing[LayerUnprivileged] = unprivErr.Error()
 	default:
 		h.ready.Missing[LayerUnprivileged] = "commands run as the host's root: the file system view is needed to map them to an unprivileged uid"
 	}
@@ -657,26 +710,17 @@ func (iso *isolation) enforced(h *helperProc, network, cgroup, init bool) adapte
 	return is
 }
 
-// missing lists what a fail-closed configuration lacks for a command with this isolation.
+// missing lists what a command with this isolation lacks (fail closed): a layer of needed, the
+// limits, or the process tree's kill (cgroup, or pidns-command without cgroups).
 func (iso *isolation) missing(is adapter.Isolation, network bool) []string {
 	var m []string
-	if !iso.cfg.limitValues().none() && !iso.disabled[LayerLimits] && !is.Limits {
-		m = append(m, LayerLimits)
-	}
-	if !network && !is.Network {
-		m = append(m, "network")
-	}
-	if !is.Filesystem {
-		m = append(m, "filesystem")
-		if !slices.Contains(is.Layers, LayerFSView) {
-			m = append(m, LayerFSView)
+	for _, l := range neededLayers(iso.cfg, network) {
+		if !slices.Contains(is.Layers, l) {
+			m = append(m, l)
 		}
 	}
-	if !is.ProcessTree {
+	if !is.ProcessTree && needProcessTree(iso.cfg) {
 		m = append(m, "processTree")
-	}
-	if os.Geteuid() == 0 && !iso.disabled[LayerUnprivileged] && !slices.Contains(is.Layers, LayerUnprivileged) {
-		m = append(m, LayerUnprivileged) // commands would be the host's root to file permissions
 	}
 	return m
 }
@@ -735,7 +779,7 @@ func (p *helperProcess) finish() {
 // start asks the helper to run one command with the given stdio.
 func (iso *isolation) start(c adapter.Command, prog, dir string, env []string, outW, errW *os.File) (*helperProcess, adapter.Isolation, error) {
 	h, herr := iso.helper(c.AllowNetwork)
-	if errs.CodeOf(herr) == errs.SandboxUnavailable { // stopped: never fall back to a plain process
+	if herr != nil && !errors.Is(herr, errNoHelper) { // stopped, or a layer missing: never a plain process
 		return nil, adapter.Isolation{}, herr
 	}
 	var cg *cgroupDir
@@ -744,7 +788,7 @@ func (iso *isolation) start(c adapter.Command, prog, dir string, env []string, o
 	}
 	init := h != nil && cg == nil && iso.exe != "" && !iso.disabled[LayerPIDNSCommand]
 	is := iso.enforced(h, c.AllowNetwork, cg != nil, init)
-	if iso.cfg.RequireIsolation {
+	{ // fail closed: isolation on means every layer not disabled by name
 		if m := iso.missing(is, c.AllowNetwork); len(m) > 0 {
 			if cg != nil {
 				iso.cg.put(cg)

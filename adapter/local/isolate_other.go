@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"slices"
 	"strings"
 
 	"github.com/sandboxer/sandboxer/adapter"
@@ -18,9 +17,9 @@ import (
 // code here), the local adapter has no kernel isolation: a command is a plain host process of the
 // caller's user in a session and process group of its own, killed as a group when it ends, with a
 // private TMPDIR; file calls are jailed to the workspace by os.Root as everywhere. Every result's
-// Isolation is empty (network, filesystem, processTree and limits all false, no layer), and
-// RequireIsolation refuses every command with errs.IsolationUnavailable, as Linux does when a layer
-// is missing.
+// Isolation is empty (network, filesystem, processTree and limits all false, no layer). Isolation
+// on fails closed: every command is refused with errs.IsolationUnavailable, as Linux does when a
+// layer is missing, and needs isolation: off.
 
 // notLinux is the reason every layer is unavailable.
 var notLinux = "kernel isolation of the local adapter needs Linux (this is " + runtime.GOOS + "/" + runtime.GOARCH + ")"
@@ -52,33 +51,22 @@ func (iso *isolation) capabilities() (adapter.FSIsolation, adapter.NetworkIsolat
 	return adapter.FSNone, adapter.NetHost
 }
 
-// missing lists what a command lacks, in the terms of Linux's report (isolate_linux.go): the
-// limits (unless none are set or the layer is disabled), the network cut (unless the command may
-// use the network), the file system confinement and view, the process tree kill, and for a root
-// caller the unprivileged uid.
+// missing lists what a command lacks, in the terms of Linux's report (isolate_linux.go): every
+// layer it needs (neededLayers) and the process tree's kill.
 func (iso *isolation) missing(allowNetwork bool) []string {
-	var m []string
-	noLimits := iso.cfg.Memory == NoLimit && iso.cfg.Pids == NoLimit && iso.cfg.CPUs == 0
-	if !noLimits && !slices.Contains(iso.cfg.DisableLayers, LayerLimits) {
-		m = append(m, LayerLimits)
-	}
-	if !allowNetwork {
-		m = append(m, "network")
-	}
-	m = append(m, "filesystem", LayerFSView, "processTree")
-	if os.Geteuid() == 0 && !slices.Contains(iso.cfg.DisableLayers, LayerUnprivileged) {
-		m = append(m, LayerUnprivileged) // commands are the host's root to file permissions
+	m := neededLayers(iso.cfg, allowNetwork)
+	if needProcessTree(iso.cfg) {
+		m = append(m, "processTree")
 	}
 	return m
 }
 
-// startIsolated never starts anything: the caller runs the command as a plain process, and its
-// result's Isolation says that nothing was enforced. Under RequireIsolation the command is refused
-// with what it would lack.
+// startIsolated never starts anything. With isolation on it refuses the command (fail closed),
+// with what it would lack; with every layer it needs disabled by name, the caller runs it as a
+// plain process, and its result's Isolation says that nothing was enforced.
 func (s *Sandbox) startIsolated(c adapter.Command, _, _ string, _ []string, _, _ *os.File) (process, adapter.Isolation, error) {
-	if s.iso.cfg.RequireIsolation {
-		m := s.iso.missing(c.AllowNetwork)
-		e := errs.New(errs.IsolationUnavailable, "exec", "", "required isolation cannot be applied: %s: %s", strings.Join(m, ", "), notLinux)
+	if m := s.iso.missing(c.AllowNetwork); len(m) > 0 {
+		e := errs.New(errs.IsolationUnavailable, "exec", "", "isolation layer(s) %s cannot be applied: %s; isolation: off runs commands as plain processes of your user", strings.Join(m, ", "), notLinux)
 		e.Details = map[string]any{"missing": m, "layers": []string{}}
 		return nil, adapter.Isolation{}, e
 	}

@@ -42,6 +42,16 @@ func requireLayers(t *testing.T, names ...string) {
 	}
 }
 
+// runnable is cfg as the tests that run commands use it on this build. The portable code (no
+// kernel isolation) fails closed: isolation on refuses every command there, so those tests say
+// isolation off, as a user of macOS must (TestPortable* check the refusal).
+func runnable(cfg local.Config) local.Config {
+	if !local.KernelIsolation && !cfg.RequireIsolation && (cfg.Isolation == "" || cfg.Isolation == local.IsolationAuto) {
+		cfg.Isolation = local.IsolationOff
+	}
+	return cfg
+}
+
 func needTool(t *testing.T, name string) {
 	t.Helper()
 	if _, err := exec.LookPath(name); err != nil {
@@ -54,7 +64,7 @@ func newIsolated(t *testing.T, cfg local.Config) *local.Sandbox {
 	if cfg.Root == "" {
 		cfg.Root = t.TempDir()
 	}
-	sb, err := local.New(cfg)
+	sb, err := local.New(runnable(cfg))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = sb.Stop(context.Background()) })
 	return sb
@@ -319,36 +329,31 @@ func TestOrphansAreReaped(t *testing.T) {
 	assert.Equal(t, "again\n", string(run(t, sb, adapter.Command{Args: []string{"echo", "again"}}).Stdout))
 }
 
-func TestRequireIsolationFailsClosed(t *testing.T) {
+// Turning a layer off by name is an explicit opt-out: with isolation on every other layer is
+// still required, the command runs, and its result says what was not enforced (fail closed
+// itself: TestUnprivilegedFailsClosedWithoutIdmap, where a layer cannot be applied).
+func TestDisabledLayersAreOptOuts(t *testing.T) {
 	t.Parallel()
-	requireLayers(t, local.LayerNetNS, local.LayerLandlock, local.LayerPIDNS)
-	ctx := context.Background()
+	requireLayers(t, local.LayerNetNS, local.LayerLandlock, local.LayerPIDNS, local.LayerLandlockNet)
 	for _, tc := range []struct {
-		disable      []string
-		networkStill bool // a command with AllowNetwork needs no network layer
+		disable []string
+		check   func(adapter.Isolation)
 	}{
-		{[]string{local.LayerNetNS}, true},
-		{[]string{local.LayerLandlock}, false},
-		{[]string{local.LayerCgroup, local.LayerPIDNSCommand}, false},
+		{[]string{local.LayerNetNS}, func(is adapter.Isolation) {
+			assert.NotContains(t, is.Layers, local.LayerNetNS)
+			assert.Contains(t, is.Layers, local.LayerLandlockNet, "without netns, landlock-tcp is required")
+		}},
+		{[]string{local.LayerNetNS, local.LayerLandlockNet}, func(is adapter.Isolation) { assert.False(t, is.Network) }},
+		{[]string{local.LayerLandlock}, func(is adapter.Isolation) { assert.False(t, is.Filesystem) }},
+		{[]string{local.LayerCgroup}, func(is adapter.Isolation) { assert.Contains(t, is.Layers, local.LayerPIDNSCommand) }},
 	} {
-		sb := newIsolated(t, local.Config{RequireIsolation: true, DisableLayers: tc.disable})
-		res, err := sb.ExecuteCommand(ctx, adapter.Command{Args: []string{"sh", "-c", "echo ran > ran.txt"}})
-		require.ErrorIs(t, err, errs.IsolationUnavailable, "disabled %s", tc.disable)
-		assert.Empty(t, res.Stdout)
-		_, rerr := sb.ReadFile(ctx, "ran.txt")
-		assert.ErrorIs(t, rerr, errs.NotFound, "a refused command must not run")
-		_, err = sb.ExecuteCommand(ctx, adapter.Command{Args: []string{"true"}, AllowNetwork: true})
-		if tc.networkStill {
-			assert.NoError(t, err, "disabled %s", tc.disable)
-		} else {
-			assert.ErrorIs(t, err, errs.IsolationUnavailable, "disabled %s", tc.disable)
+		sb := newIsolated(t, local.Config{DisableLayers: tc.disable})
+		res := run(t, sb, adapter.Command{Args: []string{"true"}})
+		tc.check(res.Isolation)
+		for _, l := range tc.disable {
+			assert.NotContains(t, res.Isolation.Layers, l)
 		}
 	}
-	// Without require_isolation the same configuration runs and says what was not enforced.
-	sb := newIsolated(t, local.Config{DisableLayers: []string{local.LayerNetNS, local.LayerLandlockNet}})
-	res := run(t, sb, adapter.Command{Args: []string{"true"}})
-	assert.False(t, res.Isolation.Network)
-	assert.NotContains(t, res.Isolation.Layers, local.LayerNetNS)
 }
 
 func TestIsolationReportedAndOff(t *testing.T) {
@@ -370,13 +375,13 @@ func TestIsolationReportedAndOff(t *testing.T) {
 	assert.Equal(t, adapter.FSNone, c.FSIsolation)
 	assert.Equal(t, adapter.NetHost, c.Network)
 
-	_, err := local.New(local.Config{Isolation: "maybe"})
+	_, err := local.New(runnable(local.Config{Isolation: "maybe"}))
 	assert.ErrorIs(t, err, errs.InvalidInput)
-	_, err = local.New(local.Config{DisableLayers: []string{"nope"}})
+	_, err = local.New(runnable(local.Config{DisableLayers: []string{"nope"}}))
 	assert.ErrorIs(t, err, errs.InvalidInput)
-	_, err = local.New(local.Config{ReadPaths: []string{"relative"}})
+	_, err = local.New(runnable(local.Config{ReadPaths: []string{"relative"}}))
 	assert.ErrorIs(t, err, errs.InvalidInput)
-	_, err = local.New(local.Config{Isolation: local.IsolationOff, RequireIsolation: true})
+	_, err = local.New(runnable(local.Config{Isolation: local.IsolationOff, RequireIsolation: true}))
 	assert.ErrorIs(t, err, errs.InvalidInput)
 }
 
@@ -402,7 +407,7 @@ func TestProbe(t *testing.T) {
 func conformance(t *testing.T, newSandbox func(local.Config) (*local.Sandbox, error), cfg local.Config) {
 	adaptertest.Run(t, adaptertest.Harness{
 		New: func(t *testing.T) adapter.Sandbox {
-			c := cfg
+			c := runnable(cfg)
 			c.Root = t.TempDir()
 			sb, err := newSandbox(c)
 			require.NoError(t, err)

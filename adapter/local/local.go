@@ -71,15 +71,21 @@ type Config struct {
 	// Env is added to every command's environment ("KEY=VALUE"), before Command.Env.
 	Env []string `mapstructure:"env"`
 
-	// Isolation is "auto" (also the zero value "") to apply every kernel isolation layer this
-	// machine allows (see docs/local.md and Probe), or "off" for plain host processes.
+	// Isolation is "auto" (also the zero value "") for the kernel isolation layers (see
+	// docs/local.md and Probe), or "off" for plain host processes. "auto" fails closed: a
+	// command runs only with every layer it needs (the helper's, the network's, unprivileged
+	// for a root caller, the limits when set, and the process tree's kill), less those
+	// DisableLayers names; otherwise it is refused with errs.IsolationUnavailable naming them
+	// (Details.missing), nothing run, and the next command tries again.
 	Isolation string `mapstructure:"isolation"`
-	// RequireIsolation fails closed: a command for which a layer cannot be applied (the network
-	// cut when Command.AllowNetwork is false, the Landlock file system rules, the per-command
-	// process tree kill) is refused with errs.IsolationUnavailable instead of running.
+	// RequireIsolation is what "auto" always does now (issue 33); it is kept so configurations
+	// that set it stay valid, and still contradicts Isolation "off".
 	RequireIsolation bool `mapstructure:"require_isolation"`
-	// DisableLayers turns single layers off by name (LayerNetNS, LayerLandlock, LayerCgroup,
-	// LayerProc, LayerFSView, LayerLandlockNet, LayerPIDNS), for a machine where one misbehaves.
+	// DisableLayers opts out of single layers by name (the Layer constants), for a machine that
+	// lacks one or where one misbehaves: they are no longer required, and those the adapter can
+	// leave out (netns, landlock, landlock-tcp, cgroup, pidns-command, proc, fs-view, limits,
+	// unprivileged; userns or pidns: no helper at all) are left out. ipcns, utsns, keyring,
+	// no-caps, no-setuid and landlock-scope are still applied wherever they can be.
 	DisableLayers []string `mapstructure:"disable_layers"`
 	// ReadPaths are host paths commands may read and execute from, added to DefaultReadPaths.
 	ReadPaths []string `mapstructure:"read_paths"`
@@ -139,7 +145,9 @@ func (c Config) Validate() error {
 	if c.RequireIsolation && c.Isolation == IsolationOff {
 		return errs.New(errs.InvalidInput, "local", "", "require_isolation contradicts isolation: off")
 	}
-	known := []string{LayerUserNS, LayerPIDNS, LayerProc, LayerFSView, LayerNetNS, LayerLandlock, LayerLandlockScope, LayerLandlockNet, LayerCgroup, LayerPIDNSCommand, LayerLimits}
+	known := []string{LayerUserNS, LayerPIDNS, LayerIPCNS, LayerUTSNS, LayerProc, LayerFSView, LayerNetNS, LayerLandlock,
+		LayerLandlockScope, LayerLandlockNet, LayerKeyring, LayerNoCaps, LayerNoSetuid, LayerUnprivileged, LayerCgroup,
+		LayerPIDNSCommand, LayerLimits}
 	for _, l := range c.DisableLayers {
 		if !slices.Contains(known, l) {
 			return errs.New(errs.InvalidInput, "local", "", "unknown isolation layer %q in disable_layers", l)

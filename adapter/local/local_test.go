@@ -17,7 +17,7 @@ import (
 )
 
 func newLocal(t *testing.T) adapter.Sandbox {
-	sb, err := local.New(local.Config{Root: t.TempDir()})
+	sb, err := local.New(runnable(local.Config{Root: t.TempDir()}))
 	require.NoError(t, err)
 	return sb
 }
@@ -37,7 +37,7 @@ func TestConformance(t *testing.T) {
 
 func TestReadFIFODoesNotHang(t *testing.T) {
 	t.Parallel()
-	sb, err := local.New(local.Config{Root: t.TempDir()})
+	sb, err := local.New(runnable(local.Config{Root: t.TempDir()}))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = sb.Stop(context.Background()) })
 	require.NoError(t, syscall.Mkfifo(filepath.Join(sb.Dir(), "fifo"), 0o600))
@@ -54,7 +54,7 @@ func TestReadFIFODoesNotHang(t *testing.T) {
 
 func TestTemporaryWorkspaceIsRemovedByStop(t *testing.T) {
 	t.Parallel()
-	sb, err := local.New(local.Config{})
+	sb, err := local.New(runnable(local.Config{}))
 	require.NoError(t, err)
 	dir := sb.Dir()
 	require.DirExists(t, dir)
@@ -62,7 +62,7 @@ func TestTemporaryWorkspaceIsRemovedByStop(t *testing.T) {
 	assert.NoDirExists(t, dir)
 
 	kept := t.TempDir()
-	sb, err = local.New(local.Config{Root: kept})
+	sb, err = local.New(runnable(local.Config{Root: kept}))
 	require.NoError(t, err)
 	require.NoError(t, sb.Stop(context.Background()))
 	assert.DirExists(t, kept, "a workspace the caller gave is kept")
@@ -70,12 +70,12 @@ func TestTemporaryWorkspaceIsRemovedByStop(t *testing.T) {
 
 func TestConfig(t *testing.T) {
 	t.Parallel()
-	_, err := local.New(local.Config{Env: []string{"NOEQUALS"}})
+	_, err := local.New(runnable(local.Config{Env: []string{"NOEQUALS"}}))
 	assert.ErrorIs(t, err, errs.InvalidInput)
-	_, err = local.New(local.Config{KillGrace: -1})
+	_, err = local.New(runnable(local.Config{KillGrace: -1}))
 	assert.ErrorIs(t, err, errs.InvalidInput)
 
-	sb, err := local.New(local.Config{Root: t.TempDir(), Env: []string{"FROM_CONFIG=1"}, Path: "/bin:/usr/bin"})
+	sb, err := local.New(runnable(local.Config{Root: t.TempDir(), Env: []string{"FROM_CONFIG=1"}, Path: "/bin:/usr/bin"}))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = sb.Stop(context.Background()) })
 	res, err := sb.ExecuteCommand(context.Background(), adapter.Command{Args: []string{"env"}})
@@ -90,7 +90,7 @@ func TestSymlinkedRootAcceptsBothSpellings(t *testing.T) {
 	real := t.TempDir()
 	link := filepath.Join(t.TempDir(), "ws")
 	require.NoError(t, os.Symlink(real, link))
-	sb, err := local.New(local.Config{Root: link})
+	sb, err := local.New(runnable(local.Config{Root: link}))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = sb.Stop(context.Background()) })
 	ctx := context.Background()

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -36,7 +37,7 @@ func TestPortableProbeHasNoLayer(t *testing.T) {
 		assert.False(t, l.Available, l.Name)
 		assert.Contains(t, l.Reason, "needs Linux", l.Name)
 	}
-	for _, n := range []string{local.LayerUserNS, local.LayerPIDNS, local.LayerProc, local.LayerKeyring, local.LayerNoCaps,
+	for _, n := range []string{local.LayerUserNS, local.LayerPIDNS, local.LayerIPCNS, local.LayerUTSNS, local.LayerProc, local.LayerKeyring, local.LayerNoCaps,
 		local.LayerNoSetuid, local.LayerFSView, local.LayerNetNS, local.LayerLandlock, local.LayerLandlockScope,
 		local.LayerLandlockNet, local.LayerCgroup, local.LayerLimits, local.LayerPIDNSCommand, local.LayerUnprivileged} {
 		assert.True(t, names[n], "Probe reports %s", n)
@@ -45,10 +46,16 @@ func TestPortableProbeHasNoLayer(t *testing.T) {
 	assert.Zero(t, rep.LandlockABI)
 }
 
-// Every command runs, with a private TMPDIR, and its result says that nothing was enforced.
+// With every layer turned off by name (and no limits), a command runs with a private TMPDIR, and
+// its result says that nothing was enforced.
 func TestPortableReportsNothingEnforced(t *testing.T) {
 	t.Parallel()
-	sb := newIsolated(t, local.Config{})
+	sb, err := local.New(local.Config{Root: t.TempDir(), Memory: local.NoLimit, Pids: local.NoLimit, DisableLayers: []string{
+		local.LayerUserNS, local.LayerPIDNS, local.LayerIPCNS, local.LayerUTSNS, local.LayerProc, local.LayerFSView,
+		local.LayerLandlock, local.LayerKeyring, local.LayerNoCaps, local.LayerNoSetuid, local.LayerNetNS,
+		local.LayerLandlockNet, local.LayerLandlockScope, local.LayerUnprivileged, local.LayerCgroup, local.LayerPIDNSCommand}})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = sb.Stop(context.Background()) })
 	c := sb.Capabilities()
 	assert.Equal(t, adapter.FSNone, c.FSIsolation)
 	assert.Equal(t, adapter.NetHost, c.Network)
@@ -61,31 +68,40 @@ func TestPortableReportsNothingEnforced(t *testing.T) {
 	}
 }
 
-// RequireIsolation refuses every command, with the code Linux uses for a missing layer, and says
-// what each command would lack; nothing runs.
-func TestPortableRequireIsolationRefuses(t *testing.T) {
+// Isolation on fails closed: every command is refused, with the code Linux uses for a missing
+// layer, saying what each command would lack; nothing runs. RequireIsolation changes nothing.
+func TestPortableFailsClosed(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
+	helper := []string{local.LayerUserNS, local.LayerPIDNS, local.LayerIPCNS, local.LayerUTSNS, local.LayerProc,
+		local.LayerFSView, local.LayerLandlock, local.LayerKeyring, local.LayerNoCaps, local.LayerNoSetuid}
+	root := func(l ...string) []string {
+		if os.Geteuid() == 0 {
+			return append(l, local.LayerUnprivileged) // commands would be the host's root
+		}
+		return l
+	}
 	for _, tc := range []struct {
 		cfg   local.Config
 		cmd   adapter.Command
 		wants []string
 	}{
-		{local.Config{}, adapter.Command{}, []string{local.LayerLimits, "network", "filesystem", local.LayerFSView, "processTree"}},
-		{local.Config{Memory: local.NoLimit, Pids: local.NoLimit}, adapter.Command{AllowNetwork: true}, []string{"filesystem", local.LayerFSView, "processTree"}},
-		{local.Config{DisableLayers: []string{local.LayerLimits}}, adapter.Command{AllowNetwork: true}, []string{"filesystem", local.LayerFSView, "processTree"}},
+		{local.Config{}, adapter.Command{}, slices.Concat(helper, root(local.LayerNetNS), []string{local.LayerLimits, "processTree"})},
+		{local.Config{RequireIsolation: true}, adapter.Command{}, slices.Concat(helper, root(local.LayerNetNS), []string{local.LayerLimits, "processTree"})},
+		{local.Config{Memory: local.NoLimit, Pids: local.NoLimit}, adapter.Command{AllowNetwork: true}, slices.Concat(helper, root(local.LayerLandlockScope), []string{"processTree"})},
+		{local.Config{DisableLayers: []string{local.LayerLimits, local.LayerFSView}}, adapter.Command{AllowNetwork: true},
+			slices.Concat(slices.DeleteFunc(slices.Clone(helper), func(l string) bool { return l == local.LayerFSView }), root(local.LayerLandlockScope), []string{"processTree"})},
 	} {
-		tc.cfg.RequireIsolation = true
-		sb := newIsolated(t, tc.cfg)
+		tc.cfg.Root = t.TempDir()
+		sb, err := local.New(tc.cfg)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = sb.Stop(context.Background()) })
 		tc.cmd.Args = []string{"sh", "-c", "echo ran > ran.txt; echo ran"}
 		res, err := sb.ExecuteCommand(ctx, tc.cmd)
 		require.ErrorIs(t, err, errs.IsolationUnavailable)
 		assert.Contains(t, err.Error(), "needs Linux")
 		var e *errs.Error
 		require.True(t, errors.As(err, &e))
-		if os.Geteuid() == 0 {
-			tc.wants = append(tc.wants, local.LayerUnprivileged) // commands would be the host's root
-		}
 		assert.Equal(t, tc.wants, e.Details["missing"], "%+v", tc.cfg)
 		assert.Empty(t, res.Stdout)
 		assert.Equal(t, adapter.Isolation{}, res.Isolation)

@@ -31,7 +31,7 @@ func TestStartedTreesEnd(t *testing.T) {
 	for _, iso := range []string{local.IsolationAuto, local.IsolationOff} {
 		t.Run(iso, func(t *testing.T) {
 			cgroupsBefore := cgroupsOf(os.Getpid())
-			sb, err := local.New(local.Config{Root: t.TempDir(), Isolation: iso})
+			sb, err := local.New(runnable(local.Config{Root: t.TempDir(), Isolation: iso}))
 			require.NoError(t, err)
 			t.Cleanup(func() { _ = sb.Stop(context.Background()) })
 

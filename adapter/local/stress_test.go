@@ -203,7 +203,7 @@ const (
 func (r *stressRun) newSandbox() (*local.Sandbox, error) {
 	cfg := r.mode.cfg
 	cfg.Root = r.t.TempDir()
-	return r.mode.new(cfg)
+	return r.mode.new(runnable(cfg))
 }
 
 func (r *stressRun) run() {

@@ -56,10 +56,11 @@ func TestRootOnlyFilesStayRootOnly(t *testing.T) {
 	}
 }
 
-// TestUnprivilegedFallsBackWithoutIdmap: a writable directory on a file system without idmapped
-// mounts (ramfs) keeps the sandbox usable with the host's root, reports the layer missing, and
-// fails closed under RequireIsolation.
-func TestUnprivilegedFallsBackWithoutIdmap(t *testing.T) {
+// Fail closed, and no failure remembered: where a writable directory cannot be idmapped (a
+// ramfs), commands cannot run as an unprivileged uid, and every command is refused naming the
+// layer, nothing run; the next command tries again, and runs once the obstacle is gone. Turning
+// the layer off by name is the explicit way to run there (as the host's root, reported).
+func TestUnprivilegedFailsClosedWithoutIdmap(t *testing.T) {
 	t.Parallel()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root (to mount a ramfs, and to run commands as HostUID at all)")
@@ -67,18 +68,36 @@ func TestUnprivilegedFallsBackWithoutIdmap(t *testing.T) {
 	requireLayers(t, local.LayerUnprivileged, local.LayerFSView)
 	extra := t.TempDir()
 	require.NoError(t, unix.Mount("ramfs", extra, "ramfs", 0, "mode=0755"))
-	t.Cleanup(func() { unix.Unmount(extra, unix.MNT_DETACH) })
+	mounted := true
+	t.Cleanup(func() {
+		if mounted {
+			unix.Unmount(extra, unix.MNT_DETACH)
+		}
+	})
 
 	sb := newIsolated(t, local.Config{WritePaths: []string{extra}})
+	for range 2 {
+		res, err := sb.ExecuteCommand(context.Background(), adapter.Command{Args: []string{"sh", "-c", "echo ran > ran.txt"}})
+		require.ErrorIs(t, err, errs.IsolationUnavailable)
+		assert.Contains(t, errs.As(err).Details["missing"], local.LayerUnprivileged)
+		assert.Empty(t, res.Stdout)
+		_, err = os.Stat(filepath.Join(sb.Dir(), "ran.txt"))
+		require.ErrorIs(t, err, os.ErrNotExist, "a refused command ran")
+	}
+	require.NoError(t, unix.Unmount(extra, unix.MNT_DETACH))
+	mounted = false
 	res := run(t, sb, adapter.Command{Args: []string{"sh", "-c", "echo x > " + extra + "/f && cat " + extra + "/f"}})
+	assert.Equal(t, "x\n", string(res.Stdout), "%s", res.Stderr)
+	assert.Contains(t, res.Isolation.Layers, local.LayerUnprivileged, "tried again, and in force")
+
+	ramfs := t.TempDir()
+	require.NoError(t, unix.Mount("ramfs", ramfs, "ramfs", 0, "mode=0755"))
+	t.Cleanup(func() { unix.Unmount(ramfs, unix.MNT_DETACH) })
+	optOut := newIsolated(t, local.Config{WritePaths: []string{ramfs}, DisableLayers: []string{local.LayerUnprivileged}})
+	res = run(t, optOut, adapter.Command{Args: []string{"sh", "-c", "echo x > " + ramfs + "/f && cat " + ramfs + "/f"}})
 	assert.Equal(t, "x\n", string(res.Stdout), "%s", res.Stderr)
 	assert.NotContains(t, res.Isolation.Layers, local.LayerUnprivileged)
 	assert.Contains(t, res.Isolation.Layers, local.LayerFSView)
-
-	strict := newIsolated(t, local.Config{WritePaths: []string{extra}, RequireIsolation: true})
-	_, err := strict.ExecuteCommand(context.Background(), adapter.Command{Args: []string{"true"}})
-	require.ErrorIs(t, err, errs.IsolationUnavailable)
-	assert.Contains(t, err.Error(), local.LayerUnprivileged)
 }
 
 // The private TMPDIR exists for commands whoever started the helper first: Capabilities (or

@@ -96,7 +96,10 @@ func Vet(dir string, own ...string) error {
 		}
 	}
 	for _, p := range ownFiles(own) {
-		if contains(d, p) {
+		switch {
+		case d == p:
+			return refuse(RuleOwnFile, "it is one of sandboxer's own directories, whose files a command could replace or forge")
+		case contains(d, p):
 			return refuse(RuleOwnFile, "it contains %s, one of sandboxer's own files, which a command could replace", p)
 		}
 	}

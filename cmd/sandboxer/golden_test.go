@@ -17,9 +17,15 @@ type step struct {
 	args  []string
 	stdin string
 	env   []string
+	host  func(e *env, ids []string) // instead of the binary: a change on the host, args[0] says which
 }
 
 func s(args ...string) step { return step{args: args} }
+
+// onHost is a step done by the test itself, described by what.
+func onHost(what string, f func(e *env, ids []string)) step {
+	return step{args: []string{what}, host: f}
+}
 
 func (st step) in(stdin string) step { st.stdin = stdin; return st }
 
@@ -114,7 +120,10 @@ var goldenCases = []goldenCase{
 		s("sandbox", "rm", "$ID1"),
 		s("tool", "read", "--sandbox", "$ID1", "--input", `{"path":"f"}`),
 		s("sandbox", "rm", "sbx-000000000000"),
-		s("exec", "--root", "$STATE", "--", "rm", "-r", "sandboxes/$ID0/workspace"),
+		s("exec", "--root", "$STATE", "--", "rm", "-r", "sandboxes/$ID0/workspace"), // refused: the state directory is sandboxer's
+		onHost("rm -r $STATE/sandboxes/$ID0/workspace", func(e *env, ids []string) {
+			require.NoError(e.t, os.RemoveAll(filepath.Join(e.state, "sandboxes", ids[0], "workspace")))
+		}),
 		s("sandbox", "ls"),
 		s("tool", "read", "--sandbox", "$ID0", "--input", `{"path":"f"}`),
 		// The daemon is shared with other test packages running now: keep this golden to local records.
@@ -158,6 +167,11 @@ func TestGolden(t *testing.T) {
 				var b strings.Builder
 				var ids []string
 				for _, st := range gc.steps {
+					if st.host != nil {
+						st.host(e, ids)
+						fmt.Fprintf(&b, "$ (on the host) %s\n\n", st.args[0])
+						continue
+					}
 					args := make([]string, len(st.args))
 					for i, a := range st.args {
 						a = strings.ReplaceAll(a, "$STATE", e.state)

@@ -82,32 +82,32 @@ func TestServerPerCallSettings(t *testing.T) {
 	e := newEnv(t)
 	e.write("sub/b.txt", "in sub")
 	// The working directory, relative paths and SANDBOXER_* variables are the caller's, per call.
-	r := e.run("", []string{"SANDBOXER_ROOT=sub", "SANDBOXER_JOURNAL=j.db"}, "tool", "read", "--input", `{"path":"b.txt"}`)
+	r := e.run("", []string{"SANDBOXER_ROOT=sub", "SANDBOXER_JOURNAL=../j.db"}, "tool", "read", "--input", `{"path":"b.txt"}`)
 	require.Equal(t, 0, r.code, r.stderr)
 	assert.Contains(t, r.stdout, "in sub")
-	assert.FileExists(t, filepath.Join(e.work, "j.db"))
+	assert.FileExists(t, filepath.Join(e.base, "j.db"), "relative to the call's directory, outside the workspace (a journal inside it is refused)")
 	r = e.run("", nil, "tool", "read", "--root", "sub", "--input", `{"path":"b.txt"}`)
 	require.Equal(t, 0, r.code, r.stderr)
 	r = e.run("", nil, "tool", "read", "--input", `{"path":"b.txt"}`)
 	assert.Equal(t, 1, r.code, "the next call's root is the working directory again")
 	assert.Contains(t, r.stdout, "NOT_FOUND")
 	// A journal written by the server is read by a process of its own.
-	r = e.run("", []string{"SANDBOXER_SERVER=off"}, "log", "--json", "--journal", "j.db")
+	r = e.run("", []string{"SANDBOXER_SERVER=off"}, "log", "--json", "--journal", "../j.db")
 	require.Equal(t, 0, r.code, r.stderr)
 	assert.Contains(t, r.stdout, `"toolName":"read"`)
 	// A removed journal is made again, not written through the handle the server kept.
-	require.NoError(t, os.Remove(filepath.Join(e.work, "j.db")))
-	os.Remove(filepath.Join(e.work, "j.db-wal"))
-	os.Remove(filepath.Join(e.work, "j.db-shm"))
-	r = e.run("", []string{"SANDBOXER_JOURNAL=j.db"}, "tool", "read", "--input", `{"path":"sub/b.txt"}`)
+	require.NoError(t, os.Remove(filepath.Join(e.base, "j.db")))
+	os.Remove(filepath.Join(e.base, "j.db-wal"))
+	os.Remove(filepath.Join(e.base, "j.db-shm"))
+	r = e.run("", []string{"SANDBOXER_JOURNAL=../j.db"}, "tool", "read", "--input", `{"path":"sub/b.txt"}`)
 	require.Equal(t, 0, r.code, r.stderr)
-	r = e.run("", []string{"SANDBOXER_SERVER=off"}, "log", "--json", "--journal", "j.db")
+	r = e.run("", []string{"SANDBOXER_SERVER=off"}, "log", "--json", "--journal", "../j.db")
 	require.Equal(t, 0, r.code, r.stderr)
 	assert.Equal(t, 1, strings.Count(r.stdout, `"toolName":"read"`), r.stdout)
 	// Soon after the last call the file alone holds every row (the server checkpoints it).
 	copied := filepath.Join(e.base, "copy.db")
 	assert.Eventually(t, func() bool {
-		b, err := os.ReadFile(filepath.Join(e.work, "j.db"))
+		b, err := os.ReadFile(filepath.Join(e.base, "j.db"))
 		if err != nil || os.WriteFile(copied, b, 0o644) != nil {
 			return false
 		}

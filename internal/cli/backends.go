@@ -86,13 +86,15 @@ func localEnforces() string {
 		return "NO kernel isolation on " + runtime.GOOS + ": file calls are jailed to the workspace by os.Root, " +
 			"but commands are plain processes of your user (they can read and write whatever you can, and reach " +
 			"the network), in a process group killed when they end; every result reports network, filesystem, " +
-			"processTree and limits as not enforced, and --require-isolation refuses every command."
+			"processTree and limits as not enforced. Isolation fails closed: with --isolation auto every command is refused " +
+			"(ISOLATION_UNAVAILABLE); --isolation off runs them as plain processes."
 	}
 	return "file calls jailed to the workspace by os.Root; with --isolation auto (the default) " +
 		"each command also runs in its own user, PID and network namespaces (loopback only unless " +
 		"--allow-network), under Landlock (writes only to the workspace and a private TMPDIR, " +
 		"home directories and credentials unreadable) and in a cgroup killed as a whole; " +
-		"--require-isolation refuses a command when a layer is missing. Every result says which layers applied."
+		"it fails closed: a command runs only with every layer doctor lists, less those turned off by --disable-layer " +
+		"(else ISOLATION_UNAVAILABLE naming them). Every result says which layers applied."
 }
 
 var localBackend = backend{
@@ -291,7 +293,7 @@ func localConfig(s Settings, root string) local.Config {
 		iso = local.IsolationAuto
 	}
 	cfg := local.Config{Root: root, Isolation: iso, RequireIsolation: s.RequireIsolation, CPUs: s.CPUs,
-		Memory: s.Memory, Pids: s.Pids, ReadPaths: s.ROBind, WritePaths: s.RWBind, AllowHosts: s.AllowHosts,
+		Memory: s.Memory, Pids: s.Pids, DisableLayers: s.DisableLayers, ReadPaths: s.ROBind, WritePaths: s.RWBind, AllowHosts: s.AllowHosts,
 		// The resident servers' sockets and keys: a command never uses a server (see oneshot.Request.Key).
 		DenyRead: []string{serverDir(s.inv)}, Protect: ownFiles(s)}
 	// Settings say 0 for none; local.Config says NoLimit (its 0 is the default).

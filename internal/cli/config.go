@@ -31,6 +31,8 @@ const (
 	keyAllowNetwork   = "allow-network"
 	keyAllowHosts     = "allow-hosts" // flag --allow-host (repeatable), env SANDBOXER_ALLOW_HOSTS (comma-separated)
 	flagAllowHost     = "allow-host"
+	keyDisableLayers  = "disable-layers" // flag --disable-layer (repeatable), env SANDBOXER_DISABLE_LAYERS (comma-separated)
+	flagDisableLayer  = "disable-layer"
 	keyMaxOutputBytes = "max-output-bytes"
 	keyTimeout        = "timeout"
 	keyJournal        = "journal"
@@ -66,7 +68,7 @@ var knownKeys = map[string]bool{
 	keyTimeout: true, keyJournal: true, keyStateDir: true, keyRunID: true, keyNodeID: true,
 	keyIteration: true, keyAttempt: true, keySandbox: true, keyStore: true, keySyncMaxFile: true,
 	keyIsolation: true, keyRequireIso: true, keyMemory: true, keyPids: true, keyCPUs: true,
-	keyROBind: true, keyRWBind: true, keyMCPMaxMessage: true, keyRuntime: true, keyAllowHosts: true,
+	keyROBind: true, keyRWBind: true, keyMCPMaxMessage: true, keyRuntime: true, keyAllowHosts: true, keyDisableLayers: true,
 	keyKubeconfig: true, keyKubeContext: true, keyNamespace: true, keyKubeImage: true,
 	keyImagePullPolicy: true, keyRuntimeClass: true,
 }
@@ -106,7 +108,10 @@ type Settings struct {
 	AllowNetwork bool
 	// AllowHosts is the egress allowlist (issue 16): the network stays cut and the sandbox's
 	// egress proxy lets commands reach only these hosts. Exclusive with AllowNetwork.
-	AllowHosts     []string
+	AllowHosts []string
+	// DisableLayers names local isolation layers the caller opts out of (fail closed requires
+	// every other one); only a flag or the environment may name them, never a config file alone.
+	DisableLayers  []string
 	MaxOutputBytes int
 	Timeout        time.Duration
 	Journal        string // absolute path, or "" when off
@@ -194,7 +199,8 @@ func addCommonFlags(f *pflag.FlagSet) {
 	f.String(keyStore, "", "FileSync store to hydrate the workspace from and flush back to")
 	f.String(keySyncMaxFile, "100MiB", "--store: the largest file synced either way (bytes, or with KiB, MiB, GiB); larger ones are skipped and reported")
 	f.String(keyIsolation, "auto", "local adapter kernel isolation: auto (every layer the kernel allows) or off")
-	f.Bool(keyRequireIso, false, "refuse a command when an isolation layer cannot be applied (fail closed)")
+	f.Bool(keyRequireIso, false, "kept for old scripts: the local adapter always fails closed now (a command runs only with every layer not turned off by --disable-layer)")
+	f.StringArray(flagDisableLayer, nil, "local adapter: run without this isolation layer (a name `sandboxer doctor` lists), which is otherwise required; repeatable (env SANDBOXER_DISABLE_LAYERS, comma-separated)")
 	f.String(keyMemory, "2GiB", "local adapter: memory limit of the sandbox's commands together (bytes, or with KiB, MiB, GiB); 0 = none")
 	f.Int(keyPids, 1024, "local adapter: limit of processes and threads of the sandbox's commands together; 0 = none")
 	f.Float64(keyCPUs, 0, "local adapter: CPU time of the sandbox's commands together, in CPUs; 0 = no cap")
@@ -321,6 +327,12 @@ func loadIn(inv invocation, flags *pflag.FlagSet) (Settings, error) {
 		if s.AllowNetwork && len(s.AllowHosts) > 0 {
 			return Settings{}, fmt.Errorf("--%s and --%s exclude each other: --%s opens every host, --%s only the ones named", keyAllowNetwork, flagAllowHost, keyAllowNetwork, flagAllowHost)
 		}
+	}
+	if has(flagDisableLayer) {
+		if err := v.BindPFlag(keyDisableLayers, flags.Lookup(flagDisableLayer)); err != nil {
+			return Settings{}, err
+		}
+		s.DisableLayers = listSetting(v.Get(keyDisableLayers))
 	}
 	if has(keyRequireIso) {
 		if s.RequireIsolation, err = boolSetting(v, keyRequireIso); err != nil {
@@ -531,6 +543,9 @@ func checkConfigFile(inv invocation, s Settings, flags *pflag.FlagSet, keys map[
 	}
 	if _, ok := keys[keyAllowHosts]; ok && len(s.AllowHosts) > 0 && !flags.Changed(flagAllowHost) && inv.getenv(envName(keyAllowHosts)) == "" {
 		return fmt.Errorf("config file %s: allow-hosts opens the network to hosts, which only --%s or SANDBOXER_ALLOW_HOSTS may do", s.ConfigFile, flagAllowHost)
+	}
+	if _, ok := keys[keyDisableLayers]; ok && len(s.DisableLayers) > 0 && !flags.Changed(flagDisableLayer) && inv.getenv(envName(keyDisableLayers)) == "" {
+		return fmt.Errorf("config file %s: disable-layers lowers isolation, which only --%s or SANDBOXER_DISABLE_LAYERS may do", s.ConfigFile, flagDisableLayer)
 	}
 	if _, ok := keys[keyAllowNetwork]; ok && s.AllowNetwork && !explicit(keyAllowNetwork) {
 		return fmt.Errorf("config file %s: allow-network: true opens the network, which only --%s or SANDBOXER_ALLOW_NETWORK=true may do", s.ConfigFile, keyAllowNetwork)
