@@ -119,6 +119,8 @@ type helperReady struct {
 	Layers      []string          `json:"layers"`
 	Missing     map[string]string `json:"missing,omitempty"`
 	LandlockABI int               `json:"landlockABI"`
+
+	oomAdj *os.File // the helper's /proc/self/oom_score_adj, opened before Landlock (see preferForOOM)
 }
 
 func helperMain() int {
@@ -163,7 +165,7 @@ func helperMain() int {
 	if err := sendFile(conn, ready, nil); err != nil || spec.Probe {
 		return 0
 	}
-	h := &helperServer{conn: conn, exe: spec.Exe, running: map[int]*helperCmd{}, pgids: map[uint64]int{}}
+	h := &helperServer{conn: conn, exe: spec.Exe, oomAdj: ready.oomAdj, running: map[int]*helperCmd{}, pgids: map[uint64]int{}}
 	if err := h.serve(); err != nil {
 		fmt.Fprintln(os.Stderr, "sandboxer helper:", err)
 		return 2
@@ -219,6 +221,9 @@ func setupHelper(spec helperSpec, clones *viewClones) helperReady {
 		}
 		r.Layers = append(r.Layers, LayerNetNS)
 	}
+	// Landlock leaves /proc read-only: the file that makes commands the OOM killer's first
+	// choice is opened before it applies.
+	r.oomAdj, _ = os.OpenFile("/proc/self/oom_score_adj", os.O_WRONLY, 0)
 	abi, _ := landlockABI()
 	r.LandlockABI = abi
 	if spec.Landlock {
@@ -320,6 +325,9 @@ type helperServer struct {
 	conn *os.File   // the connection to the adapter: blocking, read only by serve
 	wmu  sync.Mutex // one reply at a time on conn
 	reap *os.File   // an eventfd, set when SIGCHLD finds a child to reap that no pidfd reported
+	// oomAdj is this process's oom_score_adj (nil: not open), raised around each fork so that
+	// commands inherit commandOOMScoreAdj.
+	oomAdj *os.File
 
 	// Touched by serve alone.
 	running map[int]*helperCmd // pid -> command
@@ -596,7 +604,9 @@ func (h *helperServer) spawn(req request, fds []int, truncated bool) {
 		attr.Env = append(slices.Clone(req.Env), initEnv)
 		attr.Sys.Cloneflags = syscall.CLONE_NEWPID
 	}
+	h.setOOMScoreAdj(commandOOMScoreAdj) // inherited by the command
 	pid, err := syscall.ForkExec(path, args, attr)
+	h.setOOMScoreAdj("0")
 	status := takeFile(fds, 0, "status")
 	if err != nil {
 		var en syscall.Errno
@@ -612,6 +622,21 @@ func (h *helperServer) spawn(req request, fds []int, truncated bool) {
 	h.running[pid] = c
 	h.pgids[req.ID] = pid
 	writeRecord(status, recStarted, 0)
+}
+
+// commandOOMScoreAdj is the oom_score_adj of commands: the kernel's OOM killer takes them before
+// the helper (0) when the sandbox's memory is full. What fills it may be no process's own memory
+// (the view's tmpfs directories, shared memory), and by size alone the helper, the biggest
+// process, would go, and every command with it.
+const commandOOMScoreAdj = "500"
+
+// setOOMScoreAdj sets the helper's own oom_score_adj: raised for the instant of a fork, so that
+// the command inherits it, and back to 0 (no privilege is needed for either: the value never goes
+// below where it started).
+func (h *helperServer) setOOMScoreAdj(v string) {
+	if h.oomAdj != nil {
+		_, _ = h.oomAdj.WriteAt([]byte(v), 0)
+	}
 }
 
 // reapAll collects every exited child (commands and orphans re-parented to this init), and

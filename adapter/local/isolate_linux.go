@@ -4,6 +4,7 @@ package local
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -364,7 +365,11 @@ func newIsolation(cfg Config, workspace string) (*isolation, error) {
 	}
 	// The private TMPDIR is made when the first command runs (ensureTmp), so a sandbox that only
 	// moves files, or is never stopped, leaves nothing behind.
-	iso.tmp = filepath.Join(os.TempDir(), "sandboxer-tmp-"+randomSuffix())
+	base := os.TempDir()
+	if real, err := filepath.EvalSymlinks(base); err == nil {
+		base = real // as the rules and the view name it
+	}
+	iso.tmp = filepath.Join(base, "sandboxer-tmp-"+randomSuffix())
 	iso.workspace = workspace
 	return iso, nil
 }
@@ -443,8 +448,18 @@ func (iso *isolation) viewSpec(network bool) viewSpec {
 		}
 	}
 	for _, p := range iso.rules.Write { // the workspace, TMPDIR and Config.WritePaths, resolved
+		if p == iso.tmp {
+			continue // a tmpfs of the view's (below)
+		}
 		v.RW = append(v.RW, p)
 		v.Owned = append(v.Owned, p)
+	}
+	// TMPDIR is the helper's own size-capped tmpfs, as /tmp is: what commands write there is
+	// charged to the sandbox's memory, and bounded (each helper has its own). Half the memory
+	// limit each, so that filling one ends in ENOSPC rather than in the OOM killer.
+	v.Tmp = []string{iso.tmp}
+	if m := iso.cfg.Memory; m != NoLimit {
+		v.TmpSize = cmp.Or(m, DefaultMemoryBytes) / 2
 	}
 	for _, p := range iso.cfg.ReadPaths {
 		v.Owned = append(v.Owned, cleanAbs(p))

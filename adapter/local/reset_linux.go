@@ -31,7 +31,7 @@ var viewTmpDirs = []string{"/tmp", "/var/tmp", "/dev/shm"}
 // command runs: new IPC and UTS namespaces and a new session keyring for the commands it starts
 // from now on (the old namespaces, and every object in them, go with the last process in them),
 // the user keyrings cleared when req.ClearKeys says they are the sandbox's own, and each
-// directory of req.Args emptied and made as new (mode 01777).
+// directory of req.Args emptied and made as new (mode 01777), and req.Path (TMPDIR, 0700).
 func (h *helperServer) reset(req request) {
 	err := renewNamespaces()
 	if _, _, e := unix.Syscall(unix.SYS_KEYCTL, unix.KEYCTL_JOIN_SESSION_KEYRING, 0, 0); e != 0 {
@@ -46,6 +46,9 @@ func (h *helperServer) reset(req request) {
 	}
 	for _, dir := range req.Args {
 		err = errors.Join(err, renewDir(dir, 0o1777))
+	}
+	if req.Path != "" {
+		err = errors.Join(err, renewDir(req.Path, 0o700))
 	}
 	r := reply{ID: req.ID}
 	if err != nil {
@@ -167,7 +170,7 @@ func (iso *isolation) reset(ctx context.Context) error {
 		}
 		req := request{Op: "reset", ClearKeys: os.Geteuid() == 0 && h.uid != 0}
 		if slices.Contains(h.ready.Layers, LayerFSView) {
-			req.Args = viewTmpDirs
+			req.Args, req.Path = viewTmpDirs, iso.tmp // TMPDIR is the view's too
 		}
 		if e := h.call(ctx, &req, resetTimeout); e != nil {
 			h.kill()

@@ -44,6 +44,13 @@ type viewSpec struct {
 	// Sources, when set, are RO, RW and Devices already cloned by the adapter, whose descriptors
 	// come with the spec in this order (see viewClones); the helper then clones nothing itself.
 	Sources []viewSource `json:"sources,omitempty"`
+	// Tmp are private directories of the helper (TMPDIR), a tmpfs each (mode 0700), besides
+	// /tmp, /var/tmp and /dev/shm (1777).
+	Tmp []string `json:"tmp,omitempty"`
+	// TmpSize caps each of those file systems in bytes, and their inodes at one per 8 KiB (0: the
+	// kernel's default, half of the memory). Their pages are charged to the writer's memory
+	// cgroup, so together they are also under the sandbox's memory limit.
+	TmpSize int64 `json:"tmpSize,omitempty"`
 }
 
 // viewSource is one cloned source of the view.
@@ -227,10 +234,17 @@ func viewMounts(spec viewSpec, clones *viewClones) []viewMount {
 	tmpfs := func(target, mode string, rdonly bool) {
 		mounts = append(mounts, viewMount{target: target, dir: true, mode: mode, rdonly: rdonly})
 	}
+	size := ""
+	if spec.TmpSize > 0 {
+		size = fmt.Sprintf(",size=%d,nr_inodes=%d", spec.TmpSize, max(spec.TmpSize/8192, 1024))
+	}
 	tmpfs("/dev", "mode=0755", false)
-	tmpfs("/dev/shm", "mode=1777", false)
-	tmpfs("/tmp", "mode=1777", false)
-	tmpfs("/var/tmp", "mode=1777", false)
+	tmpfs("/dev/shm", "mode=1777"+size, false)
+	tmpfs("/tmp", "mode=1777"+size, false)
+	tmpfs("/var/tmp", "mode=1777"+size, false)
+	for _, p := range spec.Tmp {
+		tmpfs(p, "mode=0700"+size, false)
+	}
 	for i, src := range clones.sources {
 		mounts = append(mounts, viewMount{target: src.Target, clone: clones.files[i], dir: src.Dir, rdonly: src.ReadOnly})
 	}
