@@ -16,14 +16,20 @@ const (
 	LayerCgroup        = "cgroup"         // a cgroup per command: the whole tree is killed when it ends
 	LayerLimits        = "limits"         // the sandbox's memory, process count and CPU limits (cgroup v2, or v1 on hybrid hosts)
 	LayerPIDNSCommand  = "pidns-command"  // without cgroups: a PID namespace per command under a small init
-	LayerUnprivileged  = "unprivileged"   // commands run as an unprivileged host uid (HostUID when the caller is root), so file permissions apply to them
+	LayerUnprivileged  = "unprivileged"   // commands run as an unprivileged host uid (a sandbox's own when the caller is root), so file permissions apply to them
 )
 
-// HostUID is the host uid and gid that commands run as when the sandboxer runs as root (root of
-// the sandbox's user namespace is mapped to it): no account and no convention uses it, and it is
-// outside the oci adapter's range (2000000000..2000065535). The workspace and the other writable
-// directories are idmapped mounts, so their files are the sandbox root's inside and stay the
-// host root's on disk.
+// LayerUIDPerSandbox: each sandbox is a host uid of its own, so per-uid keyrings and kernel quotas
+// (keys, inotify instances) are no other sandbox's.
+const LayerUIDPerSandbox = "uid-per-sandbox"
+
+// HostUID is the base of the host uids (and gids) that commands run as when the sandboxer runs as
+// root (root of the sandbox's user namespace is mapped to one): each sandbox leases one of
+// HostUID+1 .. HostUID+65535 for its life (LayerUIDPerSandbox), and HostUID itself is the uid
+// sandboxes share where none can be leased. No account and no convention uses the range, and it is
+// outside the oci adapter's default range (2000000000..2000065535). The workspace and the other
+// writable directories are idmapped mounts, so their files are the sandbox root's inside and stay
+// the host root's on disk.
 const HostUID = 2_000_065_536
 
 // Isolation modes of Config.Isolation.

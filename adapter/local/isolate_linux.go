@@ -98,9 +98,17 @@ func startHelper(spec helperSpec, flags uintptr, o helperStart) (*helperProc, er
 		if fds[0] >= 0 {
 			cmd.SysProcAttr.UseCgroupFD, cmd.SysProcAttr.CgroupFD = true, fds[0]
 		}
+		if o.uid != os.Geteuid() && os.Geteuid() == 0 {
+			// The namespace is the sandbox uid's, not root's: so are the kernel's per-user counts.
+			return asNamespaceOwner(o.uid, cmd.Start)
+		}
 		return cmd.Start()
 	})
 	if err != nil {
+		if cmd.Process != nil {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		}
 		conn.Close()
 		return nil, err
 	}
@@ -349,7 +357,12 @@ type isolation struct {
 	cg        *cgroupPool  // nil without per-command cgroups; set by prepare
 	limits    *limitGroups // nil without resource limits (none configured, or none possible); set by prepare
 	limitErr  error        // why the configured limits cannot be set here
-	// unprivErr is why commands cannot run as HostUID here (set after a failed start).
+	// uid is the host uid (and gid) of the helpers' root for a root caller: the sandbox's own
+	// (lease), or HostUID, shared, when none could be leased (uidErr says why). Set by prepare.
+	uid    int
+	lease  *uidLease
+	uidErr error
+	// unprivErr is why commands cannot run as an unprivileged uid here (set after a failed start).
 	unprivErr error
 
 	mu       sync.Mutex
@@ -388,11 +401,16 @@ func (iso *isolation) prepare() {
 		iso.exe = cleanAbs(exe)
 		iso.rules.Exe = []string{iso.exe}
 	}
-	if !iso.disabled[LayerCgroup] {
-		owner := -1
-		if os.Geteuid() == 0 && !iso.disabled[LayerUnprivileged] {
-			owner = HostUID
+	owner := -1
+	if os.Geteuid() == 0 && !iso.disabled[LayerUnprivileged] {
+		iso.uid = HostUID
+		if iso.lease, iso.uidErr = allocUID(); iso.lease != nil {
+			iso.uid = iso.lease.uid
+			lookAfter(janitorUID, iso.lease.path()) // a SIGKILLed owner's lock file
 		}
+		owner = iso.uid
+	}
+	if !iso.disabled[LayerCgroup] {
 		iso.cg = newCgroupPool(owner) // nil when this process cannot make cgroups
 	}
 	if v := iso.cfg.limitValues(); !v.none() && !iso.disabled[LayerLimits] {
@@ -510,10 +528,10 @@ func (iso *isolation) helper(network bool) (*helperProc, error) {
 }
 
 // launch starts a helper. Run as root, the adapter clones the view's sources itself and maps the
-// helper's root to HostUID, an unprivileged host uid, with the writable sources idmapped (so the
-// workspace stays usable and the caller's); where that cannot be done (no view, or a file system
-// without idmapped mounts), the helper's root is the host's, and the layer LayerUnprivileged is
-// reported missing. Run as another user, the helper's root is that user.
+// helper's root to the sandbox's uid (iso.uid), an unprivileged host uid, with the writable
+// sources idmapped (so the workspace stays usable and the caller's); where that cannot be done
+// (no view, or a file system without idmapped mounts), the helper's root is the host's, and the
+// layer LayerUnprivileged is reported missing. Run as another user, the helper's root is that user.
 func (iso *isolation) launch(spec helperSpec, flags uintptr) (*helperProc, error) {
 	o := helperStart{uid: os.Geteuid(), gid: os.Getegid()}
 	if iso.cg != nil {
@@ -539,7 +557,7 @@ func (iso *isolation) launch(spec helperSpec, flags uintptr) (*helperProc, error
 	clone()
 	unpriv := o.clones != nil && !iso.disabled[LayerUnprivileged] && iso.unprivErr == nil
 	if unpriv {
-		o.uid, o.gid, o.idmap = HostUID, HostUID, true
+		o.uid, o.gid, o.idmap = iso.uid, iso.uid, true
 	}
 	h, err := startHelper(spec, flags, o)
 	if o.clones != nil {
@@ -577,6 +595,16 @@ func (iso *isolation) started(h *helperProc, err error) (*helperProc, error) {
 		h.ready.Missing[LayerUnprivileged] = iso.unprivErr.Error()
 	default:
 		h.ready.Missing[LayerUnprivileged] = "commands run as the host's root: the file system view is needed to map them to an unprivileged uid"
+	}
+	switch {
+	case iso.lease != nil && h.uid == iso.lease.uid:
+		h.ready.Layers = append(h.ready.Layers, LayerUIDPerSandbox)
+	case os.Geteuid() != 0:
+		h.ready.Missing[LayerUIDPerSandbox] = fmt.Sprintf("commands run as the caller's uid %d, shared with its other sandboxes and processes (a subordinate uid per sandbox, through /etc/subuid and newuidmap, is not implemented)", h.uid)
+	case iso.uidErr != nil:
+		h.ready.Missing[LayerUIDPerSandbox] = fmt.Sprintf("no uid could be leased, sandboxes share uid %d: %v", HostUID, iso.uidErr)
+	case h.uid == 0:
+		h.ready.Missing[LayerUIDPerSandbox] = "commands run as the host's root (see " + LayerUnprivileged + ")"
 	}
 	return h, nil
 }
@@ -620,6 +648,11 @@ func (iso *isolation) stop() error {
 	}
 	if iso.limits != nil {
 		iso.limits.release()
+	}
+	// Last: the sandbox's processes are gone with its helpers and cgroups.
+	if iso.lease != nil {
+		iso.lease.release()
+		released(janitorUID, iso.lease.path())
 	}
 	err := os.RemoveAll(iso.tmp)
 	if err == nil {
@@ -669,8 +702,13 @@ func (iso *isolation) missing(is adapter.Isolation, network bool) []string {
 	if !is.ProcessTree {
 		m = append(m, "processTree")
 	}
-	if os.Geteuid() == 0 && !iso.disabled[LayerUnprivileged] && !slices.Contains(is.Layers, LayerUnprivileged) {
-		m = append(m, LayerUnprivileged) // commands would be the host's root to file permissions
+	if os.Geteuid() == 0 && !iso.disabled[LayerUnprivileged] {
+		if !slices.Contains(is.Layers, LayerUnprivileged) {
+			m = append(m, LayerUnprivileged) // commands would be the host's root to file permissions
+		}
+		if !slices.Contains(is.Layers, LayerUIDPerSandbox) {
+			m = append(m, LayerUIDPerSandbox) // commands would share a uid with other sandboxes
+		}
 	}
 	return m
 }
@@ -1158,17 +1196,24 @@ func probe() Report {
 		rep.Layers = append(rep.Layers, LayerStatus{Name: name, Available: ok, Reason: reason})
 	}
 	probeIso := &isolation{rules: buildRules(DefaultReadPaths, DefaultDenyRead(), []string{os.TempDir()}, DefaultDevices), disabled: map[string]bool{}}
+	if os.Geteuid() == 0 {
+		probeIso.uid = HostUID
+		if probeIso.lease, probeIso.uidErr = allocUID(); probeIso.lease != nil {
+			probeIso.uid = probeIso.lease.uid
+		}
+		defer probeIso.lease.release()
+	}
 	view := probeIso.viewSpec(false)
 	spec := helperSpec{Probe: true, Net: true, Proc: true, Landlock: true, Rules: probeIso.rules, View: &view}
 	h, err := probeIso.launch(spec, syscall.CLONE_NEWUSER|syscall.CLONE_NEWPID|syscall.CLONE_NEWNS|syscall.CLONE_NEWNET)
 	if err != nil {
 		reason := "cannot create user, PID and network namespaces: " + err.Error()
-		for _, l := range []string{LayerUserNS, LayerPIDNS, LayerProc, LayerFSView, LayerNetNS, LayerLandlock, LayerLandlockScope, LayerKeyring, LayerNoCaps, LayerNoSetuid, LayerUnprivileged} {
+		for _, l := range []string{LayerUserNS, LayerPIDNS, LayerProc, LayerFSView, LayerNetNS, LayerLandlock, LayerLandlockScope, LayerKeyring, LayerNoCaps, LayerNoSetuid, LayerUnprivileged, LayerUIDPerSandbox} {
 			set(l, false, reason)
 		}
 	} else {
 		h.kill()
-		for _, l := range []string{LayerUserNS, LayerPIDNS, LayerProc, LayerFSView, LayerNetNS, LayerLandlock, LayerLandlockScope, LayerKeyring, LayerNoCaps, LayerNoSetuid, LayerUnprivileged} {
+		for _, l := range []string{LayerUserNS, LayerPIDNS, LayerProc, LayerFSView, LayerNetNS, LayerLandlock, LayerLandlockScope, LayerKeyring, LayerNoCaps, LayerNoSetuid, LayerUnprivileged, LayerUIDPerSandbox} {
 			ok := slices.Contains(h.ready.Layers, l)
 			reason := h.ready.Missing[l]
 			if !ok && reason == "" {

@@ -26,7 +26,7 @@ var notLinux = "kernel isolation of the local adapter needs Linux (this is " + r
 
 // allLayers are the layers Probe reports, all unavailable here.
 var allLayers = []string{LayerUserNS, LayerPIDNS, LayerProc, LayerKeyring, LayerNoCaps, LayerNoSetuid, LayerFSView,
-	LayerNetNS, LayerLandlock, LayerLandlockScope, LayerLandlockNet, LayerCgroup, LayerLimits, LayerPIDNSCommand, LayerUnprivileged}
+	LayerNetNS, LayerLandlock, LayerLandlockScope, LayerLandlockNet, LayerCgroup, LayerLimits, LayerPIDNSCommand, LayerUnprivileged, LayerUIDPerSandbox}
 
 // isolation without a kernel to enforce anything: a private TMPDIR, and the refusal of a
 // fail-closed configuration.
@@ -54,7 +54,7 @@ func (iso *isolation) capabilities() (adapter.FSIsolation, adapter.NetworkIsolat
 // missing lists what a command lacks, in the terms of Linux's report (isolate_linux.go): the
 // limits (unless none are set or the layer is disabled), the network cut (unless the command may
 // use the network), the file system confinement and view, the process tree kill, and for a root
-// caller the unprivileged uid.
+// caller the unprivileged uid of its own.
 func (iso *isolation) missing(allowNetwork bool) []string {
 	var m []string
 	noLimits := iso.cfg.Memory == NoLimit && iso.cfg.Pids == NoLimit && iso.cfg.CPUs == 0
@@ -66,7 +66,7 @@ func (iso *isolation) missing(allowNetwork bool) []string {
 	}
 	m = append(m, "filesystem", LayerFSView, "processTree")
 	if os.Geteuid() == 0 && !slices.Contains(iso.cfg.DisableLayers, LayerUnprivileged) {
-		m = append(m, LayerUnprivileged) // commands are the host's root to file permissions
+		m = append(m, LayerUnprivileged, LayerUIDPerSandbox) // commands are the host's root to file permissions
 	}
 	return m
 }
