@@ -600,7 +600,9 @@ func (iso *isolation) started(h *helperProc, err error) (*helperProc, error) {
 	case iso.lease != nil && h.uid == iso.lease.uid:
 		h.ready.Layers = append(h.ready.Layers, LayerUIDPerSandbox)
 	case os.Geteuid() != 0:
-		h.ready.Missing[LayerUIDPerSandbox] = fmt.Sprintf("commands run as the caller's uid %d, shared with its other sandboxes and processes (a subordinate uid per sandbox, through /etc/subuid and newuidmap, is not implemented)", h.uid)
+		// A subordinate uid (/etc/subuid, newuidmap) could not write the caller's workspace: only
+		// root may make the idmapped mount that would let it (see docs/local.md).
+		h.ready.Missing[LayerUIDPerSandbox] = fmt.Sprintf("commands run as the caller's uid %d, shared with its other sandboxes and processes: a uid of their own needs root (for the idmapped workspace)", h.uid)
 	case iso.uidErr != nil:
 		h.ready.Missing[LayerUIDPerSandbox] = fmt.Sprintf("no uid could be leased, sandboxes share uid %d: %v", HostUID, iso.uidErr)
 	case h.uid == 0:
