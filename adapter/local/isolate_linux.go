@@ -403,9 +403,7 @@ func (iso *isolation) prepare() {
 	}
 	owner := -1
 	if os.Geteuid() == 0 && !iso.disabled[LayerUnprivileged] {
-		iso.uid = HostUID
-		if iso.lease, iso.uidErr = allocUID(); iso.lease != nil {
-			iso.uid = iso.lease.uid
+		if iso.leaseUID() {
 			lookAfter(janitorUID, iso.lease.path()) // a SIGKILLed owner's lock file
 		}
 		owner = iso.uid
@@ -416,6 +414,16 @@ func (iso *isolation) prepare() {
 	if v := iso.cfg.limitValues(); !v.none() && !iso.disabled[LayerLimits] {
 		iso.limits, iso.limitErr = newLimitGroups(v, iso.cg)
 	}
+}
+
+// leaseUID gives a root caller's sandbox its host uid: one of its own (true), or HostUID, shared,
+// with the reason in uidErr.
+func (iso *isolation) leaseUID() bool {
+	iso.uid = HostUID
+	if iso.lease, iso.uidErr = allocUID(); iso.lease != nil {
+		iso.uid = iso.lease.uid
+	}
+	return iso.lease != nil
 }
 
 // viewSystemPaths are the host directories a command's file system view holds read-only (those
@@ -1199,10 +1207,7 @@ func probe() Report {
 	}
 	probeIso := &isolation{rules: buildRules(DefaultReadPaths, DefaultDenyRead(), []string{os.TempDir()}, DefaultDevices), disabled: map[string]bool{}}
 	if os.Geteuid() == 0 {
-		probeIso.uid = HostUID
-		if probeIso.lease, probeIso.uidErr = allocUID(); probeIso.lease != nil {
-			probeIso.uid = probeIso.lease.uid
-		}
+		probeIso.leaseUID()
 		defer probeIso.lease.release()
 	}
 	view := probeIso.viewSpec(false)
