@@ -46,6 +46,7 @@ type helperProc struct {
 	next   uint64        // the last request id
 	sockMu sync.Mutex    // one socket op at a time: the op reads its reply itself
 	dead   chan struct{} // closed once the helper has exited or was killed (markDead)
+	reaped chan struct{} // closed once the helper has exited and was reaped: nothing of it is left
 	gone   sync.Once
 }
 
@@ -113,12 +114,13 @@ func startHelper(spec helperSpec, flags uintptr, o helperStart) (*helperProc, er
 		return nil, err
 	}
 	theirs.Close() // the helper has it: a helper that dies now ends the read below
-	h := &helperProc{cmd: cmd, conn: conn, uid: o.uid, dead: make(chan struct{})}
+	h := &helperProc{cmd: cmd, conn: conn, uid: o.uid, dead: make(chan struct{}), reaped: make(chan struct{})}
 	// Once the helper has exited, its connection is closed (after the calls that still use it)
 	// and every wait on it ends: its end of the connection and of each command's status pipe
 	// closed with it.
 	go func() {
 		_ = cmd.Wait()
+		close(h.reaped)
 		h.markDead()
 		conn.Close()
 	}()
@@ -659,8 +661,18 @@ func (iso *isolation) stop() error {
 	if iso.limits != nil {
 		iso.limits.release()
 	}
-	// Last: the sandbox's processes are gone with its helpers and cgroups.
+	// Last, once the helpers (PID 1 of their namespaces: the kernel ended every process in them
+	// before their own exit) are reaped: nothing of the sandbox's uid runs any more.
 	if iso.lease != nil {
+		deadline := time.After(cgroupDrain)
+		for _, h := range hs {
+			if h != nil {
+				select {
+				case <-h.reaped:
+				case <-deadline:
+				}
+			}
+		}
 		iso.lease.release()
 		released(janitorUID, iso.lease.path())
 	}
