@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -167,14 +168,19 @@ func TestNothingLeftAfterOwnerKilled(t *testing.T) {
 				_ = cmd.Process.Kill()
 				_ = cmd.Wait()
 			})
-			// The child prints what it made, then "ready" once its command runs.
+			// The child prints what it made and the host uid of its sandbox, then "ready" once
+			// its command runs.
 			var made []string
+			uid := -1
 			ready := false
 			sc := bufio.NewScanner(out)
 			for sc.Scan() {
 				line := sc.Text()
 				if p, ok := strings.CutPrefix(line, "made "); ok {
 					made = append(made, p)
+				}
+				if u, ok := strings.CutPrefix(line, "uid "); ok {
+					uid, _ = strconv.Atoi(u)
 				}
 				if line == "ready" {
 					ready = true
@@ -191,7 +197,10 @@ func TestNothingLeftAfterOwnerKilled(t *testing.T) {
 				require.NotEmpty(t, cgroups, "the child made cgroups")
 			}
 			made = append(made, cgroups...)
-			t.Logf("made: %v", made)
+			if iso == local.IsolationAuto && local.Probe().Available(local.LayerUIDPerSandbox) {
+				require.Greater(t, uid, local.HostUID, "the child's sandbox has a uid of its own")
+			}
+			t.Logf("made: %v, uid %d", made, uid)
 			require.NoError(t, cmd.Process.Kill())
 			_ = cmd.Wait()
 
@@ -205,6 +214,9 @@ func TestNothingLeftAfterOwnerKilled(t *testing.T) {
 				}
 				if procs := processesWith(token); len(procs) > 0 {
 					left = append(left, procs...)
+				}
+				if uid > local.HostUID {
+					left = append(left, uidLeft(uid)...) // its processes, its uid's lease
 				}
 				if len(left) == 0 {
 					break
@@ -260,7 +272,7 @@ func TestOwnerChild(t *testing.T) {
 	token := os.Getenv("SANDBOXER_TEST_TOKEN")
 	go func() {
 		_, err := sb.ExecuteCommand(context.Background(), adapter.Command{
-			Args:   []string{"sh", "-c", "sh -c 'sleep 600; true' bg-$0 & echo $TMPDIR; cat /proc/self/cgroup; echo END; sleep 600; true", token},
+			Args:   []string{"sh", "-c", "sh -c 'sleep 600; true' bg-$0 & echo $TMPDIR; cat /proc/self/cgroup /proc/self/uid_map; echo END; sleep 600; true", token},
 			Stdout: ownerStdout{},
 		})
 		// The command runs until this process is killed: its end is the test's failure (the
@@ -271,11 +283,15 @@ func TestOwnerChild(t *testing.T) {
 	time.Sleep(time.Hour) // until killed
 }
 
-// ownerStdout turns the command's TMPDIR into a "made" line, and says ready at END.
+// ownerStdout turns the command's TMPDIR into a "made" line, the uid its root is on the host
+// (when it is not the host's root) into a "uid" line, and says ready at END.
 type ownerStdout struct{}
 
 func (ownerStdout) Write(p []byte) (int, error) {
 	for _, line := range strings.Split(strings.TrimSpace(string(p)), "\n") {
+		if f := strings.Fields(line); len(f) == 3 && f[0] == "0" && f[2] == "1" {
+			fmt.Println("uid", f[1])
+		}
 		switch {
 		case line == "END":
 			fmt.Println("ready")

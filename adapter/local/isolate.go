@@ -23,14 +23,20 @@ const (
 	LayerCgroup        = "cgroup"         // a cgroup per command: the whole tree is killed when it ends
 	LayerLimits        = "limits"         // the sandbox's memory, process count and CPU limits (cgroup v2, or v1 on hybrid hosts)
 	LayerPIDNSCommand  = "pidns-command"  // without cgroups: a PID namespace per command under a small init
-	LayerUnprivileged  = "unprivileged"   // commands run as an unprivileged host uid (HostUID when the caller is root), so file permissions apply to them
+	LayerUnprivileged  = "unprivileged"   // commands run as an unprivileged host uid (a sandbox's own when the caller is root), so file permissions apply to them
 )
 
-// HostUID is the host uid and gid that commands run as when the sandboxer runs as root (root of
-// the sandbox's user namespace is mapped to it): no account and no convention uses it, and it is
-// outside the oci adapter's range (2000000000..2000065535). The workspace and the other writable
-// directories are idmapped mounts, so their files are the sandbox root's inside and stay the
-// host root's on disk.
+// LayerUIDPerSandbox: each sandbox is a host uid of its own, so per-uid keyrings and kernel quotas
+// (keys, inotify instances) are no other sandbox's.
+const LayerUIDPerSandbox = "uid-per-sandbox"
+
+// HostUID is the base of the host uids (and gids) that commands run as when the sandboxer runs as
+// root (root of the sandbox's user namespace is mapped to one): each sandbox leases one of
+// HostUID+1 .. HostUID+65535 for its life (LayerUIDPerSandbox), and HostUID itself is the uid
+// sandboxes share where none can be leased. No account and no convention uses the range, and it is
+// outside the oci adapter's default range (2000000000..2000065535). The workspace and the other
+// writable directories are idmapped mounts, so their files are the sandbox root's inside and stay
+// the host root's on disk.
 const HostUID = 2_000_065_536
 
 // sandboxLayers are the layers of a sandbox's helper that every command needs (fail closed)
@@ -41,7 +47,8 @@ var sandboxLayers = []string{LayerUserNS, LayerPIDNS, LayerIPCNS, LayerUTSNS, La
 // neededLayers are the layers a command needs with isolation on (fail closed), less those cfg
 // disables by name: sandboxLayers; without the network netns (landlock-tcp when netns is
 // disabled), with it landlock-scope (the host's network namespace's abstract unix sockets are
-// reachable but for scoping); unprivileged for a root caller; limits when any is set.
+// reachable but for scoping); unprivileged and uid-per-sandbox for a root caller; limits when any
+// is set.
 func neededLayers(cfg Config, network bool) []string {
 	need := slices.Clone(sandboxLayers)
 	switch {
@@ -53,7 +60,9 @@ func neededLayers(cfg Config, network bool) []string {
 		need = append(need, LayerNetNS)
 	}
 	if os.Geteuid() == 0 {
-		need = append(need, LayerUnprivileged)
+		// Commands would be the host's root to file permissions, or share a uid (keyrings,
+		// per-uid quotas) with the other sandboxes.
+		need = append(need, LayerUnprivileged, LayerUIDPerSandbox)
 	}
 	if cfg.Memory != NoLimit || cfg.Pids != NoLimit || cfg.CPUs != 0 { // 0 is the default limit
 		need = append(need, LayerLimits)

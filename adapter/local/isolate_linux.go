@@ -47,6 +47,7 @@ type helperProc struct {
 	next   uint64        // the last request id
 	sockMu sync.Mutex    // one socket op at a time: the op reads its reply itself
 	dead   chan struct{} // closed once the helper has exited or was killed (markDead)
+	reaped chan struct{} // closed once the helper has exited and was reaped: nothing of it is left
 	gone   sync.Once
 }
 
@@ -99,19 +100,28 @@ func startHelper(spec helperSpec, flags uintptr, o helperStart) (*helperProc, er
 		if fds[0] >= 0 {
 			cmd.SysProcAttr.UseCgroupFD, cmd.SysProcAttr.CgroupFD = true, fds[0]
 		}
+		if o.uid != os.Geteuid() && os.Geteuid() == 0 {
+			// The namespace is the sandbox uid's, not root's: so are the kernel's per-user counts.
+			return asNamespaceOwner(o.uid, cmd.Start)
+		}
 		return cmd.Start()
 	})
 	if err != nil {
+		if cmd.Process != nil {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		}
 		conn.Close()
 		return nil, err
 	}
 	theirs.Close() // the helper has it: a helper that dies now ends the read below
-	h := &helperProc{cmd: cmd, conn: conn, uid: o.uid, dead: make(chan struct{})}
+	h := &helperProc{cmd: cmd, conn: conn, uid: o.uid, dead: make(chan struct{}), reaped: make(chan struct{})}
 	// Once the helper has exited, its connection is closed (after the calls that still use it)
 	// and every wait on it ends: its end of the connection and of each command's status pipe
 	// closed with it.
 	go func() {
 		_ = cmd.Wait()
+		close(h.reaped)
 		h.markDead()
 		conn.Close()
 	}()
@@ -350,6 +360,11 @@ type isolation struct {
 	cg        *cgroupPool  // nil without per-command cgroups; set by prepare
 	limits    *limitGroups // nil without resource limits (none configured, or none possible); set by prepare
 	limitErr  error        // why the configured limits cannot be set here
+	// uid is the host uid (and gid) of the helpers' root for a root caller: the sandbox's own
+	// (lease), or HostUID, shared, when none could be leased (uidErr says why). Set by prepare.
+	uid    int
+	lease  *uidLease
+	uidErr error
 
 	mu       sync.Mutex
 	prepared bool // cg and limits are made (prepare)
@@ -390,11 +405,14 @@ func (iso *isolation) prepare() {
 		iso.exe = cleanAbs(exe)
 		iso.rules.Exe = []string{iso.exe}
 	}
-	if !iso.disabled[LayerCgroup] {
-		owner := -1
-		if os.Geteuid() == 0 && !iso.disabled[LayerUnprivileged] {
-			owner = HostUID
+	owner := -1
+	if os.Geteuid() == 0 && !iso.disabled[LayerUnprivileged] {
+		if iso.leaseUID() {
+			lookAfter(janitorUID, iso.lease.path()) // a SIGKILLed owner's lock file
 		}
+		owner = iso.uid
+	}
+	if !iso.disabled[LayerCgroup] {
 		iso.cg = newCgroupPool(owner) // nil when this process cannot make cgroups
 	}
 	if v := iso.cfg.limitValues(); !v.none() && !iso.disabled[LayerLimits] {
@@ -407,6 +425,16 @@ func (iso *isolation) prepare() {
 // queues, semaphores: without it, they are the host's, outlive every call and escape the memory
 // limit) and the hostname.
 const sandboxNamespaces = syscall.CLONE_NEWIPC | syscall.CLONE_NEWUTS
+
+// leaseUID gives a root caller's sandbox its host uid: one of its own (true), or HostUID, shared,
+// with the reason in uidErr.
+func (iso *isolation) leaseUID() bool {
+	iso.uid = HostUID
+	if iso.lease, iso.uidErr = allocUID(); iso.lease != nil {
+		iso.uid = iso.lease.uid
+	}
+	return iso.lease != nil
+}
 
 // viewSystemPaths are the host directories a command's file system view holds read-only (those
 // that exist), besides Config.ReadPaths.
@@ -580,10 +608,10 @@ func (iso *isolation) unavailable(m []string, cause error) error {
 }
 
 // launch starts a helper. Run as root, the adapter clones the view's sources itself and maps the
-// helper's root to HostUID, an unprivileged host uid, with the writable sources idmapped (so the
-// workspace stays usable and the caller's); where that cannot be done (no view, or a file system
-// without idmapped mounts), the helper's root is the host's, and the layer LayerUnprivileged is
-// reported missing. Run as another user, the helper's root is that user.
+// helper's root to the sandbox's uid (iso.uid), an unprivileged host uid, with the writable
+// sources idmapped (so the workspace stays usable and the caller's); where that cannot be done
+// (no view, or a file system without idmapped mounts), the helper's root is the host's, and the
+// layer LayerUnprivileged is reported missing. Run as another user, the helper's root is that user.
 func (iso *isolation) launch(spec helperSpec, flags uintptr) (*helperProc, error) {
 	o := helperStart{uid: os.Geteuid(), gid: os.Getegid()}
 	if iso.cg != nil {
@@ -611,7 +639,7 @@ func (iso *isolation) launch(spec helperSpec, flags uintptr) (*helperProc, error
 	unpriv := o.clones != nil && !iso.disabled[LayerUnprivileged]
 	var unprivErr error
 	if unpriv {
-		o.uid, o.gid, o.idmap = HostUID, HostUID, true
+		o.uid, o.gid, o.idmap = iso.uid, iso.uid, true
 	}
 	h, err := startHelper(spec, flags, o)
 	if o.clones != nil {
@@ -651,6 +679,18 @@ func (iso *isolation) started(h *helperProc, err, unprivErr error) (*helperProc,
 		h.ready.Missing[LayerUnprivileged] = unprivErr.Error()
 	default:
 		h.ready.Missing[LayerUnprivileged] = "commands run as the host's root: the file system view is needed to map them to an unprivileged uid"
+	}
+	switch {
+	case iso.lease != nil && h.uid == iso.lease.uid:
+		h.ready.Layers = append(h.ready.Layers, LayerUIDPerSandbox)
+	case os.Geteuid() != 0:
+		// A subordinate uid (/etc/subuid, newuidmap) could not write the caller's workspace: only
+		// root may make the idmapped mount that would let it (see docs/local.md).
+		h.ready.Missing[LayerUIDPerSandbox] = fmt.Sprintf("commands run as the caller's uid %d, shared with its other sandboxes and processes: a uid of their own needs root (for the idmapped workspace)", h.uid)
+	case iso.uidErr != nil:
+		h.ready.Missing[LayerUIDPerSandbox] = fmt.Sprintf("no uid could be leased, sandboxes share uid %d: %v", HostUID, iso.uidErr)
+	case h.uid == 0:
+		h.ready.Missing[LayerUIDPerSandbox] = "commands run as the host's root (see " + LayerUnprivileged + ")"
 	}
 	return h, nil
 }
@@ -694,6 +734,21 @@ func (iso *isolation) stop() error {
 	}
 	if iso.limits != nil {
 		iso.limits.release()
+	}
+	// Last, once the helpers (PID 1 of their namespaces: the kernel ended every process in them
+	// before their own exit) are reaped: nothing of the sandbox's uid runs any more.
+	if iso.lease != nil {
+		deadline := time.After(cgroupDrain)
+		for _, h := range hs {
+			if h != nil {
+				select {
+				case <-h.reaped:
+				case <-deadline:
+				}
+			}
+		}
+		iso.lease.release()
+		released(janitorUID, iso.lease.path())
 	}
 	err := os.RemoveAll(iso.tmp)
 	if err == nil {
@@ -1216,7 +1271,7 @@ var probeOnce = sync.OnceValue(probe)
 func Probe() Report { return probeOnce() }
 
 // probedLayers are the layers a probe helper reports.
-var probedLayers = []string{LayerUserNS, LayerPIDNS, LayerIPCNS, LayerUTSNS, LayerProc, LayerFSView, LayerNetNS, LayerLandlock, LayerLandlockScope, LayerKeyring, LayerNoCaps, LayerNoSetuid, LayerUnprivileged}
+var probedLayers = []string{LayerUserNS, LayerPIDNS, LayerIPCNS, LayerUTSNS, LayerProc, LayerFSView, LayerNetNS, LayerLandlock, LayerLandlockScope, LayerKeyring, LayerNoCaps, LayerNoSetuid, LayerUnprivileged, LayerUIDPerSandbox}
 
 func probe() Report {
 	var rep Report
@@ -1226,6 +1281,10 @@ func probe() Report {
 		rep.Layers = append(rep.Layers, LayerStatus{Name: name, Available: ok, Reason: reason})
 	}
 	probeIso := &isolation{rules: buildRules(DefaultReadPaths, DefaultDenyRead(), []string{os.TempDir()}, DefaultDevices), disabled: map[string]bool{}}
+	if os.Geteuid() == 0 {
+		probeIso.leaseUID()
+		defer probeIso.lease.release()
+	}
 	view := probeIso.viewSpec(false)
 	spec := helperSpec{Probe: true, Net: true, Proc: true, Landlock: true, Rules: probeIso.rules, View: &view}
 	h, err := probeIso.launch(spec, syscall.CLONE_NEWUSER|syscall.CLONE_NEWPID|syscall.CLONE_NEWNS|syscall.CLONE_NEWNET|sandboxNamespaces)

@@ -34,6 +34,7 @@ const (
 	janitorCg2 = "cg2" // a cgroup v2 directory: killed, emptied, removed with its children
 	janitorCg1 = "cg1" // a cgroup v1 directory: removed once its processes are gone
 	janitorPG  = "pg"  // a plain command's process group (isolation off): killed
+	janitorUID = "uid" // a sandbox uid's lock file: removed once no one holds it
 )
 
 // janitor is this process's janitor, started with the first thing to look after.
@@ -55,6 +56,8 @@ func releaseLeft(left []string) {
 			removeCgroup(p)
 		case janitorCg1:
 			removeCgroup(p)
+		case janitorUID:
+			removeStaleLease(p)
 		case janitorPG:
 			if pgid, err := strconv.Atoi(p); err == nil && pgid > 1 {
 				_ = syscall.Kill(-pgid, syscall.SIGKILL)
@@ -88,7 +91,7 @@ func removeCgroup(dir string) {
 	}
 }
 
-// lookAfter asks the janitor to remove path (of kind janitorDir, janitorCg2 or janitorCg1) if
+// lookAfter asks the janitor to remove path (of kind janitorDir, janitorCg2, janitorCg1 or janitorUID) if
 // this process dies before released(path).
 func lookAfter(kind, path string) { janitor.Register(kind + " " + path) }
 

@@ -53,7 +53,7 @@ func TestPortableReportsNothingEnforced(t *testing.T) {
 	sb, err := local.New(local.Config{Root: t.TempDir(), Memory: local.NoLimit, Pids: local.NoLimit, DisableLayers: []string{
 		local.LayerUserNS, local.LayerPIDNS, local.LayerIPCNS, local.LayerUTSNS, local.LayerProc, local.LayerFSView,
 		local.LayerLandlock, local.LayerKeyring, local.LayerNoCaps, local.LayerNoSetuid, local.LayerNetNS,
-		local.LayerLandlockNet, local.LayerLandlockScope, local.LayerUnprivileged, local.LayerCgroup, local.LayerPIDNSCommand}})
+		local.LayerLandlockNet, local.LayerLandlockScope, local.LayerUnprivileged, local.LayerUIDPerSandbox, local.LayerCgroup, local.LayerPIDNSCommand}})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = sb.Stop(context.Background()) })
 	c := sb.Capabilities()
@@ -77,7 +77,7 @@ func TestPortableFailsClosed(t *testing.T) {
 		local.LayerFSView, local.LayerLandlock, local.LayerKeyring, local.LayerNoCaps, local.LayerNoSetuid}
 	root := func(l ...string) []string {
 		if os.Geteuid() == 0 {
-			return append(l, local.LayerUnprivileged) // commands would be the host's root
+			return append(l, local.LayerUnprivileged, local.LayerUIDPerSandbox) // commands would be the host's root
 		}
 		return l
 	}
