@@ -154,6 +154,7 @@ func (s *Store) Close() error {
 		return nil
 	}
 	s.closed = true
+	s.tree.dropSub()
 	return errors.Join(s.lock.Close(), s.tree.root.Close())
 }
 
@@ -177,7 +178,7 @@ func (s *Store) locked(ctx context.Context, op string, fn func() error) error {
 		}
 	}
 	defer unix.Flock(int(s.lock.Fd()), unix.LOCK_UN)
-	clear(s.tree.dirs) // another process may have changed the tree since
+	s.tree.reset() // another process may have changed the tree since
 	if err := s.recover(); err != nil {
 		return errs.Wrap(errs.Internal, op, s.dir, fmt.Errorf("recovering an interrupted commit: %w", err))
 	}

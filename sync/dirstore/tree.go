@@ -31,8 +31,49 @@ import (
 type tree struct {
 	root *os.Root
 	dir  string
-	// dirs are the directories checked during the current operation (reset by locked).
+	// dirs are the directories checked during the current operation (see reset).
 	dirs map[string]struct{}
+	// sub is the directory subName, opened for the last file looked up in it: a Scan reads a
+	// directory's files in a row, and each then costs an lstat and an open of one name instead
+	// of a walk from the root. Anything that may remove or move a directory drops it (create,
+	// which staging workers run concurrently, leaves it: it only replaces files).
+	subName string
+	sub     *os.Root
+}
+
+// reset forgets what was checked: another process may have changed the tree since.
+func (t *tree) reset() {
+	clear(t.dirs)
+	t.dropSub()
+}
+
+func (t *tree) dropSub() {
+	if t.sub != nil {
+		t.sub.Close()
+		t.sub, t.subName = nil, ""
+	}
+}
+
+// at returns the root to look rel's last component up in, and that component, after checking
+// the directories above it.
+func (t *tree) at(rel string) (*os.Root, string, error) {
+	if err := t.parents(rel, false); err != nil {
+		return nil, "", err
+	}
+	i := strings.LastIndexByte(rel, '/')
+	if i < 0 {
+		return t.root, rel, nil
+	}
+	d := rel[:i]
+	if t.sub == nil || t.subName != d {
+		t.dropSub()
+		r, err := t.root.OpenRoot(d)
+		if err != nil {
+			return nil, "", t.fail(d, err)
+		}
+		t.sub, t.subName = r, d
+	}
+	return t.sub, rel[i+1:], nil
 }
 
 // errNotDir is the cause when a directory of the store is a link or another file.
@@ -103,14 +144,18 @@ func (t *tree) walk(rel string, create bool, gone func(string) bool) error {
 // dir is set), and the file opened must be the one lstat saw there. (os.Root follows a link in
 // the last component even with O_NOFOLLOW, when it leads inside the root.)
 func (t *tree) open(rel string, flag int, dir bool) (*os.File, error) {
-	fi, err := t.lstat(rel)
+	r, name, err := t.at(rel)
 	if err != nil {
 		return nil, err
+	}
+	fi, err := r.Lstat(name)
+	if err != nil {
+		return nil, t.fail(rel, err)
 	}
 	if !kindOK(fi, dir) {
 		return nil, t.fail(rel, kindErr(dir))
 	}
-	f, err := t.root.OpenFile(rel, flag|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	f, err := r.OpenFile(name, flag|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, t.fail(rel, err)
 	}
@@ -141,10 +186,11 @@ func kindErr(dir bool) error {
 
 // lstat returns rel's own information.
 func (t *tree) lstat(rel string) (fs.FileInfo, error) {
-	if err := t.parents(rel, false); err != nil {
+	r, name, err := t.at(rel)
+	if err != nil {
 		return nil, err
 	}
-	fi, err := t.root.Lstat(rel)
+	fi, err := r.Lstat(name)
 	return fi, t.fail(rel, err)
 }
 
@@ -226,6 +272,7 @@ func (t *tree) chmod(rel string, perm fs.FileMode) error {
 
 // rename renames from over to (which is replaced, never followed), creating to's directories.
 func (t *tree) rename(from, to string) error {
+	t.dropSub()
 	if err := t.parents(from, false); err != nil {
 		return err
 	}
@@ -237,6 +284,7 @@ func (t *tree) rename(from, to string) error {
 
 // remove removes the file, link or empty directory rel; a missing one matches fs.ErrNotExist.
 func (t *tree) remove(rel string) error {
+	t.dropSub()
 	if err := t.parents(rel, false); err != nil {
 		return err
 	}
@@ -246,6 +294,7 @@ func (t *tree) remove(rel string) error {
 
 // removeAll removes rel and everything below it (links are removed, not followed).
 func (t *tree) removeAll(rel string) error {
+	t.dropSub()
 	if err := t.parents(rel, false); err != nil {
 		return err
 	}
