@@ -21,8 +21,9 @@
 // the journal exists leaves the old state (the staging leftovers are removed on the next
 // operation); one killed after it leaves a journal that the next operation replays, idempotently,
 // to the new state. Either way every entry is old or new as a whole, content and manifest alike.
-// Whatever can fail on the way to the files (a directory to make, a name too long, a link or a
-// directory in the way) is checked before the commit point, so that a journal always replays.
+// What would make a replay fail for good (a name too long, a link or a stray file on the way to
+// an entry) is refused before the commit point: a batch fails at its Apply, never leaves a journal
+// that cannot replay.
 //
 // The store's own files are not trusted: whoever can write DIR (a sandbox whose workspace holds
 // it) can forge them. Every file operation goes through an os.Root on DIR without following
