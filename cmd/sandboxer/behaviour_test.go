@@ -329,6 +329,24 @@ func TestStoreKeepsExecutableBitAndLinks(t *testing.T) {
 	assert.Equal(t, "ran\nrun.sh\nran\nlink\nrun.sh\n", r.stdout, "out (a link out) and big (over the limit) were not stored")
 }
 
+// Issue 33's item 10 through the CLI: a command makes two files whose names differ in one byte
+// that is not UTF-8; a directory store keeps both, and later --store calls work and see both.
+func TestDirStoreNamesAreBytes(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	store := "dir:" + filepath.Join(e.base, "store")
+	r := e.run("", nil, "exec", "--store", store, "--", "sh", "-c", `printf one > "$(printf 'a\377')" && printf two > "$(printf 'a\376')"`)
+	require.Equal(t, 0, r.code, r.stdout+r.stderr)
+	require.Empty(t, r.stderr)
+	r = e.run("", nil, "exec", "--store", store, "--", "sh", "-c", `printf more >> "$(printf 'a\377')"`)
+	require.Equal(t, 0, r.code, r.stdout+r.stderr)
+	require.Empty(t, r.stderr, "no conflict: each name kept its own base")
+	e2 := newEnv(t)
+	r = e2.run("", nil, "exec", "--store", store, "--", "sh", "-c", `cat "$(printf 'a\377')" "$(printf 'a\376')"`)
+	require.Equal(t, 0, r.code, r.stdout+r.stderr)
+	assert.Equal(t, "onemoretwo", r.stdout)
+}
+
 func TestDoctor(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)

@@ -7,7 +7,9 @@
 //	DIR/.format                       marker and format version
 //	DIR/.lock                         flock(2) taken by every operation (several processes may share a store)
 //	DIR/<collection>/manifest.json    {"version":2,"entries":[{"path":...,"hash":...,"size":...,"updatedAt":...}, ...]}
-//	                                  plus "kind":"symlink" for a link and "exec":true for an executable file
+//	                                  plus "kind":"symlink" for a link and "exec":true for an executable file;
+//	                                  a path that is not UTF-8 is written as filesync.EncodePath does
+//	                                  (NUL and base64), and the manifest is then version 3
 //	DIR/<collection>/files/<path>     the content, byte for byte: mode 0755 for an executable file,
 //	                                  0644 otherwise; a symbolic link is a regular file (0644) holding
 //	                                  its target text, never a link (nothing reading the store follows it)
@@ -19,6 +21,14 @@
 // the journal exists leaves the old state (the staging leftovers are removed on the next
 // operation); one killed after it leaves a journal that the next operation replays, idempotently,
 // to the new state. Either way every entry is old or new as a whole, content and manifest alike.
+// What would make a replay fail for good (a name too long, a link or a stray file on the way to
+// an entry) is refused before the commit point: a batch fails at its Apply, never leaves a journal
+// that cannot replay.
+//
+// The store's own files are not trusted: whoever can write DIR (a sandbox whose workspace holds
+// it) can forge them. Every file operation goes through an os.Root on DIR without following
+// links (see tree), every path read from a manifest or the journal is checked like a path given
+// to Apply, and a bad one is an error naming the store file, never an operation outside DIR.
 package dirstore
 
 import (
@@ -27,15 +37,17 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"github.com/sandboxer/sandboxer/adapter"
 	"github.com/sandboxer/sandboxer/errs"
@@ -51,6 +63,10 @@ const (
 	manifestFile = "manifest.json"
 	filesDir     = "files"
 	formatText   = "sandboxer-dirstore 1\n"
+	// maxMetaBytes bounds what is read of a manifest or the journal (about 5 million entries).
+	maxMetaBytes = 1 << 30
+	// nameMax is the longest name of one path component that the file systems hold (NAME_MAX).
+	nameMax = 255
 )
 
 // testHook, when set by a test, is called at named points of a commit ("staged", "committed",
@@ -60,6 +76,7 @@ var testHook func(point string)
 // Store is a directory store. It is safe for concurrent use, also by several processes.
 type Store struct {
 	dir  string
+	tree *tree
 	mu   sync.Mutex // serialises this process's operations; the flock serialises processes
 	lock *os.File
 	// manifests caches each collection's manifest, valid while manifest.json keeps its stamp.
@@ -79,40 +96,52 @@ func Open(dir string) (*Store, error) {
 	if err := os.MkdirAll(abs, 0o755); err != nil {
 		return nil, errs.Wrap(errs.Internal, op, dir, err)
 	}
-	marker := filepath.Join(abs, formatFile)
-	switch b, err := os.ReadFile(marker); {
-	case err == nil:
-		if string(b) != formatText {
-			return nil, errs.New(errs.InvalidInput, op, dir, "unsupported directory store format %q", strings.TrimSpace(string(b)))
-		}
-	case errors.Is(err, fs.ErrNotExist):
-		ents, err := os.ReadDir(abs)
-		if err != nil {
-			return nil, errs.Wrap(errs.Internal, op, dir, err)
-		}
-		if len(ents) > 0 {
-			return nil, errs.New(errs.InvalidInput, op, dir, "directory is not empty and is not a directory store")
-		}
-		if err := writeFileSync(marker, []byte(formatText)); err != nil {
-			return nil, errs.Wrap(errs.Internal, op, dir, err)
-		}
-		if err := syncDir(abs); err != nil {
-			return nil, errs.Wrap(errs.Internal, op, dir, err)
-		}
-	default:
-		return nil, errs.Wrap(errs.Internal, op, dir, err)
-	}
-	lf, err := os.OpenFile(filepath.Join(abs, lockFile), os.O_RDWR|os.O_CREATE, 0o644)
+	root, err := os.OpenRoot(abs)
 	if err != nil {
 		return nil, errs.Wrap(errs.Internal, op, dir, err)
 	}
-	s := &Store{dir: abs, lock: lf, manifests: map[string]*manifest{}}
-	err = s.locked(context.Background(), op, func() error { return nil })
-	if err != nil {
-		lf.Close()
+	s := &Store{dir: abs, tree: &tree{root: root, dir: abs, dirs: map[string]struct{}{}}, manifests: map[string]*manifest{}}
+	if err := s.open(op); err != nil {
+		root.Close()
 		return nil, err
 	}
 	return s, nil
+}
+
+// open checks or writes the format marker, opens the lock file and recovers.
+func (s *Store) open(op string) error {
+	switch b, err := s.tree.readFile(formatFile, nil, 64); {
+	case err == nil:
+		if string(b) != formatText {
+			return errs.New(errs.InvalidInput, op, s.dir, "unsupported directory store format %q", strings.TrimSpace(string(b)))
+		}
+	case errors.Is(err, fs.ErrNotExist):
+		ents, err := s.tree.readDir()
+		if err != nil {
+			return errs.Wrap(errs.Internal, op, s.dir, err)
+		}
+		if len(ents) > 0 {
+			return errs.New(errs.InvalidInput, op, s.dir, "directory is not empty and is not a directory store")
+		}
+		if err := s.tree.create(formatFile, []byte(formatText), 0o644); err != nil {
+			return errs.Wrap(errs.Internal, op, s.dir, err)
+		}
+		if err := s.tree.syncDir("."); err != nil {
+			return errs.Wrap(errs.Internal, op, s.dir, err)
+		}
+	default:
+		return errs.Wrap(errs.Internal, op, s.dir, s.tree.fail(formatFile, err))
+	}
+	lf, err := s.tree.openLock(lockFile)
+	if err != nil {
+		return errs.Wrap(errs.Internal, op, s.dir, err)
+	}
+	s.lock = lf
+	if err := s.locked(context.Background(), op, func() error { return nil }); err != nil {
+		lf.Close()
+		return err
+	}
+	return nil
 }
 
 // Dir returns the store's root directory.
@@ -126,7 +155,8 @@ func (s *Store) Close() error {
 		return nil
 	}
 	s.closed = true
-	return s.lock.Close()
+	s.tree.dropSub()
+	return errors.Join(s.lock.Close(), s.tree.root.Close())
 }
 
 // locked runs fn holding both locks, after replaying or discarding what a killed commit left.
@@ -149,6 +179,7 @@ func (s *Store) locked(ctx context.Context, op string, fn func() error) error {
 		}
 	}
 	defer unix.Flock(int(s.lock.Fd()), unix.LOCK_UN)
+	s.tree.reset() // another process may have changed the tree since
 	if err := s.recover(); err != nil {
 		return errs.Wrap(errs.Internal, op, s.dir, fmt.Errorf("recovering an interrupted commit: %w", err))
 	}
@@ -178,8 +209,13 @@ func stampOf(fi fs.FileInfo) stamp {
 
 // manifestVersion is the manifest format written: 2 added kind and exec (a version-1 manifest is
 // read as plain files; a reader that knows only version 1 refuses version 2 rather than take
-// links for files).
-const manifestVersion = 2
+// links for files). manifestVersionBytes is written instead when a path is not UTF-8 (encoded by
+// filesync.EncodePath), so that an older reader refuses the manifest rather than take the
+// encoded form for a name.
+const (
+	manifestVersion      = 2
+	manifestVersionBytes = 3
+)
 
 type manifestDoc struct {
 	Version int             `json:"version"`
@@ -195,16 +231,15 @@ type manifestEntry struct {
 	UpdatedAt time.Time `json:"updatedAt"`
 }
 
-func (s *Store) collDir(c string) string { return filepath.Join(s.dir, c) }
+// manifestPath and entryPath are tree paths (slash-separated, relative to the store's directory).
+func manifestPath(c string) string { return c + "/" + manifestFile }
 
-func (s *Store) filePath(c, p string) string {
-	return filepath.Join(s.dir, c, filesDir, filepath.FromSlash(p))
-}
+func entryPath(c, p string) string { return c + "/" + filesDir + "/" + p }
 
 // load returns the collection's manifest, re-reading it when another process changed it.
 func (s *Store) load(c string) (*manifest, error) {
-	mp := filepath.Join(s.collDir(c), manifestFile)
-	fi, err := os.Stat(mp)
+	mp := manifestPath(c)
+	fi, err := s.tree.lstat(mp)
 	if errors.Is(err, fs.ErrNotExist) {
 		m := &manifest{entries: map[string]filesync.Entry{}, dirs: map[string]int{}}
 		delete(s.manifests, c)
@@ -217,27 +252,31 @@ func (s *Store) load(c string) (*manifest, error) {
 	if m, ok := s.manifests[c]; ok && m.stamp == st {
 		return m, nil
 	}
-	b, err := os.ReadFile(mp)
+	b, err := s.tree.readFile(mp, nil, maxMetaBytes)
 	if err != nil {
-		return nil, err
+		return nil, s.tree.fail(mp, err)
 	}
 	var mf manifestDoc
 	if err := json.Unmarshal(b, &mf); err != nil {
-		return nil, fmt.Errorf("manifest %s: %w", mp, err)
+		return nil, s.tree.fail(mp, err)
 	}
-	if mf.Version != 1 && mf.Version != manifestVersion {
-		return nil, fmt.Errorf("manifest %s: unsupported version %d", mp, mf.Version)
+	if mf.Version < 1 || mf.Version > manifestVersionBytes {
+		return nil, s.tree.badFile(mp, "unsupported version %d", mf.Version)
 	}
 	m := &manifest{stamp: st, entries: make(map[string]filesync.Entry, len(mf.Entries)), dirs: map[string]int{}}
-	for _, e := range mf.Entries {
+	for i, e := range mf.Entries {
+		p, err := filesync.DecodePath("dirstore.load", e.Path)
+		if err != nil {
+			return nil, s.tree.badFile(mp, "entry %d: %w", i, err)
+		}
 		kind := e.Kind
 		if kind == "" {
 			kind = filesync.KindFile
 		}
 		if kind != filesync.KindFile && kind != filesync.KindSymlink {
-			return nil, fmt.Errorf("manifest %s: entry %s has unknown kind %q", mp, e.Path, e.Kind)
+			return nil, s.tree.badFile(mp, "entry %d (%q) has unknown kind %q", i, p, e.Kind)
 		}
-		m.put(filesync.Entry{Collection: c, Path: e.Path, Kind: kind, Exec: e.Exec && kind == filesync.KindFile, Hash: e.Hash, Size: e.Size, UpdatedAt: e.UpdatedAt})
+		m.put(filesync.Entry{Collection: c, Path: p, Kind: kind, Exec: e.Exec && kind == filesync.KindFile, Hash: e.Hash, Size: e.Size, UpdatedAt: e.UpdatedAt})
 	}
 	s.manifests[c] = m
 	return m, nil
@@ -280,11 +319,16 @@ func (m *manifest) sorted() []filesync.Entry {
 	return out
 }
 
-// write replaces the collection's manifest.json atomically and durably.
+// writeManifest replaces the collection's manifest.json atomically and durably.
 func (s *Store) writeManifest(c string, m *manifest) error {
+	entries := m.sorted()
+	version := manifestVersion
+	if slices.ContainsFunc(entries, func(e filesync.Entry) bool { return !utf8.ValidString(e.Path) }) {
+		version = manifestVersionBytes
+	}
 	var buf bytes.Buffer
-	fmt.Fprintf(&buf, "{\"version\":%d,\"entries\":[", manifestVersion)
-	for i, e := range m.sorted() {
+	fmt.Fprintf(&buf, "{\"version\":%d,\"entries\":[", version)
+	for i, e := range entries {
 		if i > 0 {
 			buf.WriteByte(',')
 		}
@@ -293,26 +337,21 @@ func (s *Store) writeManifest(c string, m *manifest) error {
 		if kind == filesync.KindFile {
 			kind = "" // the default: the manifest stays as small as version 1's for plain files
 		}
-		b, err := json.Marshal(manifestEntry{Path: e.Path, Kind: kind, Exec: e.Exec, Hash: e.Hash, Size: e.Size, UpdatedAt: e.UpdatedAt})
+		b, err := json.Marshal(manifestEntry{Path: filesync.EncodePath(e.Path), Kind: kind, Exec: e.Exec, Hash: e.Hash, Size: e.Size, UpdatedAt: e.UpdatedAt})
 		if err != nil {
 			return err
 		}
 		buf.Write(b)
 	}
 	buf.WriteString("\n]}\n")
-	cd := s.collDir(c)
-	if err := os.MkdirAll(cd, 0o755); err != nil {
+	mp := manifestPath(c)
+	if err := s.tree.create(mp+".tmp", buf.Bytes(), 0o644); err != nil {
 		return err
 	}
-	mp := filepath.Join(cd, manifestFile)
-	tmp := mp + ".tmp"
-	if err := writeFileSync(tmp, buf.Bytes()); err != nil {
+	if err := s.tree.rename(mp+".tmp", mp); err != nil {
 		return err
 	}
-	if err := os.Rename(tmp, mp); err != nil {
-		return err
-	}
-	if err := syncDir(cd); err != nil {
+	if err := s.tree.syncDir(c); err != nil {
 		return err
 	}
 	delete(s.manifests, c) // the next load re-reads and re-stamps it
@@ -375,7 +414,7 @@ func (s *Store) Read(ctx context.Context, collection, p string) ([]byte, error) 
 		if !ok || !e.HasContent() {
 			return errs.New(errs.NotFound, op, p, "no content in collection %s", collection)
 		}
-		out, err = readInto(s.filePath(collection, p), nil, adapter.ReadLimit(ctx))
+		out, err = s.tree.readFile(entryPath(collection, p), nil, adapter.ReadLimit(ctx))
 		if err != nil {
 			return readErr(op, p, err)
 		}
@@ -408,7 +447,7 @@ func (s *Store) Scan(ctx context.Context, collection string, fn func(filesync.En
 				}
 				continue
 			}
-			data, err := readInto(s.filePath(collection, e.Path), buf[:0], adapter.ReadLimit(ctx))
+			data, err := s.tree.readFile(entryPath(collection, e.Path), buf[:0], adapter.ReadLimit(ctx))
 			var big *tooLarge
 			switch {
 			case errors.As(err, &big):
@@ -427,7 +466,7 @@ func (s *Store) Scan(ctx context.Context, collection string, fn func(filesync.En
 	})
 }
 
-// tooLarge is readInto's error for a file over the limit.
+// tooLarge is tree.readFile's error for a file over the limit.
 type tooLarge struct{ size, limit int64 }
 
 func (e *tooLarge) Error() string {
@@ -442,49 +481,12 @@ func readErr(op, p string, err error) error {
 	return errs.Wrap(errs.Internal, op, p, err)
 }
 
-// readInto reads a whole file into buf, growing it as needed. The size of the opened file is
-// checked against limit before anything is allocated, and the read stops past limit (a file that
-// grows meanwhile).
-func readInto(name string, buf []byte, limit int64) ([]byte, error) {
-	f, err := os.Open(name)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if fi.Size() > limit {
-		return nil, &tooLarge{fi.Size(), limit}
-	}
-	if n := int(fi.Size()) + 1; cap(buf) < n {
-		buf = make([]byte, 0, n)
-	}
-	for {
-		n, err := f.Read(buf[len(buf):cap(buf)])
-		buf = buf[:len(buf)+n]
-		if err == io.EOF {
-			return buf, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-		if int64(len(buf)) > limit {
-			return nil, &tooLarge{int64(len(buf)), limit}
-		}
-		if len(buf) == cap(buf) {
-			buf = slices.Grow(buf, 4096)
-		}
-	}
-}
-
 // Collections implements filesync.Store.
 func (s *Store) Collections(ctx context.Context) ([]string, error) {
 	const op = "dirstore.collections"
 	var out []string
 	err := s.locked(ctx, op, func() error {
-		ents, err := os.ReadDir(s.dir)
+		ents, err := s.tree.readDir()
 		if err != nil {
 			return errs.Wrap(errs.Internal, op, s.dir, err)
 		}
@@ -500,6 +502,7 @@ func (s *Store) Collections(ctx context.Context) ([]string, error) {
 				out = append(out, d.Name())
 			}
 		}
+		slices.Sort(out)
 		return nil
 	})
 	return out, err
@@ -510,6 +513,18 @@ func checkEntry(op, c, p string) error {
 		return err
 	}
 	return filesync.CheckPath(op, p)
+}
+
+// checkNameLengths refuses a path with a component longer than the file systems hold
+// (errs.PathInvalid): such an entry could never be made a file, and the refusal must come before
+// the batch commits.
+func checkNameLengths(op, p string) error {
+	for c := range strings.SplitSeq(p, "/") {
+		if len(c) > nameMax {
+			return errs.New(errs.PathInvalid, op, p, "a path component is %d bytes, over the %d a file name may have", len(c), nameMax)
+		}
+	}
+	return nil
 }
 
 // journal is the redo log of one committed batch.
@@ -536,6 +551,11 @@ func (s *Store) Apply(ctx context.Context, changes []filesync.Change) ([]filesyn
 	const op = "dirstore.apply"
 	if err := filesync.CheckChanges(op, changes); err != nil {
 		return nil, err
+	}
+	for _, c := range changes {
+		if err := checkNameLengths(op, c.Path); err != nil {
+			return nil, err
+		}
 	}
 	var conflicts []filesync.Conflict
 	err := s.locked(ctx, op, func() error {
@@ -627,12 +647,9 @@ func checkClashes(op string, mans map[string]*manifest, batch []filesync.Change)
 	return nil
 }
 
-// commit stages the batch, writes the journal (the commit point) and replays it.
+// commit stages the batch, prepares the tree, writes the journal (the commit point) and
+// replays it.
 func (s *Store) commit(batch []filesync.Change, mans map[string]*manifest) error {
-	sd := filepath.Join(s.dir, stagingDir)
-	if err := os.MkdirAll(sd, 0o755); err != nil {
-		return err
-	}
 	now := time.Now().UTC()
 	j := journal{Version: 1, Ops: make([]journalOp, len(batch))}
 	type job struct {
@@ -650,21 +667,28 @@ func (s *Store) commit(batch []filesync.Change, mans map[string]*manifest) error
 				o.Keep = true
 				o.Size = mans[c.Collection].entries[c.Path].Size
 			case !c.NoContent:
-				o.Staged = fmt.Sprintf("%d", i)
+				o.Staged = strconv.Itoa(i)
 				o.Size = int64(len(c.Content))
-				jobs = append(jobs, job{filepath.Join(sd, o.Staged), c.Content, c.Exec})
+				jobs = append(jobs, job{stagingDir + "/" + o.Staged, c.Content, c.Exec})
 			}
 		}
 		j.Ops[i] = o
 	}
-	// Stage and fsync in parallel: the fsyncs dominate small batches.
+	if err := s.prepare(j.Ops); err != nil {
+		return err
+	}
+	if err := s.tree.parents(stagingDir+"/", true); err != nil {
+		return err
+	}
+	// Stage and fsync in parallel: the fsyncs dominate small batches. The staging directory is
+	// checked and in t.dirs: the workers only read the map.
 	errc := make(chan error, len(jobs))
 	sem := make(chan struct{}, 8)
 	for _, jb := range jobs {
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem }()
-			errc <- writeFileSync(jb.name, jb.data, filePerm(jb.exec))
+			errc <- s.tree.create(jb.name, jb.data, filePerm(jb.exec))
 		}()
 	}
 	var firstErr error
@@ -676,26 +700,52 @@ func (s *Store) commit(batch []filesync.Change, mans map[string]*manifest) error
 	if firstErr != nil {
 		return firstErr
 	}
-	if err := syncDir(sd); err != nil {
+	if err := s.tree.syncDir(stagingDir); err != nil {
 		return err
 	}
 	hook("staged")
-	b, err := json.Marshal(j)
+	b, err := json.Marshal(j.encode())
 	if err != nil {
 		return err
 	}
-	jp := filepath.Join(s.dir, journalFile)
-	if err := writeFileSync(jp+".tmp", b); err != nil {
+	if err := s.tree.create(journalFile+".tmp", b, 0o644); err != nil {
 		return err
 	}
-	if err := os.Rename(jp+".tmp", jp); err != nil {
+	if err := s.tree.rename(journalFile+".tmp", journalFile); err != nil {
 		return err
 	}
-	if err := syncDir(s.dir); err != nil {
+	if err := s.tree.syncDir("."); err != nil {
 		return err
 	}
 	hook("committed")
 	return s.replay(j)
+}
+
+// prepare checks, before the commit point, what would make ops fail when replayed: a link or a
+// file on the way to an entry (other than a file the batch deletes), or a file whose mode changes
+// that is not a regular file. An error here leaves the store as it was; a journal that would fail
+// is never written. (A name too long was refused by Apply.)
+func (s *Store) prepare(ops []journalOp) error {
+	gone := map[string]bool{}
+	for _, o := range ops {
+		if o.Delete {
+			gone[entryPath(o.Collection, o.Path)] = true
+		}
+	}
+	for _, o := range ops {
+		fp := entryPath(o.Collection, o.Path)
+		if err := s.tree.checkParents(fp, func(d string) bool { return gone[d] }); err != nil {
+			return err
+		}
+		if o.Keep {
+			f, err := s.tree.open(fp, os.O_RDONLY, false)
+			if err != nil {
+				return err
+			}
+			f.Close()
+		}
+	}
+	return nil
 }
 
 func hook(point string) {
@@ -704,28 +754,81 @@ func hook(point string) {
 	}
 }
 
+// encode is the journal as written: its paths through filesync.EncodePath.
+func (j journal) encode() journal {
+	ops := slices.Clone(j.Ops)
+	for i := range ops {
+		ops[i].Path = filesync.EncodePath(ops[i].Path)
+	}
+	return journal{Version: j.Version, Ops: ops}
+}
+
+// decodeJournal reads a journal and checks every operation as Apply checks a change: nothing in it
+// is trusted (whoever can write the store's directory can forge it).
+func decodeJournal(b []byte) (journal, error) {
+	var j journal
+	if err := json.Unmarshal(b, &j); err != nil {
+		return j, err
+	}
+	if j.Version != 1 {
+		return j, fmt.Errorf("unsupported version %d", j.Version)
+	}
+	for i := range j.Ops {
+		o := &j.Ops[i]
+		p, err := filesync.DecodePath("dirstore.recover", o.Path)
+		if err == nil {
+			err = filesync.CheckCollection("dirstore.recover", o.Collection)
+		}
+		if err == nil {
+			err = checkNameLengths("dirstore.recover", p)
+		}
+		switch {
+		case err != nil:
+		case o.Kind != "" && o.Kind != filesync.KindFile && o.Kind != filesync.KindSymlink:
+			err = fmt.Errorf("unknown kind %q", o.Kind)
+		case o.Staged != "" && (o.Delete || o.Keep || !isStagedName(o.Staged)):
+			err = fmt.Errorf("staged name %q is not one the store writes", o.Staged)
+		}
+		if err != nil {
+			return j, fmt.Errorf("operation %d: %w", i, err)
+		}
+		o.Path = p
+	}
+	return j, nil
+}
+
+// isStagedName reports whether name is one commit gives a staged file: a batch index.
+func isStagedName(name string) bool {
+	n, err := strconv.Atoi(name)
+	return err == nil && n >= 0 && strconv.Itoa(n) == name
+}
+
 // recover replays a committed journal, or discards the staging area of a batch that never
-// committed.
+// committed. A journal the store cannot use is an error naming it, and stays for a person to read.
 func (s *Store) recover() error {
-	jp := filepath.Join(s.dir, journalFile)
-	b, err := os.ReadFile(jp)
+	b, err := s.tree.readFile(journalFile, nil, maxMetaBytes)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		if _, err := os.Lstat(filepath.Join(s.dir, stagingDir)); err == nil {
+		if _, err := s.tree.lstat(stagingDir); err == nil {
 			s.manifests = map[string]*manifest{}
-			os.Remove(jp + ".tmp")
-			return os.RemoveAll(filepath.Join(s.dir, stagingDir))
+			if err := s.tree.remove(journalFile + ".tmp"); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return err
+			}
+			return s.tree.removeAll(stagingDir)
 		}
 		return nil
 	case err != nil:
-		return err
+		return s.tree.fail(journalFile, err)
 	}
-	var j journal
-	if err := json.Unmarshal(b, &j); err != nil {
-		return fmt.Errorf("journal: %w", err)
+	j, err := decodeJournal(b)
+	if err != nil {
+		return s.tree.fail(journalFile, err)
 	}
 	s.manifests = map[string]*manifest{}
-	return s.replay(j)
+	if err := s.prepare(j.Ops); err != nil {
+		return s.tree.fail(journalFile, err)
+	}
+	return s.tree.fail(journalFile, s.replay(j))
 }
 
 // replay brings files and manifests to the journal's state. It is idempotent, so a replay that is
@@ -736,61 +839,57 @@ func (s *Store) replay(j journal) (err error) {
 			s.manifests = map[string]*manifest{} // cached manifests may hold half-applied state
 		}
 	}()
-	sd := filepath.Join(s.dir, stagingDir)
 	dirty := map[string]struct{}{} // directories whose entries changed
 	// Deletes first: a batch may replace file "a" by "a/b".
 	for _, o := range j.Ops {
 		if !o.Delete {
 			continue
 		}
-		fp := s.filePath(o.Collection, o.Path)
-		if err := os.Remove(fp); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		fp := entryPath(o.Collection, o.Path)
+		if err := s.tree.remove(fp); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return err
 		}
-		dirty[filepath.Dir(fp)] = struct{}{}
-		s.pruneDirs(o.Collection, filepath.Dir(fp), dirty)
+		dirty[path.Dir(fp)] = struct{}{}
+		s.pruneDirs(o.Collection, path.Dir(fp), dirty)
 	}
 	n := 0
 	for _, o := range j.Ops {
 		if o.Delete {
 			continue
 		}
-		fp := s.filePath(o.Collection, o.Path)
+		fp := entryPath(o.Collection, o.Path)
 		if o.Keep {
-			if err := os.Chmod(fp, filePerm(o.Exec)); err != nil {
+			if err := s.tree.chmod(fp, filePerm(o.Exec)); err != nil {
 				return err
 			}
 			continue
 		}
 		if o.Staged == "" {
 			// Metadata only: no file in files/.
-			if err := os.Remove(fp); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			if err := s.tree.remove(fp); err != nil && !errors.Is(err, fs.ErrNotExist) {
 				return err
 			}
 			continue
 		}
-		src := filepath.Join(sd, o.Staged)
-		if _, err := os.Lstat(src); errors.Is(err, fs.ErrNotExist) {
+		src := stagingDir + "/" + o.Staged
+		if _, err := s.tree.lstat(src); errors.Is(err, fs.ErrNotExist) {
 			continue // renamed by an earlier replay
 		}
-		if err := os.MkdirAll(filepath.Dir(fp), 0o755); err != nil {
-			return err
-		}
-		if fi, err := os.Lstat(fp); err == nil && fi.IsDir() {
+		if fi, err := s.tree.lstat(fp); err == nil && fi.IsDir() {
 			// An empty directory left behind; a non-empty one was ruled out by checkClashes.
-			if err := os.Remove(fp); err != nil {
+			if err := s.tree.remove(fp); err != nil {
 				return err
 			}
 		}
-		if err := os.Rename(src, fp); err != nil {
+		if err := s.tree.rename(src, fp); err != nil {
 			return err
 		}
-		dirty[filepath.Dir(fp)] = struct{}{}
+		dirty[path.Dir(fp)] = struct{}{}
 		n++
 		hook(fmt.Sprintf("renamed %d", n))
 	}
 	for d := range dirty {
-		if err := syncDir(d); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if err := s.tree.syncDir(d); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return err
 		}
 	}
@@ -823,21 +922,21 @@ func (s *Store) replay(j journal) (err error) {
 		}
 		hook("manifest " + c)
 	}
-	if err := os.Remove(filepath.Join(s.dir, journalFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if err := s.tree.remove(journalFile); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
-	return os.RemoveAll(sd)
+	return s.tree.removeAll(stagingDir)
 }
 
 // pruneDirs removes now-empty directories from dir up to the collection's files/ directory.
 func (s *Store) pruneDirs(c, dir string, dirty map[string]struct{}) {
-	top := filepath.Join(s.collDir(c), filesDir)
-	for dir != top && strings.HasPrefix(dir, top+string(filepath.Separator)) {
-		if os.Remove(dir) != nil {
+	top := c + "/" + filesDir
+	for dir != top && strings.HasPrefix(dir, top+"/") {
+		if s.tree.remove(dir) != nil {
 			return
 		}
 		delete(dirty, dir)
-		dir = filepath.Dir(dir)
+		dir = path.Dir(dir)
 		dirty[dir] = struct{}{}
 	}
 }
@@ -848,38 +947,6 @@ func filePerm(exec bool) fs.FileMode {
 		return 0o755
 	}
 	return 0o644
-}
-
-// writeFileSync writes a new file with mode perm (whatever the umask) and fsyncs it.
-func writeFileSync(name string, data []byte, perm ...fs.FileMode) error {
-	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return err
-	}
-	if len(perm) > 0 && perm[0] != 0o644 {
-		if err := f.Chmod(perm[0]); err != nil {
-			f.Close()
-			return err
-		}
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
-}
-
-func syncDir(dir string) error {
-	f, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	return f.Sync()
 }
 
 var _ filesync.Store = (*Store)(nil)

@@ -11,8 +11,11 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func newLocal(t *testing.T) adapter.Sandbox {
-	sb, err := local.New(local.Config{Root: t.TempDir()})
+func newLocal(t *testing.T) adapter.Sandbox { return newLocalAt(t, t.TempDir()) }
+
+// newLocalAt is a local sandbox on the workspace root, stopped when the test ends.
+func newLocalAt(t *testing.T, root string) adapter.Sandbox {
+	sb, err := local.New(local.Config{Root: root})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = sb.Stop(context.Background()) })
 	return sb

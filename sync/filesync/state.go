@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"unicode/utf8"
 
 	"github.com/sandboxer/sandboxer/errs"
 )
@@ -13,8 +14,8 @@ import (
 // stateFile is the JSON form of Options.StateFile.
 type stateFile struct {
 	Version int               `json:"version"`
-	Known   map[string]known  `json:"known"` // path -> collection and agreed hash
-	Cache   map[string]cached `json:"cache"` // path -> stat when hashed, and the hash
+	Known   map[string]known  `json:"known"` // path (EncodePath) -> collection and agreed hash
+	Cache   map[string]cached `json:"cache"` // path (EncodePath) -> stat when hashed, and the hash
 }
 
 func (s *Sync) loadState() error {
@@ -36,17 +37,32 @@ func (s *Sync) loadState() error {
 	for _, c := range s.opts.Collections {
 		configured[c] = true
 	}
-	for p, k := range st.Known {
-		if configured[k.Coll] && CheckPath("", p) == nil && isVersion(k.Hash) {
+	for e, k := range st.Known {
+		if p, err := DecodePath("", e); err == nil && configured[k.Coll] && isVersion(k.Hash) {
 			s.known[p] = k
 		}
 	}
-	for p, c := range st.Cache {
-		if CheckPath("", p) == nil {
+	for e, c := range st.Cache {
+		if p, err := DecodePath("", e); err == nil {
 			s.cache[p] = c
 		}
 	}
 	return nil
+}
+
+// encodeKeys returns m with its keys (paths) through EncodePath: m itself when every path is
+// valid UTF-8, as nearly always.
+func encodeKeys[V any](m map[string]V) map[string]V {
+	for p := range m {
+		if !utf8.ValidString(p) {
+			out := make(map[string]V, len(m))
+			for p, v := range m {
+				out[EncodePath(p)] = v
+			}
+			return out
+		}
+	}
+	return m
 }
 
 // saveState writes the state file atomically when it changed.
@@ -54,7 +70,7 @@ func (s *Sync) saveState() error {
 	if s.opts.StateFile == "" || !s.dirty {
 		return nil
 	}
-	b, err := json.Marshal(stateFile{Version: 1, Known: s.known, Cache: s.cache})
+	b, err := json.Marshal(stateFile{Version: 1, Known: encodeKeys(s.known), Cache: encodeKeys(s.cache)})
 	if err != nil {
 		return errs.Wrap(errs.Internal, "filesync.state", s.opts.StateFile, err)
 	}

@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"path"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/sandboxer/sandboxer/errs"
 )
@@ -218,6 +220,32 @@ func CheckPath(op, p string) error {
 		i += j + 1
 	}
 	return nil
+}
+
+// EncodePath returns p as a string that encoding/json keeps exactly (JSON turns every byte that is
+// not UTF-8 into U+FFFD, so two such names would become one): p itself when it is valid UTF-8,
+// else a NUL byte followed by the standard base64 of p's bytes. A path never holds NUL, so the
+// two forms never meet. Whatever keeps paths in JSON (dirstore's manifests and journal, the
+// state file) writes them this way.
+func EncodePath(p string) string {
+	if utf8.ValidString(p) {
+		return p
+	}
+	return "\x00" + base64.StdEncoding.EncodeToString([]byte(p))
+}
+
+// DecodePath is the inverse of EncodePath, and checks the path as CheckPath does. An encoded form
+// EncodePath does not write (bad base64, or bytes that are valid UTF-8: two spellings of one
+// name) is errs.PathInvalid.
+func DecodePath(op, s string) (string, error) {
+	if strings.HasPrefix(s, "\x00") {
+		b, err := base64.StdEncoding.Strict().DecodeString(s[1:])
+		if err != nil || utf8.Valid(b) {
+			return "", errs.New(errs.PathInvalid, op, s, "not a path encoded by EncodePath")
+		}
+		s = string(b)
+	}
+	return s, CheckPath(op, s)
 }
 
 // CheckChanges validates a batch for Store.Apply (names, paths, bases, no two changes to one

@@ -9,6 +9,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -57,6 +58,11 @@ func RunStore(t *testing.T, open OpenStore) {
 	t.Run("ConcurrentWriters", func(t *testing.T) { t.Parallel(); testConcurrentApply(t, fresh(t)) })
 	t.Run("KindsAndExecutableBit", func(t *testing.T) { t.Parallel(); testKinds(t, fresh(t)) })
 	t.Run("ReadLimit", func(t *testing.T) { t.Parallel(); testReadLimit(t, fresh(t)) })
+	t.Run("NamesAreBytes", func(t *testing.T) {
+		t.Parallel()
+		dir := t.TempDir()
+		testNamesAreBytes(t, func() filesync.Store { return open(t, dir) })
+	})
 	t.Run("Persistence", func(t *testing.T) {
 		t.Parallel()
 		dir := t.TempDir()
@@ -476,4 +482,46 @@ func entry(t *testing.T, st filesync.Store, coll, p string) filesync.Entry {
 	e, err := st.Get(context.Background(), coll, p)
 	require.NoError(t, err, "%s/%s", coll, p)
 	return e
+}
+
+// byteNames are paths that differ only in bytes that are not UTF-8 (or in the replacement
+// character those bytes become when a name is converted to a Unicode string).
+var byteNames = []string{"a\xff", "a\xfe", "a\ufffd", "d\xff/x", "d\xfe/x", "\xc3", "\xc3\xa9", "e\u0301", "\xe9"}
+
+// testNamesAreBytes: a store keeps paths as bytes. Two names never collide, whatever their
+// encoding, also after the store is reopened, and deleting one leaves the others.
+func testNamesAreBytes(t *testing.T, open func() filesync.Store) {
+	ctx := context.Background()
+	st := open()
+	var changes []filesync.Change
+	for i, p := range byteNames {
+		changes = append(changes, filesync.Change{Collection: "files", Path: p, Content: []byte(fmt.Sprint(i))})
+	}
+	_, err := st.Apply(ctx, changes)
+	require.NoError(t, err)
+	check := func(st filesync.Store, names []string) {
+		t.Helper()
+		l, err := st.List(ctx, "files")
+		require.NoError(t, err)
+		var got []string
+		for _, e := range l {
+			got = append(got, e.Path)
+		}
+		assert.ElementsMatch(t, names, got, "every name is its own entry, byte for byte")
+		for _, p := range names {
+			i := slices.Index(byteNames, p)
+			b, err := st.Read(ctx, "files", p)
+			require.NoError(t, err, "%q", p)
+			assert.Equal(t, fmt.Sprint(i), string(b), "%q", p)
+		}
+	}
+	check(st, byteNames)
+	require.NoError(t, st.Close())
+	st = open()
+	t.Cleanup(func() { st.Close() })
+	check(st, byteNames)
+	_, err = st.Apply(ctx, []filesync.Change{{Collection: "files", Path: "a\xff", Delete: true}, {Collection: "files", Path: "d\xfe/x", Delete: true}})
+	require.NoError(t, err)
+	rest := slices.DeleteFunc(slices.Clone(byteNames), func(p string) bool { return p == "a\xff" || p == "d\xfe/x" })
+	check(st, rest)
 }
