@@ -20,6 +20,17 @@ var readA = []string{"tool", "read", "--input", `{"path":"a.txt"}`}
 
 const readAOut = `{"ok":true,"output":"abc"}` + "\n"
 
+// readUnserved runs the call with extraEnv, which must run in a process of its own (a hang is
+// killed after 2 minutes, and fails) with a word on stderr of why, and returns that stderr.
+func (e *env) readUnserved(t *testing.T, extraEnv ...string) string {
+	t.Helper()
+	r := e.run("", extraEnv, readA...)
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Equal(t, readAOut, r.stdout)
+	assert.Contains(t, r.stderr, "the resident server is not used")
+	return r.stderr
+}
+
 // endedServer runs a call (which starts the env's server), ends the server and returns its name:
 // its files in the server directory are NAME.lock, NAME.log, NAME.key and NAME.sock.
 func (e *env) endedServer() string {
@@ -43,10 +54,7 @@ func TestServerPlantedLockFIFO(t *testing.T) {
 	require.NoError(t, os.Remove(lock))
 	require.NoError(t, syscall.Mkfifo(lock, 0o600))
 	require.NoError(t, syscall.Mkfifo(filepath.Join(e.serverDir(), "planted.lock"), 0o600))
-	r := e.run("", nil, readA...) // killed after 2 minutes: a hang fails here
-	require.Equal(t, 0, r.code, r.stderr)
-	assert.Equal(t, readAOut, r.stdout)
-	assert.Contains(t, r.stderr, lock+" is a FIFO")
+	assert.Contains(t, e.readUnserved(t), lock+" is a FIFO")
 	assert.Empty(t, e.servers())
 	// The server, started by hand, refuses it too.
 	out, err := e.server(e.serverDir(), name)
@@ -77,10 +85,7 @@ func TestServerPlantedLogLink(t *testing.T) {
 	for _, plant := range []func(string, string) error{os.Symlink, os.Link} {
 		require.NoError(t, os.Remove(logf))
 		require.NoError(t, plant(target, logf))
-		r := e.run("", nil, readA...)
-		require.Equal(t, 0, r.code, r.stderr)
-		assert.Equal(t, readAOut, r.stdout)
-		assert.Contains(t, r.stderr, logf+" ")
+		assert.Contains(t, e.readUnserved(t), logf+" ")
 		assert.Empty(t, e.servers())
 		b, err := os.ReadFile(target)
 		require.NoError(t, err)
@@ -123,11 +128,7 @@ func TestServerDirRefused(t *testing.T) {
 			mkdirMode(t, base, 0o755)
 			dir := filepath.Join(base, "p", "srv")
 			tc.make(dir)
-			r := e.run("", []string{"SANDBOXER_SERVER_DIR=" + dir}, readA...)
-			require.Equal(t, 0, r.code, r.stderr)
-			assert.Equal(t, readAOut, r.stdout)
-			assert.Contains(t, r.stderr, "the resident server is not used")
-			assert.Contains(t, r.stderr, filepath.Join(base, tc.wrong)+" ")
+			assert.Contains(t, e.readUnserved(t, "SANDBOXER_SERVER_DIR="+dir), filepath.Join(base, tc.wrong)+" ")
 			made, _ := filepath.Glob(filepath.Join(dir, "*"))
 			assert.Empty(t, made, "nothing was made in the directory refused")
 			// The server, started by hand, refuses it too.
