@@ -11,6 +11,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/sandboxer/sandboxer/adapter"
 )
@@ -122,6 +123,11 @@ func inheritChild(t *testing.T, iso, lockfile string) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	free := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) == nil
+	// The janitor starts off the caller's path: it may not have reached its first instructions
+	// yet. 30 s bounds a wait that a janitor holding the lock would make endless.
+	free := false
+	for deadline := time.Now().Add(30 * time.Second); !free && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		free = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) == nil
+	}
 	fmt.Printf("janitor=%v free=%v\n", janitor.Started(), free)
 }
