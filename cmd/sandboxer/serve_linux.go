@@ -16,8 +16,9 @@ import (
 // serve hands the call to the engine's resident server for this environment, starting it when
 // none answers, and returns the call's exit status. ok is false when the call did not reach the
 // server (no server could be started or reached, or it refused this process): nothing ran, and
-// the caller runs the engine itself; err then says why when the reason is the server directory
-// or a file in it that sandboxer refuses (oneshot.ErrUnsafe), which the user should hear of.
+// the caller runs the engine itself. err then says why when the user should hear of it: the
+// server directory cannot be used (missing, or refused by its checks), or a file in it is not
+// one sandboxer made (oneshot.ErrUnsafe).
 func serve(engine string, args []string) (code int, ok bool, err error) {
 	euid := os.Geteuid()
 	fi, err := os.Stat(engine)
