@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"os"
 	"os/signal"
 	"runtime"
@@ -19,6 +18,8 @@ import (
 	"github.com/landlock-lsm/go-landlock/landlock"
 	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
 	"golang.org/x/sys/unix"
+
+	"github.com/sandboxer/sandboxer/internal/inherited"
 )
 
 // The helper is this same binary, re-executed by the adapter with argv[0] set to helperArg0 and the
@@ -128,8 +129,12 @@ func helperMain() int {
 	// alone holds the sandbox's session keyring (lockDown).
 	runtime.LockOSThread()
 	// Descriptors the sandboxer inherited without close-on-exec (from whoever started it) would
-	// reach every command: from here on none but a command's stdio does.
-	_ = unix.CloseRange(helperFD+1, math.MaxUint32, unix.CLOSE_RANGE_CLOEXEC)
+	// reach every command, and the helper would hold them for the sandbox's life (a caller's
+	// flock, the write end of its pipeline): closed, all but the connection.
+	if err := inherited.Close(helperFD); err != nil {
+		fmt.Fprintln(os.Stderr, "sandboxer helper: closing inherited descriptors:", err)
+		return 2
+	}
 	os.Clearenv()
 	// The connection stays blocking and outside the runtime's poller: the serve loop waits for
 	// it in poll(2) on its own thread, which the kernel then wakes directly.

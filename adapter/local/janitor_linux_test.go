@@ -7,8 +7,11 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/sandboxer/sandboxer/adapter"
 )
@@ -61,4 +64,70 @@ func janitorChild(t *testing.T, iso string) {
 		}
 		fmt.Printf("after %s: janitor=%v\n", what, janitor.Started())
 	}
+}
+
+// TestJanitorAndHelperCloseInheritedDescriptors (issue 33): the janitor and the helpers close
+// what their owner inherited from its caller. The owner, a child process, inherits as descriptor
+// 5 a file its caller holds a flock on, starts a sandbox and runs a command (a helper, where
+// isolation has one, and the janitor), then closes its own descriptor 5: with the sandbox still
+// there, the lock is free.
+func TestJanitorAndHelperCloseInheritedDescriptors(t *testing.T) {
+	if mode := os.Getenv("SANDBOXER_TEST_INHERIT_CHILD"); mode != "" {
+		inheritChild(t, mode, os.Getenv("SANDBOXER_TEST_LOCKFILE"))
+		return
+	}
+	t.Parallel()
+	for _, iso := range []string{IsolationAuto, IsolationOff} {
+		lockfile := filepath.Join(t.TempDir(), "lockfile")
+		f, err := os.Create(lockfile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(os.Args[0], "-test.run", "^TestJanitorAndHelperCloseInheritedDescriptors$", "-test.v")
+		cmd.Env = append(os.Environ(), "SANDBOXER_TEST_INHERIT_CHILD="+iso, "SANDBOXER_TEST_LOCKFILE="+lockfile)
+		cmd.ExtraFiles = []*os.File{nil, nil, f} // descriptor 5, as a calling script's flock
+		var out strings.Builder
+		cmd.Stdout, cmd.Stderr = &out, &out
+		err = cmd.Start()
+		f.Close() // from now on the child's descriptor 5 holds the lock
+		if err == nil {
+			err = cmd.Wait()
+		}
+		if err != nil {
+			t.Fatalf("child (isolation %s): %v\n%s", iso, err, out.String())
+		}
+		if !strings.Contains(out.String(), "janitor=true free=true\n") {
+			t.Errorf("isolation %s: the lock is held while the sandbox runs:\n%s", iso, out.String())
+		}
+	}
+}
+
+func inheritChild(t *testing.T, iso, lockfile string) {
+	ctx := context.Background()
+	sb, err := New(Config{Root: t.TempDir(), Isolation: iso, Memory: NoLimit, Pids: NoLimit})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sb.Stop(ctx)
+	if _, err := sb.ExecuteCommand(ctx, adapter.Command{Args: []string{"true"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Close(5); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(lockfile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	// The janitor starts off the caller's path: it may not have reached its first instructions
+	// yet. 30 s bounds a wait that a janitor holding the lock would make endless.
+	free := false
+	for deadline := time.Now().Add(30 * time.Second); !free && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		free = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) == nil
+	}
+	fmt.Printf("janitor=%v free=%v\n", janitor.Started(), free)
 }

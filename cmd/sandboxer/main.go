@@ -36,8 +36,13 @@ func main() {
 		os.Exit(127)
 	}
 	if os.Getenv("SANDBOXER_SERVER") != "off" && oneshot.IsServed(args) {
-		if code, ok := serve(engine, args); ok {
+		code, ok, err := serve(engine, args)
+		if ok {
 			os.Exit(code)
+		}
+		if err != nil {
+			os.Stderr.WriteString("sandboxer: the resident server is not used, the call runs in a process of its own: " + err.Error() +
+				" (see docs/cli.md; SANDBOXER_SERVER_DIR names another directory, SANDBOXER_SERVER=off runs every call so)\n")
 		}
 	}
 	err = syscall.Exec(engine, append([]string{engine}, args...), os.Environ())

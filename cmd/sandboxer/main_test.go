@@ -94,6 +94,12 @@ func newEnv(t testing.TB) *env {
 
 // stopServers ends the servers of dir and removes dir.
 func stopServers(t testing.TB, dir string) {
+	endServers(t, dir)
+	os.RemoveAll(dir)
+}
+
+// endServers ends the servers of dir (SIGTERM) and waits until they are gone.
+func endServers(t testing.TB, dir string) {
 	for _, pid := range serverPids(dir) {
 		if syscall.Kill(pid, syscall.SIGTERM) != nil {
 			continue
@@ -107,14 +113,17 @@ func stopServers(t testing.TB, dir string) {
 			t.Errorf("server %d did not end on SIGTERM", pid)
 		}
 	}
-	os.RemoveAll(dir)
 }
 
-// serverPids are the running servers of dir (each wrote its pid into its lock file).
+// serverPids are the running servers of dir (each wrote its pid into its lock file; a lock that
+// is not a regular file, planted by a test, is no server's and is not read: a FIFO would block).
 func serverPids(dir string) []int {
 	locks, _ := filepath.Glob(filepath.Join(dir, "*.lock"))
 	var pids []int
 	for _, l := range locks {
+		if fi, err := os.Lstat(l); err != nil || !fi.Mode().IsRegular() {
+			continue
+		}
 		b, _ := os.ReadFile(l)
 		if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && pid > 0 && alive(pid) {
 			pids = append(pids, pid)

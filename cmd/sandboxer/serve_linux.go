@@ -5,7 +5,7 @@ import (
 	"errors"
 	"io"
 	"os"
-	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -16,38 +16,63 @@ import (
 // serve hands the call to the engine's resident server for this environment, starting it when
 // none answers, and returns the call's exit status. ok is false when the call did not reach the
 // server (no server could be started or reached, or it refused this process): nothing ran, and
-// the caller runs the engine itself.
-func serve(engine string, args []string) (code int, ok bool) {
-	uid := os.Getuid()
-	dir := oneshot.Dir(os.Getenv, uid)
+// the caller runs the engine itself. err then says why when the user should hear of it: the
+// server directory cannot be used (missing, or refused by its checks), or a file in it is not
+// one sandboxer made (oneshot.ErrUnsafe).
+func serve(engine string, args []string) (code int, ok bool, err error) {
+	euid := os.Geteuid()
 	fi, err := os.Stat(engine)
-	if err != nil || !ownDir(dir, uid) {
-		return 0, false
+	if err != nil {
+		return 0, false, nil
 	}
+	d, err := oneshot.OpenServerDir(oneshot.Dir(os.Getenv, os.Getuid()), euid)
+	if err != nil {
+		return 0, false, err
+	}
+	defer d.Close()
 	umask := syscall.Umask(0)
 	syscall.Umask(umask)
 	env := oneshot.ServerEnv(os.Environ())
 	name := oneshot.Name(engine, fi, env, umask)
-	sock := filepath.Join(dir, name+".sock")
-	conn, err := dial(sock)
+	conn, err := dial(d, name, euid)
 	if err != nil {
-		if running(dir) >= oneshot.MaxServers || !start(engine, dir, name, env) {
-			return 0, false
+		if errors.Is(err, oneshot.ErrUnsafe) {
+			return 0, false, err
+		}
+		if running(d) >= oneshot.MaxServers {
+			return 0, false, nil
+		}
+		if started, err := start(engine, d, name, env); !started {
+			return 0, false, err
 		}
 		for deadline := time.Now().Add(2 * time.Second); err != nil && time.Now().Before(deadline); {
 			time.Sleep(time.Millisecond)
-			conn, err = dial(sock)
+			conn, err = dial(d, name, euid)
 		}
 		if err != nil {
-			return 0, false
+			return 0, false, unsafeOnly(err)
 		}
 	}
 	defer conn.Close()
-	key, err := os.ReadFile(oneshot.KeyFile(dir, name))
+	kf, err := d.OpenFile(oneshot.KeyName(name), os.O_RDONLY, 0)
 	if err != nil {
-		return 0, false
+		return 0, false, unsafeOnly(err)
 	}
-	return call(conn, string(key), args, filepath.Join(dir, name+".log"))
+	key, err := io.ReadAll(io.LimitReader(kf, 4096))
+	kf.Close()
+	if err != nil {
+		return 0, false, nil
+	}
+	code, ok = call(conn, string(key), args, d.Name(name+".log"))
+	return code, ok, nil
+}
+
+// unsafeOnly is err if it is an oneshot.ErrUnsafe, else nil.
+func unsafeOnly(err error) error {
+	if errors.Is(err, oneshot.ErrUnsafe) {
+		return err
+	}
+	return nil
 }
 
 // call sends the request with this process's standard streams and waits for the exit status.
@@ -90,26 +115,42 @@ func call(conn *os.File, key string, args []string, logFile string) (int, bool) 
 	return int(binary.BigEndian.Uint32(reply[1:])), true
 }
 
-// dial connects to a server's socket.
-func dial(sock string) (*os.File, error) {
+// dial connects to the socket of the server name in d: a socket (not a link) of this user,
+// served by this user.
+func dial(d *oneshot.ServerDir, name string, euid int) (*os.File, error) {
+	sock := name + ".sock"
+	if err := d.CheckSocket(sock); err != nil {
+		return nil, err
+	}
 	fd, err := syscall.Socket(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return nil, err
 	}
-	f := os.NewFile(uintptr(fd), sock)
-	if err := syscall.Connect(fd, &syscall.SockaddrUnix{Name: sock}); err != nil {
+	f := os.NewFile(uintptr(fd), d.Name(sock))
+	if err := syscall.Connect(fd, &syscall.SockaddrUnix{Name: d.SocketPath(sock)}); err != nil {
 		f.Close()
 		return nil, err
+	}
+	if cred, err := syscall.GetsockoptUcred(fd, syscall.SOL_SOCKET, syscall.SO_PEERCRED); err != nil || int(cred.Uid) != euid {
+		f.Close()
+		if err != nil {
+			return nil, err
+		}
+		return nil, oneshot.Unsafe(d.Name(sock), "is served by uid "+strconv.Itoa(int(cred.Uid))+", not by you")
 	}
 	return f, nil
 }
 
-// running counts the servers of dir: each holds its lock file locked.
-func running(dir string) int {
-	locks, _ := filepath.Glob(filepath.Join(dir, "*.lock"))
+// running counts the servers of d: each holds its lock file locked. A lock that is not a file
+// sandboxer made (a FIFO, a link) is no server's, and is never opened in a way that blocks.
+func running(d *oneshot.ServerDir) int {
+	names, _ := d.Names()
 	n := 0
-	for _, l := range locks {
-		f, err := os.Open(l)
+	for _, l := range names {
+		if !strings.HasSuffix(l, ".lock") {
+			continue
+		}
+		f, err := d.OpenFile(l, os.O_RDONLY, 0)
 		if err != nil {
 			continue
 		}
@@ -121,37 +162,32 @@ func running(dir string) int {
 	return n
 }
 
-// ownDir makes sure the socket directory exists, is this user's and no one else's.
-func ownDir(dir string, uid int) bool {
-	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
-		return false
-	}
-	var st syscall.Stat_t
-	if err := syscall.Lstat(dir, &st); err != nil {
-		return false
-	}
-	return st.Mode&syscall.S_IFMT == syscall.S_IFDIR && int(st.Uid) == uid && st.Mode&0o077 == 0
-}
-
 // start starts a server (sandboxerd server) in a session of its own, with env (and the idle
-// time of $SANDBOXER_SERVER_IDLE, if set), its output going to NAME.log, and waits until it says it is ready, or that another one is starting.
-func start(engine, dir, name string, env []string) bool {
-	logf, err := os.OpenFile(filepath.Join(dir, name+".log"), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+// time of $SANDBOXER_SERVER_IDLE, if set), its output going to NAME.log, and waits until it says
+// it is ready, or that another one is starting. err is an oneshot.ErrUnsafe when the server's
+// log or lock is not a file sandboxer made (the server would refuse its lock).
+func start(engine string, d *oneshot.ServerDir, name string, env []string) (bool, error) {
+	if lock, err := d.OpenFile(name+".lock", os.O_RDONLY, 0); err == nil {
+		lock.Close()
+	} else if errors.Is(err, oneshot.ErrUnsafe) {
+		return false, err
+	}
+	logf, err := d.OpenFile(name+".log", os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {
-		return false
+		return false, unsafeOnly(err)
 	}
 	defer logf.Close()
 	null, err := os.Open(os.DevNull)
 	if err != nil {
-		return false
+		return false, nil
 	}
 	defer null.Close()
 	r, w, err := os.Pipe()
 	if err != nil {
-		return false
+		return false, nil
 	}
 	defer r.Close()
-	argv := []string{engine, "server", "--dir", dir, "--name", name}
+	argv := []string{engine, "server", "--dir", d.Path(), "--name", name}
 	if idle := os.Getenv("SANDBOXER_SERVER_IDLE"); idle != "" {
 		argv = append(argv, "--idle", idle)
 	}
@@ -161,9 +197,9 @@ func start(engine, dir, name string, env []string) bool {
 	})
 	w.Close()
 	if err != nil {
-		return false
+		return false, nil
 	}
 	r.SetReadDeadline(time.Now().Add(10 * time.Second)) // a server that hangs as it starts
 	said, _ := io.ReadAll(io.LimitReader(r, 64))
-	return strings.HasPrefix(string(said), oneshot.Ready) || strings.HasPrefix(string(said), oneshot.Busy)
+	return strings.HasPrefix(string(said), oneshot.Ready) || strings.HasPrefix(string(said), oneshot.Busy), nil
 }

@@ -3,4 +3,4 @@
 package main
 
 // serve is Linux's only: elsewhere every call runs in a process of its own.
-func serve(engine string, args []string) (int, bool) { return 0, false }
+func serve(engine string, args []string) (int, bool, error) { return 0, false, nil }

@@ -20,6 +20,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sandboxer/sandboxer/internal/inherited"
 	"github.com/sandboxer/sandboxer/internal/oneshot"
 )
 
@@ -50,14 +51,26 @@ func newServerCmd(std Streams) *cobra.Command {
 // runServer serves on DIR/NAME.sock, once it holds DIR/NAME.lock, until ctx ends, the server has
 // been idle for idle, or its socket was removed. It says so on descriptor 3 when the front
 // started it (oneshot.Ready, or oneshot.Busy when another server holds the lock).
+//
+// First of all it closes every descriptor its caller left it but that pipe (inherited.Close):
+// the front's own caller's, which a server outliving the call must not hold. Then it checks the
+// directory's path (oneshot.OpenServerDir, as the front did) and reaches its files only through
+// the directory opened, never following a link.
 func runServer(ctx context.Context, dir, name string, idle time.Duration, std Streams) error {
+	var keep []int
+	// Descriptor 3 is the front's pipe. It is kept and wrapped only when it is one: an *os.File
+	// of a descriptor that is not open would close whatever gets that number later.
+	if st := (syscall.Stat_t{}); syscall.Fstat(3, &st) == nil && st.Mode&syscall.S_IFMT == syscall.S_IFIFO {
+		keep = append(keep, 3)
+	}
+	if err := inherited.Close(keep...); err != nil {
+		return err
+	}
 	if !filepath.IsAbs(dir) || name == "" || filepath.Base(name) != name {
 		return usage(errors.New("server: --dir (absolute) and --name are required"))
 	}
 	tell := func(string) {}
-	// Descriptor 3 is the front's pipe. It is wrapped only when it is one: an *os.File of a
-	// descriptor that is not open would close whatever gets that number later.
-	if st := (syscall.Stat_t{}); syscall.Fstat(3, &st) == nil && st.Mode&syscall.S_IFMT == syscall.S_IFIFO {
+	if len(keep) > 0 {
 		ready := os.NewFile(3, "ready")
 		defer ready.Close()
 		tell = func(s string) {
@@ -65,7 +78,12 @@ func runServer(ctx context.Context, dir, name string, idle time.Duration, std St
 			ready.Close()
 		}
 	}
-	lock, err := os.OpenFile(filepath.Join(dir, name+".lock"), os.O_RDWR|os.O_CREATE, 0o600)
+	d, err := oneshot.OpenServerDir(dir, os.Geteuid())
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	lock, err := d.OpenFile(name+".lock", os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return err
 	}
@@ -76,26 +94,27 @@ func runServer(ctx context.Context, dir, name string, idle time.Duration, std St
 	}
 	lock.Truncate(0)
 	lock.WriteString(strconv.Itoa(os.Getpid()) + "\n")
-	key, err := writeKey(oneshot.KeyFile(dir, name))
+	key, err := writeKey(d, oneshot.KeyName(name))
 	if err != nil {
 		return err
 	}
-	sock := filepath.Join(dir, name+".sock")
-	os.Remove(sock) // a crashed server's: it held the lock
-	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: sock, Net: "unix"})
+	sock := name + ".sock"
+	d.Remove(sock) // a crashed server's: it held the lock
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: d.SocketPath(sock), Net: "unix"})
 	if err != nil {
 		return err
 	}
 	ln.SetUnlinkOnClose(false)
-	mine, err := os.Stat(sock)
+	mine, err := d.Lstat(sock)
 	if err != nil {
 		ln.Close()
 		return err
 	}
+	same := func() bool { st, err := d.Lstat(sock); return err == nil && st.Dev == mine.Dev && st.Ino == mine.Ino }
 	srv := &server{key: key, warm: newWarmth(), log: slog.New(slog.NewTextHandler(std.Err, nil)), last: time.Now()}
 	srv.ctx, srv.cancel = context.WithCancel(context.Background())
 	tell(oneshot.Ready)
-	srv.log.Info("serving", "socket", sock, "pid", os.Getpid(), "idle", idle)
+	srv.log.Info("serving", "socket", d.Name(sock), "pid", os.Getpid(), "idle", idle)
 
 	accepting := make(chan struct{})
 	go func() {
@@ -110,7 +129,7 @@ func runServer(ctx context.Context, dir, name string, idle time.Duration, std St
 		case <-ctx.Done():
 			why = "signal"
 		case <-tick.C:
-			if fi, err := os.Stat(sock); err != nil || !os.SameFile(fi, mine) {
+			if !same() {
 				why = "socket removed"
 			} else if srv.idleFor() >= idle {
 				why = "idle"
@@ -121,9 +140,9 @@ func runServer(ctx context.Context, dir, name string, idle time.Duration, std St
 		}
 	}
 	srv.log.Info("ending", "why", why)
-	if fi, err := os.Stat(sock); err == nil && os.SameFile(fi, mine) {
-		os.Remove(sock)
-		os.Remove(oneshot.KeyFile(dir, name))
+	if same() {
+		d.Remove(sock)
+		d.Remove(oneshot.KeyName(name))
 	}
 	ln.Close()
 	<-accepting
@@ -224,22 +243,23 @@ func (srv *server) handle(conn *net.UnixConn) {
 	conn.Write(oneshot.Reply(oneshot.Exit, uint32(code)))
 }
 
-// writeKey writes a new random key to file (this user's only), replacing the last server's.
-func writeKey(file string) (string, error) {
+// writeKey writes a new random key to the file key of d (this user's only), replacing the last
+// server's.
+func writeKey(d *oneshot.ServerDir, key string) (string, error) {
 	b := make([]byte, 32)
 	rand.Read(b)
-	key := hex.EncodeToString(b)
-	tmp := file + ".new"
-	os.Remove(tmp)
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	k := hex.EncodeToString(b)
+	tmp := key + ".new"
+	d.Remove(tmp)
+	f, err := d.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return "", err
 	}
-	_, err = f.WriteString(key)
+	_, err = f.WriteString(k)
 	if err = errors.Join(err, f.Close()); err == nil {
-		err = os.Rename(tmp, file)
+		err = d.Rename(tmp, key)
 	}
-	return key, err
+	return k, err
 }
 
 // runCall runs a command line; a panic ends the call (exit status 1), not the server. A

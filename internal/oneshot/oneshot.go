@@ -37,7 +37,8 @@ func IsServed(args []string) bool {
 
 // Dir is the directory of the servers' sockets: $SANDBOXER_SERVER_DIR, else
 // $XDG_RUNTIME_DIR/sandboxer, else sandboxer-UID in the system temporary directory. It must be
-// a directory of this user that no one else can enter (CheckDir).
+// a directory of this user that no one else can enter, on a path no one else can change
+// (OpenServerDir).
 func Dir(getenv func(string) string, uid int) string {
 	if d := getenv("SANDBOXER_SERVER_DIR"); filepath.IsAbs(d) {
 		return d
@@ -207,8 +208,8 @@ func Parse(body []byte) (Request, error) {
 	return r, nil
 }
 
-// KeyFile is the file of a server's key (see Request.Key).
-func KeyFile(dir, name string) string { return filepath.Join(dir, name+".key") }
+// KeyName is the name of the file of a server's key in the server directory (see Request.Key).
+func KeyName(name string) string { return name + ".key" }
 
 // A reply is one byte of kind and 4 of value (big endian).
 const (

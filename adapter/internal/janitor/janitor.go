@@ -20,6 +20,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+
+	"github.com/sandboxer/sandboxer/internal/inherited"
 )
 
 // Janitor is an adapter's janitor, started with the first entry registered.
@@ -40,11 +42,14 @@ func New(arg0, envName string, env ...string) *Janitor {
 
 // Serve is the janitor's main, for an adapter's init function: when this process is j's janitor
 // it reads the registrations until its stdin ends, calls release with the entries left, in the
-// order they were registered, and exits. Otherwise it returns at once.
+// order they were registered, and exits. Otherwise it returns at once. The janitor first closes
+// every descriptor above 2 it inherited (its owner's caller's, which a janitor outliving its
+// owner must not hold: a flock, the write end of a pipeline).
 func (j *Janitor) Serve(release func(left []string)) {
 	if len(os.Args) != 1 || os.Args[0] != j.arg0 || os.Getenv(j.envName) != "1" {
 		return
 	}
+	_ = inherited.Close()
 	release(Left(os.Stdin))
 	os.Exit(0)
 }
