@@ -112,6 +112,7 @@ type helperSpec struct {
 	View     *viewSpec `json:"view,omitempty"` // the file system view to build (nil: the host's root)
 	Probe    bool      `json:"probe"`          // report and exit
 	Exe      string    `json:"exe"`            // this binary, to start per-command inits
+	CgroupNS bool      `json:"cgroupNS"`       // make a cgroup namespace first (the adapter put the helper in its cgroups)
 	Disabled []string  `json:"disabled,omitempty"`
 }
 
@@ -182,6 +183,12 @@ func helperMain() int {
 // the view's sources when the adapter cloned them (setupHelper closes them).
 func setupHelper(spec helperSpec, clones *viewClones) helperReady {
 	r := helperReady{Missing: map[string]string{}}
+	if spec.CgroupNS {
+		// On this thread, the one commands are forked from. A helper left without it shows
+		// commands the host's cgroup names: the view's cgroup-less /proc/self/cgroup aside,
+		// nothing depends on it, so it is not a layer of its own.
+		_ = unix.Unshare(unix.CLONE_NEWCGROUP)
+	}
 	r.Layers = append(r.Layers, LayerUserNS, LayerPIDNS)
 	if err := unix.Sethostname([]byte(sandboxHostname)); err != nil {
 		r.Missing[LayerUTSNS] = "sethostname: " + err.Error()

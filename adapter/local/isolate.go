@@ -62,7 +62,10 @@ func neededLayers(cfg Config, network bool) []string {
 	if os.Geteuid() == 0 {
 		// Commands would be the host's root to file permissions, or share a uid (keyrings,
 		// per-uid quotas) with the other sandboxes.
-		need = append(need, LayerUnprivileged, LayerUIDPerSandbox)
+		need = append(need, LayerUnprivileged)
+		if !slices.Contains(cfg.DisableLayers, LayerUnprivileged) { // else they are root's
+			need = append(need, LayerUIDPerSandbox)
+		}
 	}
 	if cfg.Memory != NoLimit || cfg.Pids != NoLimit || cfg.CPUs != 0 { // 0 is the default limit
 		need = append(need, LayerLimits)

@@ -59,6 +59,9 @@ type helperStart struct {
 	cgroup   *os.File    // the cgroup directory the helper is born in (nil: this process's)
 	clones   *viewClones // the view's sources, cloned here and sent with the spec (nil: none)
 	idmap    bool        // make the writable sources idmapped mounts of the helper's user namespace
+	// started, when set, runs once the helper exists and before it gets its spec: the helper
+	// joins the sandbox's limits there, before it makes its cgroup namespace (spec.CgroupNS).
+	started func(pid int)
 }
 
 // errIdmap marks a helper that could not start because its sources could not be idmapped.
@@ -115,6 +118,9 @@ func startHelper(spec helperSpec, flags uintptr, o helperStart) (*helperProc, er
 		return nil, err
 	}
 	theirs.Close() // the helper has it: a helper that dies now ends the read below
+	if o.started != nil {
+		o.started(cmd.Process.Pid)
+	}
 	h := &helperProc{cmd: cmd, conn: conn, uid: o.uid, dead: make(chan struct{}), reaped: make(chan struct{})}
 	// Once the helper has exited, its connection is closed (after the calls that still use it)
 	// and every wait on it ends: its end of the connection and of each command's status pipe
@@ -518,10 +524,12 @@ func (iso *isolation) helper(network bool) (*helperProc, error) {
 	if err := iso.makeTmp(); err != nil {
 		return nil, err
 	}
-	// A cgroup namespace too: commands see their cgroup as the root of the tree (and, in the file
-	// system view, no cgroup file at all to clone a process into).
-	flags := uintptr(syscall.CLONE_NEWUSER | syscall.CLONE_NEWPID | syscall.CLONE_NEWNS | unix.CLONE_NEWCGROUP | sandboxNamespaces)
-	spec := helperSpec{Proc: !iso.disabled[LayerProc], Landlock: !iso.disabled[LayerLandlock], Rules: iso.rules, Exe: iso.exe}
+	// A cgroup namespace too, made by the helper once it is in the sandbox's cgroups (v2: born
+	// there; v1 limits: joined before its spec, see launch): commands see each of their
+	// cgroups, in every hierarchy, as the root of its tree, not this process's pid in its name
+	// (and, in the file system view, no cgroup file at all to clone a process into).
+	flags := uintptr(syscall.CLONE_NEWUSER | syscall.CLONE_NEWPID | syscall.CLONE_NEWNS | sandboxNamespaces)
+	spec := helperSpec{Proc: !iso.disabled[LayerProc], Landlock: !iso.disabled[LayerLandlock], Rules: iso.rules, Exe: iso.exe, CgroupNS: true}
 	if !iso.disabled[LayerFSView] {
 		v := iso.viewSpec(network)
 		spec.View = &v
@@ -540,18 +548,22 @@ func (iso *isolation) helper(network bool) (*helperProc, error) {
 	var h *helperProc
 	var err error
 	for try := 0; try < 2; try++ {
-		if h, err = iso.launch(spec, flags); err != nil {
+		// The helper joins the sandbox's limits before it starts any command.
+		limited := false
+		join := func(pid int) {
+			if iso.limits != nil {
+				if lerr := iso.limits.add(pid); lerr != nil {
+					iso.limitErr = lerr
+				} else {
+					limited = true
+				}
+			}
+		}
+		if h, err = iso.launch(spec, flags, join); err != nil {
 			err = iso.unavailable(nil, fmt.Errorf("the isolation helper could not start: %w", err))
 			continue
 		}
-		// The helper joins the sandbox's limits before it starts any command.
-		if iso.limits != nil {
-			if lerr := iso.limits.add(h.cmd.Process.Pid); lerr != nil {
-				iso.limitErr = lerr
-			} else {
-				h.limited = true
-			}
-		}
+		h.limited = limited
 		if m := iso.helperMissing(h, network); len(m) > 0 {
 			h.kill()
 			err = iso.unavailable(m, h.why(m))
@@ -612,8 +624,8 @@ func (iso *isolation) unavailable(m []string, cause error) error {
 // sources idmapped (so the workspace stays usable and the caller's); where that cannot be done
 // (no view, or a file system without idmapped mounts), the helper's root is the host's, and the
 // layer LayerUnprivileged is reported missing. Run as another user, the helper's root is that user.
-func (iso *isolation) launch(spec helperSpec, flags uintptr) (*helperProc, error) {
-	o := helperStart{uid: os.Geteuid(), gid: os.Getegid()}
+func (iso *isolation) launch(spec helperSpec, flags uintptr, started func(pid int)) (*helperProc, error) {
+	o := helperStart{uid: os.Geteuid(), gid: os.Getegid(), started: started}
 	if iso.cg != nil {
 		o.cgroup = iso.cg.dir // born in the sandbox's cgroup: its per-command cgroups are below
 	}
@@ -1287,7 +1299,7 @@ func probe() Report {
 	}
 	view := probeIso.viewSpec(false)
 	spec := helperSpec{Probe: true, Net: true, Proc: true, Landlock: true, Rules: probeIso.rules, View: &view}
-	h, err := probeIso.launch(spec, syscall.CLONE_NEWUSER|syscall.CLONE_NEWPID|syscall.CLONE_NEWNS|syscall.CLONE_NEWNET|sandboxNamespaces)
+	h, err := probeIso.launch(spec, syscall.CLONE_NEWUSER|syscall.CLONE_NEWPID|syscall.CLONE_NEWNS|syscall.CLONE_NEWNET|sandboxNamespaces, nil)
 	if err != nil {
 		reason := "cannot create user, PID and network namespaces: " + err.Error()
 		for _, l := range probedLayers {

@@ -3,7 +3,9 @@
 package local_test
 
 import (
+	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -51,4 +53,23 @@ func hostSegment(t *testing.T) string {
 	t.Cleanup(func() { _ = exec.Command("ipcrm", "-m", id).Run() })
 	require.Contains(t, hostSysV(t), " "+size+" ")
 	return " " + size + " "
+}
+
+// A command's cgroups are the root of every hierarchy it sees, v1 included (the limits of a hybrid
+// host): /proc/self/cgroup names no cgroup of the host's, and not the owner's pid.
+func TestCgroupPathsAreRelative(t *testing.T) {
+	requireLayers(t, local.LayerLimits)
+	sb := newIsolated(t, local.Config{})
+	for _, network := range []bool{false, true} {
+		res := run(t, sb, adapter.Command{Args: []string{"cat", "/proc/self/cgroup"}, AllowNetwork: network})
+		require.Equal(t, 0, res.ExitCode, "%s", res.Stderr)
+		lines := strings.Split(strings.TrimSpace(string(res.Stdout)), "\n")
+		require.NotEmpty(t, lines)
+		for _, l := range lines {
+			parts := strings.SplitN(l, ":", 3)
+			require.Len(t, parts, 3, l)
+			assert.NotContains(t, parts[2], "sandboxer-", "a host cgroup's name: %s", l)
+			assert.NotContains(t, parts[2], strconv.Itoa(os.Getpid()), "the owner's pid: %s", l)
+		}
+	}
 }
