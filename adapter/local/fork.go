@@ -2,8 +2,11 @@ package local
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 
 	"github.com/sandboxer/sandboxer/adapter"
+	"github.com/sandboxer/sandboxer/errs"
 )
 
 // Fork copies the workspace into a new temporary directory (removed by the fork's Stop) and returns
@@ -30,6 +33,33 @@ func (s *Sandbox) Fork(ctx context.Context) (adapter.Sandbox, error) {
 	}
 	child.forkSkipped = rep
 	return child, nil
+}
+
+// CopyWorkspace copies the workspace into dir, a new directory (0755; it must not exist, its
+// parents are made), as Fork copies it, and returns what it left out. On an error dir is removed. The CLI's `sandbox fork`
+// makes its long-lived forks with it. Errors are Fork's.
+func (s *Sandbox) CopyWorkspace(ctx context.Context, dir string) (adapter.CopyReport, error) {
+	const op = "fork"
+	if err := s.checkOpen(op); err != nil {
+		return adapter.CopyReport{}, err
+	}
+	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+		return adapter.CopyReport{}, errs.Wrap(errs.Internal, op, "", err)
+	}
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return adapter.CopyReport{}, errs.Wrap(errs.Internal, op, "", err)
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		_ = os.Remove(dir)
+		return adapter.CopyReport{}, errs.Wrap(errs.Internal, op, "", err)
+	}
+	rep, err := adapter.CopyTree(ctx, op, s.root, root, s.forkMaxFileBytes())
+	root.Close()
+	if err != nil {
+		_ = os.RemoveAll(dir)
+	}
+	return rep, err
 }
 
 // ForkSkipped is what the copy that made this sandbox (Fork) left out: FIFOs, sockets and devices
