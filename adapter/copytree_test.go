@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -229,6 +230,19 @@ func TestCopyTreeFileTooLarge(t *testing.T) {
 
 	_, _, err = copyTree(t, src, -1)
 	require.NoError(t, err, "no bound")
+}
+
+// TestCopyTreeDepthBound: directories nested deeper than 1024 levels (each level holds two
+// descriptors) fail the copy with errs.LimitExceeded instead of running out of descriptors.
+func TestCopyTreeDepthBound(t *testing.T) {
+	t.Parallel()
+	src := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(src, strings.Repeat("d/", 1030)), 0o755))
+	_, _, err := copyTree(t, src, -1)
+	require.ErrorIs(t, err, errs.LimitExceeded)
+	require.NoError(t, os.RemoveAll(filepath.Join(src, "d", strings.Repeat("d/", 1000))))
+	_, _, err = copyTree(t, src, -1)
+	require.NoError(t, err, "1001 levels")
 }
 
 // TestCopyTreeStopsWithContext: a cancelled context stops the copy with an error that says so.

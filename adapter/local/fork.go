@@ -13,7 +13,7 @@ import (
 // a sandbox on it with the same configuration. The copy is adapter.CopyTree's: files (holes kept,
 // each at most Config.ForkMaxFileBytes, else errs.FileTooLarge), directories, permissions and
 // symbolic links (as links, never followed, also one swapped in during the copy); FIFOs, sockets
-// and devices are left out without being opened, and listed by the fork's ForkSkipped. The source
+// and devices are left out unread (never blocking), and listed by the fork's ForkSkipped. The source
 // is only read. Errors: errs.SandboxUnavailable (stopped), errs.FileTooLarge, errs.LimitExceeded
 // (directories nested too deep), errs.Internal.
 func (s *Sandbox) Fork(ctx context.Context) (adapter.Sandbox, error) {
@@ -36,8 +36,8 @@ func (s *Sandbox) Fork(ctx context.Context) (adapter.Sandbox, error) {
 }
 
 // CopyWorkspace copies the workspace into dir, a new directory (0755; it must not exist, its
-// parents are made), as Fork copies it, and returns what it left out. On an error dir is removed. The CLI's `sandbox fork`
-// makes its long-lived forks with it. Errors are Fork's.
+// parents are made), as Fork copies it, and returns what it left out. On an error dir is removed.
+// The CLI's `sandbox fork` makes its long-lived forks with it. Errors are Fork's.
 func (s *Sandbox) CopyWorkspace(ctx context.Context, dir string) (adapter.CopyReport, error) {
 	const op = "fork"
 	if err := s.checkOpen(op); err != nil {
