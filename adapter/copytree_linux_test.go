@@ -54,7 +54,7 @@ func TestCopyTreeKeepsSparseFilesSparse(t *testing.T) {
 	got := filepath.Join(dst, "sparse")
 	fi, err := os.Stat(got)
 	require.NoError(t, err)
-	assert.EqualValues(t, 8<<30, fi.Size())
+	assert.EqualValues(t, int64(8<<30), fi.Size())
 	srcBlocks, dstBlocks := blocks(t, filepath.Join(src, "sparse")), blocks(t, got)
 	t.Logf("st_blocks: source %d, copy %d", srcBlocks, dstBlocks)
 	assert.LessOrEqual(t, dstBlocks, srcBlocks+64, "the copy is denser than the source") // 64 sectors: room for a file system's rounding

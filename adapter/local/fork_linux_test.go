@@ -35,7 +35,7 @@ func TestForkKeepsSparseFileSparse(t *testing.T) {
 	require.NoError(t, syscall.Stat(filepath.Join(sb.Dir(), "sparse"), &src))
 	require.NoError(t, syscall.Stat(filepath.Join(f.Dir(), "sparse"), &dst))
 	t.Logf("st_blocks: source %d, fork %d", src.Blocks, dst.Blocks)
-	assert.EqualValues(t, 8<<30, dst.Size)
+	assert.EqualValues(t, int64(8<<30), dst.Size)
 	assert.LessOrEqual(t, dst.Blocks, src.Blocks+64, "the fork is denser than the source")
 	res = run(t, f, adapter.Command{Args: []string{"sh", "-c",
 		"cmp chunk sparse -n 1048576 && dd if=sparse bs=1M skip=4096 count=1 status=none | cmp - chunk && " +

@@ -47,7 +47,7 @@ func TestForkOfHostileWorkspace(t *testing.T) {
 		var src, dst syscall.Stat_t
 		require.NoError(t, syscall.Stat(filepath.Join(sb.HostWorkspace(), "sparse"), &src))
 		require.NoError(t, syscall.Stat(filepath.Join(ws, "sparse"), &dst))
-		assert.EqualValues(t, 8<<30, dst.Size)
+		assert.EqualValues(t, int64(8<<30), dst.Size)
 		assert.LessOrEqual(t, dst.Blocks, src.Blocks+64, "the fork's sparse file is dense")
 		require.NoError(t, f.Stop(ctx))
 	}
