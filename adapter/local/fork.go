@@ -2,17 +2,20 @@ package local
 
 import (
 	"context"
-	"errors"
-	"io/fs"
 	"os"
+	"path/filepath"
 
 	"github.com/sandboxer/sandboxer/adapter"
 	"github.com/sandboxer/sandboxer/errs"
 )
 
 // Fork copies the workspace into a new temporary directory (removed by the fork's Stop) and returns
-// a sandbox on it with the same configuration. Files, directories, permissions and symlinks (as
-// links, never followed) are copied; the source is only read.
+// a sandbox on it with the same configuration. The copy is adapter.CopyTree's: files (holes kept,
+// each at most Config.ForkMaxFileBytes, else errs.FileTooLarge), directories, permissions and
+// symbolic links (as links, never followed, also one swapped in during the copy); FIFOs, sockets
+// and devices are left out unread (never blocking), and listed by the fork's ForkSkipped. The source
+// is only read. Errors: errs.SandboxUnavailable (stopped), errs.FileTooLarge, errs.LimitExceeded
+// (directories nested too deep), errs.Internal.
 func (s *Sandbox) Fork(ctx context.Context) (adapter.Sandbox, error) {
 	if err := s.checkOpen("fork"); err != nil {
 		return nil, err
@@ -23,50 +26,52 @@ func (s *Sandbox) Fork(ctx context.Context) (adapter.Sandbox, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := copyTree(ctx, s.root, child.root); err != nil {
+	rep, err := adapter.CopyTree(ctx, "fork", s.root, child.root, s.forkMaxFileBytes())
+	if err != nil {
 		_ = child.Stop(ctx)
-		return nil, errs.Wrap(errs.Internal, "fork", "", err)
+		return nil, err
 	}
+	child.forkSkipped = rep
 	return child, nil
 }
 
-func copyTree(ctx context.Context, src, dst *os.Root) error {
-	return fs.WalkDir(src.FS(), ".", func(p string, d fs.DirEntry, err error) error {
-		if err == nil {
-			err = ctx.Err()
-		}
-		if err != nil || p == "." {
-			return gone(err)
-		}
-		info, err := d.Info()
-		if err != nil {
-			return gone(err)
-		}
-		switch {
-		case d.Type()&fs.ModeSymlink != 0:
-			link, err := src.Readlink(p)
-			if err != nil {
-				return gone(err)
-			}
-			return dst.Symlink(link, p)
-		case d.IsDir():
-			return dst.Mkdir(p, info.Mode().Perm()|0o700)
-		case d.Type().IsRegular():
-			data, err := src.ReadFile(p)
-			if err != nil {
-				return gone(err)
-			}
-			return dst.WriteFile(p, data, info.Mode().Perm())
-		}
-		return nil // sockets, FIFOs and devices are not copied
-	})
+// CopyWorkspace copies the workspace into dir, a new directory (0755; it must not exist, its
+// parents are made), as Fork copies it, and returns what it left out. On an error dir is removed.
+// The CLI's `sandbox fork` makes its long-lived forks with it. Errors are Fork's.
+func (s *Sandbox) CopyWorkspace(ctx context.Context, dir string) (adapter.CopyReport, error) {
+	const op = "fork"
+	if err := s.checkOpen(op); err != nil {
+		return adapter.CopyReport{}, err
+	}
+	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+		return adapter.CopyReport{}, errs.Wrap(errs.Internal, op, "", err)
+	}
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return adapter.CopyReport{}, errs.Wrap(errs.Internal, op, "", err)
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		_ = os.Remove(dir)
+		return adapter.CopyReport{}, errs.Wrap(errs.Internal, op, "", err)
+	}
+	rep, err := adapter.CopyTree(ctx, op, s.root, root, s.forkMaxFileBytes())
+	root.Close()
+	if err != nil {
+		_ = os.RemoveAll(dir)
+	}
+	return rep, err
 }
 
-// gone forgives an entry that a concurrent command or write removed (or renamed) between the
-// listing and the copy: the fork is a copy of the moment, and it was not there any more.
-func gone(err error) error {
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
+// ForkSkipped is what the copy that made this sandbox (Fork) left out: FIFOs, sockets and devices
+// of the source's workspace. It is empty for a sandbox that Fork did not make.
+func (s *Sandbox) ForkSkipped() adapter.CopyReport { return s.forkSkipped }
+
+func (s *Sandbox) forkMaxFileBytes() int64 {
+	switch s.cfg.ForkMaxFileBytes {
+	case 0:
+		return adapter.DefaultCopyMaxFileBytes
+	case NoLimit:
+		return -1
 	}
-	return err
+	return s.cfg.ForkMaxFileBytes
 }

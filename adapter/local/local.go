@@ -119,13 +119,17 @@ type Config struct {
 	// Egress tunes the egress proxy (its resolver, and address exceptions for tests); its
 	// AllowHosts is ignored: AllowHosts above is the list.
 	Egress egress.Config `mapstructure:"-" json:"-"`
+
+	// ForkMaxFileBytes bounds the size of each file Fork copies: a larger file fails the fork
+	// with errs.FileTooLarge. 0 means adapter.DefaultCopyMaxFileBytes (1 GiB), NoLimit none.
+	ForkMaxFileBytes int64 `mapstructure:"fork_max_file_bytes"`
 }
 
 // Resource limits (Config.Memory, Config.Pids) of a sandbox when its Config leaves them zero.
 const (
 	DefaultMemoryBytes = 2 << 30
 	DefaultPids        = 1024
-	// NoLimit as Config.Memory or Config.Pids sets no limit.
+	// NoLimit as Config.Memory, Config.Pids or Config.ForkMaxFileBytes sets no limit.
 	NoLimit = -1
 )
 
@@ -139,8 +143,8 @@ func (c Config) Validate() error {
 	default:
 		return errs.New(errs.InvalidInput, "local", "", "isolation must be %q or %q, not %q", IsolationAuto, IsolationOff, c.Isolation)
 	}
-	if c.Memory < NoLimit || c.Pids < NoLimit || c.CPUs < 0 {
-		return errs.New(errs.InvalidInput, "local", "", "memory and pids must be positive, 0 (default) or -1 (none); cpus positive or 0 (none)")
+	if c.Memory < NoLimit || c.Pids < NoLimit || c.ForkMaxFileBytes < NoLimit || c.CPUs < 0 {
+		return errs.New(errs.InvalidInput, "local", "", "memory, pids and fork_max_file_bytes must be positive, 0 (default) or -1 (none); cpus positive or 0 (none)")
 	}
 	if c.RequireIsolation && c.Isolation == IsolationOff {
 		return errs.New(errs.InvalidInput, "local", "", "require_isolation contradicts isolation: off")
@@ -203,6 +207,8 @@ type Sandbox struct {
 	ports portSet      // connections and listeners of DialPort and ListenPort
 
 	egress *egress.Proxy // Config.AllowHosts' proxy; nil without an allowlist
+
+	forkSkipped adapter.CopyReport // set by Fork before the sandbox is returned, then only read
 
 	mu      sync.Mutex
 	stopped bool

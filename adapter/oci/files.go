@@ -3,7 +3,6 @@ package oci
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -458,8 +457,9 @@ func walkFD(ctx context.Context, d *os.File, prefix string, out *[]adapter.FileI
 }
 
 // prepareWorkspace makes the workspace directory (or takes the given one), owned by the sandbox
-// user, fills it from copyFrom (a workspace being forked) when set, and opens the root on it.
-func (s *Sandbox) prepareWorkspace(copyFrom *os.Root) error {
+// user, fills it from copyFrom (a workspace being forked, by adapter.CopyTree) when set, and opens
+// the root on it.
+func (s *Sandbox) prepareWorkspace(ctx context.Context, copyFrom *os.Root) error {
 	ws := s.rec.Workspace
 	uid := s.rec.HostUID
 	if s.rec.OwnWorkspace {
@@ -475,9 +475,14 @@ func (s *Sandbox) prepareWorkspace(copyFrom *os.Root) error {
 	} else if err := os.MkdirAll(ws, 0o755); err != nil {
 		return err
 	}
+	root, err := os.OpenRoot(ws)
+	if err != nil {
+		return err
+	}
+	s.ws = root
 	if copyFrom != nil {
-		if err := os.CopyFS(ws, copyFrom.FS()); err != nil {
-			return fmt.Errorf("copy: %w", err)
+		if s.forkSkipped, err = adapter.CopyTree(ctx, "fork", copyFrom, root, s.cfg.forkMaxFileBytes()); err != nil {
+			return err
 		}
 	}
 	if copyFrom != nil || !s.rec.OwnWorkspace {
@@ -493,17 +498,18 @@ func (s *Sandbox) prepareWorkspace(copyFrom *os.Root) error {
 			return err
 		}
 	}
-	root, err := os.OpenRoot(ws)
-	if err != nil {
-		return err
-	}
-	s.ws = root
 	return nil
 }
 
+// ForkSkipped is what the copy that made this sandbox (Fork) left out: FIFOs, sockets and devices
+// of the source's workspace. It is empty for a sandbox that Fork did not make.
+func (s *Sandbox) ForkSkipped() adapter.CopyReport { return s.forkSkipped }
+
 // Fork starts a new sandbox with the same configuration whose workspace is a copy of this one's
-// at this moment (copied on the host through the workspace's root, symlinks as links). The
-// source is not changed.
+// at this moment, made on the host by adapter.CopyTree: symbolic links as links (never followed,
+// also one the container swaps in during the copy), holes kept, FIFOs, sockets and devices left
+// out (listed by the fork's ForkSkipped), each file at most Config.ForkMaxFileBytes (else
+// errs.FileTooLarge). The source is not changed.
 func (s *Sandbox) Fork(ctx context.Context) (adapter.Sandbox, error) {
 	if err := s.checkOpen("fork"); err != nil {
 		return nil, err

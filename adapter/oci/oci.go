@@ -148,6 +148,9 @@ type Config struct {
 	Persist bool `mapstructure:"persist"`
 	// Env is added to the minimal environment of every command.
 	Env []string `mapstructure:"env"`
+	// ForkMaxFileBytes bounds the size of each file Fork copies: a larger file fails the fork with
+	// errs.FileTooLarge. 0 is adapter.DefaultCopyMaxFileBytes (1 GiB), -1 is unlimited.
+	ForkMaxFileBytes int64 `mapstructure:"fork_max_file_bytes"`
 	// Mounts are host directories mounted read-only under /mnt (a toolchain, a data set).
 	Mounts []Mount `mapstructure:"mounts"`
 	// Busybox, Ripgrep and Agent choose the host files of the root file system (see
@@ -188,7 +191,7 @@ func (c Config) Validate() error {
 	if c.UIDBase != 0 && (c.UIDBase < idRange || uint64(c.UIDBase)+idRange > 1<<31-1) {
 		return bad("UIDBase %d: want at least %d (not a host account) and below 2^31-%d", c.UIDBase, idRange, idRange)
 	}
-	for name, v := range map[string]int64{"MemoryBytes": c.MemoryBytes, "MilliCPUs": c.MilliCPUs, "Pids": c.Pids} {
+	for name, v := range map[string]int64{"MemoryBytes": c.MemoryBytes, "MilliCPUs": c.MilliCPUs, "Pids": c.Pids, "ForkMaxFileBytes": c.ForkMaxFileBytes} {
 		if v < -1 {
 			return bad("%s must be -1 (unlimited), 0 (default) or positive, not %d", name, v)
 		}
@@ -280,6 +283,13 @@ func (c Config) uidBase() uint32 {
 		return DefaultUIDBase
 	}
 	return c.UIDBase
+}
+
+func (c Config) forkMaxFileBytes() int64 {
+	if c.ForkMaxFileBytes == 0 {
+		return adapter.DefaultCopyMaxFileBytes
+	}
+	return c.ForkMaxFileBytes
 }
 
 func (c Config) tmpBytes() int64 {
@@ -430,6 +440,8 @@ type Sandbox struct {
 	agentErr    error
 
 	egress egress.Holder // the proxy of cfg.AllowHosts
+
+	forkSkipped adapter.CopyReport // set by create for a fork, then only read
 }
 
 var (
@@ -502,8 +514,11 @@ func create(ctx context.Context, cfg Config, copyFrom *os.Root) (*Sandbox, error
 		// Removed by the janitor if this process dies before Stop.
 		s.lookedAfter = lookAfter(id, cfg.stateDir())
 	}
-	if err := s.prepareWorkspace(copyFrom); err != nil {
-		return fail(errs.Wrap(errs.Internal, op, "", fmt.Errorf("workspace: %w", err)))
+	if err := s.prepareWorkspace(ctx, copyFrom); err != nil {
+		if errs.CodeOf(err) == "" {
+			err = errs.Wrap(errs.Internal, op, "", fmt.Errorf("workspace: %w", err))
+		}
+		return fail(err)
 	}
 	b := bundle{rootfs: tree.Dir, workspace: s.rec.Workspace, persist: cfg.Persist, cfg: cfg, userns: userns, cgroup: cgroupPath(id),
 		seccomp: !cfg.NoSeccomp && rt.name != Runsc, streams: lay.streams(id)}
@@ -549,8 +564,8 @@ func create(ctx context.Context, cfg Config, copyFrom *os.Root) (*Sandbox, error
 
 // Attach returns the sandbox with the given id, created earlier (possibly by another process)
 // under cfg's state directory; its first call starts an agent of its own in the container
-// through the runtime's exec. Only cfg's StateDir is used: the sandbox keeps the runtime and the
-// configuration it was created with.
+// through the runtime's exec. Only cfg's StateDir and ForkMaxFileBytes are used: the sandbox keeps
+// the runtime and the configuration it was created with.
 // Errors: errs.InvalidInput (a malformed id), errs.NotFound (no such sandbox),
 // errs.SandboxUnavailable (its container is not running, or the runtime is missing).
 func Attach(ctx context.Context, cfg Config, id string) (*Sandbox, error) {
@@ -569,9 +584,9 @@ func Attach(ctx context.Context, cfg Config, id string) (*Sandbox, error) {
 	if err != nil {
 		return nil, errs.Wrap(errs.Internal, op, "", err)
 	}
-	stateDir := cfg.stateDir()
+	stateDir, forkMax := cfg.stateDir(), cfg.ForkMaxFileBytes
 	cfg = rec.Config
-	cfg.StateDir = stateDir
+	cfg.StateDir, cfg.ForkMaxFileBytes = stateDir, forkMax
 	rt, err := recordRuntime(cfg, rec)
 	if err != nil {
 		return nil, err

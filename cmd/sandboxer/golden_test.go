@@ -130,6 +130,18 @@ var goldenCases = []goldenCase{
 		s("sandbox", "prune").with("DOCKER_HOST=unix:///nonexistent/docker.sock"),
 		s("sandbox", "ls", "--json"),
 	}},
+	// A fork of a workspace holding what a command can leave there to attack the copy: a FIFO
+	// (skipped and listed, the fork does not block), a link to a root-only host file (copied as
+	// the link, never its content), a sparse file above the fork's size bound (refused).
+	{name: "sandbox_fork_special", steps: []step{
+		s("sandbox", "create"),
+		s("exec", "--sandbox", "$ID0", "--", "sh", "-c", "mkfifo pipe && ln -s /etc/shadow shadow && truncate -s 2KiB big && echo kept > kept"),
+		s("sandbox", "fork", "$ID0"),
+		s("exec", "--sandbox", "$ID1", "--", "sh", "-c", "ls -A; readlink shadow; test -p pipe || echo no pipe; wc -c < big"),
+		s("sandbox", "fork", "$ID0", "--sync-max-file-bytes", "1KiB"),
+		s("sandbox", "ls"),
+		s("sandbox", "rm", "$ID0", "$ID1"),
+	}},
 	{name: "log", steps: []step{
 		s("tool", "write", "--run-id", "r1", "--node-id", "n1", "--input", `{"path":"f","content":"secret content"}`),
 		s("tool", "read", "--run-id", "r1", "--node-id", "n2", "--input", `{"path":"f"}`),
@@ -202,7 +214,7 @@ func TestGolden(t *testing.T) {
 	}
 }
 
-var idOut = regexp.MustCompile(`^\{"id":"(sbx-[0-9a-f]{12})"\}`)
+var idOut = regexp.MustCompile(`^\{"id":"(sbx-[0-9a-f]{12})"[,}]`)
 
 func quoteArgs(args []string) string {
 	q := make([]string, len(args))

@@ -41,7 +41,8 @@ type backend struct {
 	// prune (optional) removes what crashed processes left behind, returning backend ids.
 	prune func(ctx context.Context, s Settings) ([]string, error)
 	// fork makes rec2 a copy of the attached sandbox src.
-	fork func(ctx context.Context, s Settings, st state.Dir, src adapter.Sandbox, rec2 *state.Record) error
+	// The report lists what the copy left out (adapters that copy on the host: local, oci).
+	fork func(ctx context.Context, s Settings, st state.Dir, src adapter.Sandbox, rec2 *state.Record) (adapter.CopyReport, error)
 }
 
 // backends is the explicit adapter table: name -> constructor. No init() registration: what is
@@ -129,18 +130,13 @@ var localBackend = backend{
 		}
 		return fi.IsDir(), nil
 	},
-	fork: func(ctx context.Context, s Settings, st state.Dir, src adapter.Sandbox, rec *state.Record) error {
+	fork: func(ctx context.Context, s Settings, st state.Dir, src adapter.Sandbox, rec *state.Record) (adapter.CopyReport, error) {
 		l, ok := src.(*local.Sandbox)
 		if !ok {
-			return errs.New(errs.Internal, "fork", "", "not a local sandbox")
+			return adapter.CopyReport{}, errs.New(errs.Internal, "fork", "", "not a local sandbox")
 		}
 		rec.Workspace = st.WorkspaceDir(rec.ID)
-		// os.CopyFS copies files, directories and symlinks (as links) and never overwrites.
-		if err := os.CopyFS(rec.Workspace, os.DirFS(l.Dir())); err != nil {
-			os.RemoveAll(rec.Workspace)
-			return errs.Wrap(errs.Internal, "fork", "", err)
-		}
-		return nil
+		return l.CopyWorkspace(ctx, rec.Workspace) // bounded by localConfig's ForkMaxFileBytes
 	},
 }
 
@@ -295,7 +291,9 @@ func localConfig(s Settings, root string) local.Config {
 	cfg := local.Config{Root: root, Isolation: iso, RequireIsolation: s.RequireIsolation, CPUs: s.CPUs,
 		Memory: s.Memory, Pids: s.Pids, DisableLayers: s.DisableLayers, ReadPaths: s.ROBind, WritePaths: s.RWBind, AllowHosts: s.AllowHosts,
 		// The resident servers' sockets and keys: a command never uses a server (see oneshot.Request.Key).
-		DenyRead: []string{serverDir(s.inv)}, Protect: ownFiles(s)}
+		DenyRead: []string{serverDir(s.inv)}, Protect: ownFiles(s),
+		// A fork copies no file larger than a --store sync would (sandbox fork declares the setting).
+		ForkMaxFileBytes: s.SyncMaxFileBytes}
 	// Settings say 0 for none; local.Config says NoLimit (its 0 is the default).
 	if cfg.Memory == 0 {
 		cfg.Memory = local.NoLimit

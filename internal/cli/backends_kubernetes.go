@@ -115,22 +115,22 @@ var kubernetesBackend = backend{
 		}
 		return false, nil
 	},
-	fork: func(ctx context.Context, s Settings, st state.Dir, src adapter.Sandbox, rec *state.Record) error {
+	fork: func(ctx context.Context, s Settings, st state.Dir, src adapter.Sandbox, rec *state.Record) (adapter.CopyReport, error) {
 		k, ok := src.(*kubernetes.Sandbox)
 		if !ok {
-			return errs.New(errs.Internal, "fork", "", "not a kubernetes sandbox")
+			return adapter.CopyReport{}, errs.New(errs.Internal, "fork", "", "not a kubernetes sandbox")
 		}
 		child, err := k.Fork(ctx)
 		if err != nil {
-			return err
+			return adapter.CopyReport{}, err
 		}
 		c, ok := child.(*kubernetes.Sandbox)
 		if !ok {
 			child.Stop(context.WithoutCancel(ctx))
-			return errs.New(errs.Internal, "fork", "", "forked kubernetes sandbox is not a pod")
+			return adapter.CopyReport{}, errs.New(errs.Internal, "fork", "", "forked kubernetes sandbox is not a pod")
 		}
 		rec.Backend, rec.Workspace, rec.Namespace = c.ID(), c.Workspace(), c.Namespace()
-		return c.Detach()
+		return adapter.CopyReport{}, c.Detach()
 	},
 	prune: func(ctx context.Context, s Settings) ([]string, error) {
 		if kubeconfigSource(s) == "" {

@@ -74,22 +74,22 @@ var dockerBackend = backend{
 		}
 		return false, nil
 	},
-	fork: func(ctx context.Context, s Settings, st state.Dir, src adapter.Sandbox, rec *state.Record) error {
+	fork: func(ctx context.Context, s Settings, st state.Dir, src adapter.Sandbox, rec *state.Record) (adapter.CopyReport, error) {
 		f, ok := src.(adapter.Forker)
 		if !ok {
-			return errs.New(errs.Internal, "fork", "", "docker sandbox cannot fork")
+			return adapter.CopyReport{}, errs.New(errs.Internal, "fork", "", "docker sandbox cannot fork")
 		}
 		child, err := f.Fork(ctx)
 		if err != nil {
-			return err
+			return adapter.CopyReport{}, err
 		}
 		id, ok := child.(adapter.Identified)
 		if !ok {
 			child.Stop(context.WithoutCancel(ctx))
-			return errs.New(errs.Internal, "fork", "", "forked docker sandbox has no id")
+			return adapter.CopyReport{}, errs.New(errs.Internal, "fork", "", "forked docker sandbox has no id")
 		}
 		rec.Backend = id.ID()
-		return nil
+		return adapter.CopyReport{}, nil
 	},
 	prune: func(ctx context.Context, s Settings) ([]string, error) {
 		return docker.Prune(ctx, dockerConfig(s, false), docker.PruneOptions{})
@@ -126,7 +126,7 @@ var memoryBackend = backend{
 	detach:  func(ctx context.Context, sb adapter.Sandbox) error { return sb.Stop(ctx) },
 	destroy: func(ctx context.Context, s Settings, rec state.Record) error { return nil },
 	alive:   func(ctx context.Context, s Settings, rec state.Record) (bool, error) { return false, nil },
-	fork: func(ctx context.Context, s Settings, st state.Dir, src adapter.Sandbox, rec *state.Record) error {
-		return errMemoryOneProcess
+	fork: func(ctx context.Context, s Settings, st state.Dir, src adapter.Sandbox, rec *state.Record) (adapter.CopyReport, error) {
+		return adapter.CopyReport{}, errMemoryOneProcess
 	},
 }

@@ -11,7 +11,8 @@ import (
 )
 
 func ociConfig(s Settings, persist bool) oci.Config {
-	return oci.Config{Runtime: s.Runtime, StateDir: s.StateDir, AllowNetwork: s.AllowNetwork, AllowHosts: s.AllowHosts, Persist: persist}
+	return oci.Config{Runtime: s.Runtime, StateDir: s.StateDir, AllowNetwork: s.AllowNetwork, AllowHosts: s.AllowHosts, Persist: persist,
+		ForkMaxFileBytes: s.SyncMaxFileBytes}
 }
 
 // ociBackend: one OCI container per sandbox, run by runc, runsc or crun (--runtime) without a
@@ -71,18 +72,18 @@ var ociBackend = backend{
 		}
 		return false, nil
 	},
-	fork: func(ctx context.Context, s Settings, st state.Dir, src adapter.Sandbox, rec *state.Record) error {
+	fork: func(ctx context.Context, s Settings, st state.Dir, src adapter.Sandbox, rec *state.Record) (adapter.CopyReport, error) {
 		o, ok := src.(*oci.Sandbox)
 		if !ok {
-			return errs.New(errs.Internal, "fork", "", "not an oci sandbox")
+			return adapter.CopyReport{}, errs.New(errs.Internal, "fork", "", "not an oci sandbox")
 		}
 		child, err := o.Fork(ctx)
 		if err != nil {
-			return err
+			return adapter.CopyReport{}, err
 		}
 		c := child.(*oci.Sandbox)
 		rec.Backend, rec.Workspace = c.ID(), c.HostWorkspace()
-		return c.Detach()
+		return c.ForkSkipped(), c.Detach()
 	},
 	prune: func(ctx context.Context, s Settings) ([]string, error) {
 		return oci.Prune(ctx, ociConfig(s, false), oci.PruneOptions{})

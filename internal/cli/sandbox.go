@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sandboxer/sandboxer/adapter"
 	"github.com/sandboxer/sandboxer/errs"
 	"github.com/sandboxer/sandboxer/internal/state"
 )
@@ -237,7 +238,7 @@ func newSandboxPruneCmd(std Streams) *cobra.Command {
 func newSandboxForkCmd(std Streams) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "fork ID",
-		Short: `Create a new long-lived sandbox from a copy of ID's workspace and print {"id":"..."}`,
+		Short: `Create a new long-lived sandbox from a copy of ID's workspace and print {"id":"..."} (with "skipped": the FIFOs, sockets and devices left out)`,
 		Args: func(c *cobra.Command, args []string) error {
 			if err := exactArgs(1)(c, args); err != nil {
 				return err
@@ -259,7 +260,8 @@ func newSandboxForkCmd(std Streams) *cobra.Command {
 			st := state.Open(s.StateDir)
 			rec := *sess.Record
 			rec.ID, rec.ForkOf, rec.CreatedAt, rec.Workspace, rec.Backend = state.NewID(), sess.Record.ID, time.Now().UTC(), "", ""
-			if err := b.fork(c.Context(), s, st, sess.Sandbox, &rec); err != nil {
+			rep, err := b.fork(c.Context(), s, st, sess.Sandbox, &rec)
+			if err != nil {
 				_ = st.Delete(rec.ID)
 				return err
 			}
@@ -267,9 +269,13 @@ func newSandboxForkCmd(std Streams) *cobra.Command {
 				_ = b.destroy(c.Context(), s, rec)
 				return err
 			}
-			return printJSON(std, map[string]string{"id": rec.ID})
+			return printJSON(std, struct {
+				ID string `json:"id"`
+				adapter.CopyReport
+			}{rec.ID, rep})
 		}),
 	}
 	addStateFlags(c)
+	c.Flags().String(keySyncMaxFile, "100MiB", "the largest file the fork copies (bytes, or with KiB, MiB, GiB); a larger one fails the fork")
 	return c
 }
