@@ -77,6 +77,8 @@ func TestWorkspaceIsVetted(t *testing.T) {
 		{name: "home", dir: home, input: write(".bashrc")},
 		{name: "parent of the state directory", dir: e.base, input: write("state/sandboxes")},
 		{name: "holding the binaries", dir: proj, input: write("bin/sandboxer"), binary: front},
+		{name: "holding the store", dir: e.work, input: write("st/.journal"), env: []string{"SANDBOXER_STORE=dir:" + filepath.Join(e.work, "st")}},
+		{name: "holding the journal", dir: e.work, input: write("j.db"), env: []string{"SANDBOXER_JOURNAL=" + filepath.Join(e.work, "j.db")}},
 		{name: "holding the server directory", dir: e.work, input: write("srv/x.sock"), env: []string{"SANDBOXER_SERVER_DIR=" + filepath.Join(e.work, "srv")}},
 	}
 	for _, c := range cases {

@@ -247,7 +247,7 @@ func ownFiles(s Settings) []string {
 		own = append(own, filepath.Dir(f))
 	}
 	if s.Store != "" {
-		if store, err := s.inv.abs(s.Store); err == nil {
+		if _, store, err := storePath(s.inv, s.Store); err == nil {
 			own = append(own, store)
 		}
 	}

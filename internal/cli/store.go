@@ -23,6 +23,18 @@ const DefaultCollection = "workspace"
 // openStore opens --store: "sqlite:PATH", "dir:PATH", or a bare PATH (an SQLite store when it ends
 // in .db, .sqlite or .sqlite3, a directory store otherwise).
 func openStore(inv invocation, spec string) (filesync.Store, error) {
+	kind, path, err := storePath(inv, spec)
+	if err != nil {
+		return nil, err
+	}
+	if kind == "sqlite" {
+		return sqlitestore.Open(path)
+	}
+	return dirstore.Open(path)
+}
+
+// storePath is the kind ("sqlite" or "dir") and the absolute path of a --store spec.
+func storePath(inv invocation, spec string) (kind, path string, err error) {
 	kind, path, ok := strings.Cut(spec, ":")
 	if !ok || (kind != "sqlite" && kind != "dir") {
 		kind, path = "dir", spec
@@ -32,16 +44,10 @@ func openStore(inv invocation, spec string) (filesync.Store, error) {
 		}
 	}
 	if path == "" {
-		return nil, usage(fmt.Errorf("--store %q: empty path", spec))
+		return "", "", usage(fmt.Errorf("--store %q: empty path", spec))
 	}
-	path, err := inv.abs(path)
-	if err != nil {
-		return nil, err
-	}
-	if kind == "sqlite" {
-		return sqlitestore.Open(path)
-	}
-	return dirstore.Open(path)
+	path, err = inv.abs(path)
+	return kind, path, err
 }
 
 // attachStore hydrates the session's workspace from --store and makes cl flush it back after
