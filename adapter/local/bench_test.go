@@ -60,7 +60,7 @@ func BenchmarkExecTrue(b *testing.B) {
 		b.Run("adapter=local/isolation="+mode, func(b *testing.B) {
 			cfg := local.Config{Isolation: mode}
 			if mode == "auto-without-fs-view" {
-				cfg = local.Config{DisableLayers: []string{local.LayerFSView}}
+				cfg = local.Config{DisableLayers: []string{local.LayerFSView, local.LayerUnprivileged}} // fail closed: the uid needs the view
 			}
 			sb := benchSandboxConfig(b, cfg)
 			ctx := context.Background()
@@ -139,7 +139,7 @@ func BenchmarkExecTruePair(b *testing.B) {
 		b.Run("isolation="+mode, func(b *testing.B) {
 			cfg := local.Config{Isolation: mode}
 			if mode == "auto-without-fs-view" {
-				cfg = local.Config{DisableLayers: []string{local.LayerFSView}}
+				cfg = local.Config{DisableLayers: []string{local.LayerFSView, local.LayerUnprivileged}} // fail closed: the uid needs the view
 			}
 			sb := benchSandboxConfig(b, cfg)
 			ctx := context.Background()
