@@ -367,19 +367,22 @@ func TestDoctor(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &rep), r.stdout+r.stderr)
 	var names []string
 	allOK := true
+	ok := map[string]bool{}
 	for _, c := range rep.Checks {
 		names = append(names, c.Name)
 		assert.NotEmpty(t, c.Detail, c.Name)
 		allOK = allOK && c.OK
+		ok[c.Name] = c.OK
 	}
-	assert.Equal(t, []string{"config", "platform", "ripgrep", "docker daemon", "docker image", "network namespace", "landlock"}, names)
+	assert.Equal(t, []string{"config", "workspace", "platform", "ripgrep", "docker daemon", "docker image", "network namespace", "landlock"}, names)
+	assert.True(t, ok["workspace"], "the test's workspace is a project directory")
 	if allOK {
 		assert.Equal(t, 0, r.code)
 	} else {
 		assert.Equal(t, 1, r.code, "a failed probe is exit status 1")
 	}
 	_, rgErr := exec.LookPath("rg")
-	assert.Equal(t, rgErr == nil, rep.Checks[0].OK, "the rg probe tells the truth")
+	assert.Equal(t, rgErr == nil, ok["ripgrep"], "the rg probe tells the truth")
 	byName := map[string]bool{}
 	for _, a := range rep.Adapters {
 		byName[a.Name] = a.Available
@@ -394,6 +397,11 @@ func TestDoctor(t *testing.T) {
 	text := e.run("", nil, "doctor")
 	assert.Equal(t, r.code, text.code)
 	assert.Contains(t, text.stdout, "adapter local:")
+
+	// In / the workspace check fails, and so does doctor.
+	slash := e.runIn("/", nil, "doctor", "--json")
+	assert.Equal(t, 1, slash.code)
+	assert.Contains(t, slash.stdout, `"name":"workspace","ok":false`)
 }
 
 func TestIsolationSettings(t *testing.T) {

@@ -17,6 +17,7 @@ import (
 	"github.com/sandboxer/sandboxer/adapter/local"
 	"github.com/sandboxer/sandboxer/adapter/oci"
 	"github.com/sandboxer/sandboxer/egress"
+	"github.com/sandboxer/sandboxer/errs"
 	"github.com/sandboxer/sandboxer/internal/doctor"
 )
 
@@ -135,8 +136,10 @@ func newDoctorCmd(std Streams) *cobra.Command {
 is started in new user+network namespaces) and Landlock (the kernel's ABI version), then list
 each adapter of this build with the capabilities it declares here, and each OCI runtime of the
 oci adapter (runc, runsc, crun): found or not, its version, and the isolation layers a probe
-sandbox had in force, and the local adapter's isolation layers: in force here, or missing and
-why (--require-isolation refuses commands while one is missing). With a kubeconfig (--kubeconfig,
+sandbox had in force, whether the local adapter takes the workspace (--root, or the current
+directory: not /, a system or home directory, nor one holding sandboxer's own files), and the
+local adapter's isolation layers: in force here, or missing and why (a command that needs a
+missing layer is refused unless --disable-layer names it). With a kubeconfig (--kubeconfig,
 KUBECONFIG, ~/.kube/config) or --adapter kubernetes, the cluster of the kubernetes adapter: its
 server and version, whether RBAC allows what the adapter needs in --namespace, its runtime
 classes and, with --adapter kubernetes only, whether a probe pod finds NetworkPolicy egress
@@ -151,7 +154,7 @@ the cluster is never a failed probe).`,
 			ctx := c.Context()
 			daemon, img := doctor.Docker(ctx, s.Image)
 			rep := doctorReport{Checks: []doctor.Check{
-				configCheck(s), doctor.Platform(), doctor.Ripgrep(ctx), daemon, img, doctor.NetworkNamespace(ctx), doctor.Landlock(),
+				configCheck(s), workspaceCheck(s), doctor.Platform(), doctor.Ripgrep(ctx), daemon, img, doctor.NetworkNamespace(ctx), doctor.Landlock(),
 			}}
 			for _, name := range allAdapterNames() {
 				rep.Adapters = append(rep.Adapters, describeAdapter(ctx, s, name))
@@ -326,6 +329,15 @@ func describeAdapter(ctx context.Context, s Settings, name string) adapterReport
 // configCheck says which config file was read, and fails when a sandboxer.yaml lies in the
 // current directory or the workspace: such a file is never read (a sandbox could write it), which
 // its author may not know.
+// workspaceCheck says whether the local adapter takes the workspace (--root, or the current
+// directory): the rules of adapter/workspace, as an ephemeral call applies them.
+func workspaceCheck(s Settings) doctor.Check {
+	if err := vetRoot(s); err != nil {
+		return doctor.Check{Name: "workspace", Detail: errs.As(err).Message() + "; cd into a project, or pass --root DIR"}
+	}
+	return doctor.Check{Name: "workspace", OK: true, Detail: s.Root + " (the local adapter's)"}
+}
+
 func configCheck(s Settings) doctor.Check {
 	ch := doctor.Check{Name: "config", OK: true, Detail: "no config file"}
 	if s.ConfigFile != "" {
