@@ -282,17 +282,11 @@ func (iso *isolation) socket(ctx context.Context, op string, port int) (*os.File
 	if !slices.Contains(h.ready.Layers, LayerNetNS) {
 		return nil, nil
 	}
-	var wake *os.File // readable once ctx has ended
-	if ctx.Done() != nil {
-		efd, err := newWakeFD()
-		if err != nil {
-			return nil, err
-		}
-		wake = os.NewFile(uintptr(efd), "eventfd")
-		defer wake.Close()
-		stop := context.AfterFunc(ctx, func() { _, _ = wake.Write([]byte{1, 0, 0, 0, 0, 0, 0, 0}) })
-		defer stop()
+	wake, done, err := wakeOn(ctx)
+	if err != nil {
+		return nil, err
 	}
+	defer done()
 	h.sockMu.Lock()
 	req := request{Op: op, Port: port}
 	if err := h.send(&req, nil); err != nil {
@@ -326,6 +320,21 @@ func (iso *isolation) socket(ctx context.Context, op string, port int) (*os.File
 		return nil, fmt.Errorf("%s port %d: the helper sent no socket", op, port)
 	}
 	return r.socket, nil
+}
+
+// wakeOn is a file that becomes readable once ctx ends (nil when it cannot end), for a wait on
+// the helper's connection; done releases it.
+func wakeOn(ctx context.Context) (wake *os.File, done func(), err error) {
+	if ctx.Done() == nil {
+		return nil, func() {}, nil
+	}
+	efd, err := newWakeFD()
+	if err != nil {
+		return nil, nil, err
+	}
+	wake = os.NewFile(uintptr(efd), "eventfd")
+	stop := context.AfterFunc(ctx, func() { _, _ = wake.Write([]byte{1, 0, 0, 0, 0, 0, 0, 0}) })
+	return wake, func() { stop(); wake.Close() }, nil
 }
 
 // reply reads the helper's replies until the one to request id, whose socket it returns to the
@@ -366,6 +375,7 @@ type isolation struct {
 	cg        *cgroupPool  // nil without per-command cgroups; set by prepare
 	limits    *limitGroups // nil without resource limits (none configured, or none possible); set by prepare
 	limitErr  error        // why the configured limits cannot be set here
+	need      [2][]string  // the layers commands need (neededLayers), [0]: without the network, [1]: with it
 	// uid is the host uid (and gid) of the helpers' root for a root caller: the sandbox's own
 	// (lease), or HostUID, shared, when none could be leased (uidErr says why). Set by prepare.
 	uid    int
@@ -380,7 +390,8 @@ type isolation struct {
 }
 
 func newIsolation(cfg Config, workspace string) (*isolation, error) {
-	iso := &isolation{cfg: cfg, disabled: map[string]bool{}}
+	iso := &isolation{cfg: cfg, disabled: map[string]bool{},
+		need: [2][]string{neededLayers(cfg, false), neededLayers(cfg, true)}}
 	for _, l := range cfg.DisableLayers {
 		iso.disabled[l] = true
 	}
@@ -501,12 +512,17 @@ func (iso *isolation) viewSpec(network bool) viewSpec {
 	return v
 }
 
+// netIndex is the index of a network mode in the per-mode arrays (helpers, need).
+func netIndex(network bool) int {
+	if network {
+		return 1
+	}
+	return 0
+}
+
 // helper returns the running helper for a network mode, starting it on first use.
 func (iso *isolation) helper(network bool) (*helperProc, error) {
-	i := 0
-	if network {
-		i = 1
-	}
+	i := netIndex(network)
 	iso.mu.Lock()
 	defer iso.mu.Unlock()
 	if iso.stopped {
@@ -560,13 +576,13 @@ func (iso *isolation) helper(network bool) (*helperProc, error) {
 			}
 		}
 		if h, err = iso.launch(spec, flags, join); err != nil {
-			err = iso.unavailable(nil, fmt.Errorf("the isolation helper could not start: %w", err))
+			err = iso.unavailable(nil, fmt.Errorf("the isolation helper could not start: %w", err), nil)
 			continue
 		}
 		h.limited = limited
 		if m := iso.helperMissing(h, network); len(m) > 0 {
 			h.kill()
-			err = iso.unavailable(m, h.why(m))
+			err = iso.unavailable(m, h.why(m), h.ready.Layers)
 			continue
 		}
 		iso.helpers[i] = h
@@ -582,7 +598,7 @@ var errNoHelper = errors.New("the pidns/userns layer is disabled by configuratio
 // helperMissing lists the layers a started helper lacks that its commands need.
 func (iso *isolation) helperMissing(h *helperProc, network bool) []string {
 	var m []string
-	for _, l := range neededLayers(iso.cfg, network) {
+	for _, l := range iso.need[netIndex(network)] {
 		if !slices.Contains(h.ready.Layers, l) && !(l == LayerLimits && h.limited) {
 			m = append(m, l)
 		}
@@ -605,8 +621,8 @@ func (h *helperProc) why(m []string) error {
 }
 
 // unavailable is the refusal of a command for which the layers m (all of a helper's when nil)
-// cannot be applied, with the cause.
-func (iso *isolation) unavailable(m []string, cause error) error {
+// cannot be applied, with the cause and the layers that could (Details).
+func (iso *isolation) unavailable(m []string, cause error, layers []string) error {
 	if m == nil {
 		m = slices.DeleteFunc(slices.Clone(sandboxLayers), func(l string) bool { return iso.disabled[l] })
 	}
@@ -614,7 +630,10 @@ func (iso *isolation) unavailable(m []string, cause error) error {
 		cause = errors.Join(cause, limitErr)
 	}
 	e := errs.New(errs.IsolationUnavailable, "exec", "", "isolation layer(s) %s cannot be applied here (turn a layer off by name with disable_layers, or all with isolation: off; sandboxer doctor lists them)", strings.Join(m, ", "))
-	e.Details = map[string]any{"missing": m, "layers": []string{}}
+	if layers == nil {
+		layers = []string{}
+	}
+	e.Details = map[string]any{"missing": m, "layers": layers}
 	e.Err = cause
 	return e
 }
@@ -796,7 +815,7 @@ func (iso *isolation) enforced(h *helperProc, network, cgroup, init bool) adapte
 // limits, or the process tree's kill (cgroup, or pidns-command without cgroups).
 func (iso *isolation) missing(is adapter.Isolation, network bool) []string {
 	var m []string
-	for _, l := range neededLayers(iso.cfg, network) {
+	for _, l := range iso.need[netIndex(network)] {
 		if !slices.Contains(is.Layers, l) {
 			m = append(m, l)
 		}
@@ -870,20 +889,12 @@ func (iso *isolation) start(c adapter.Command, prog, dir string, env []string, o
 	}
 	init := h != nil && cg == nil && iso.exe != "" && !iso.disabled[LayerPIDNSCommand]
 	is := iso.enforced(h, c.AllowNetwork, cg != nil, init)
-	{ // fail closed: isolation on means every layer not disabled by name
-		if m := iso.missing(is, c.AllowNetwork); len(m) > 0 {
-			if cg != nil {
-				iso.cg.put(cg)
-			}
-			e := errs.New(errs.IsolationUnavailable, "exec", "", "required isolation cannot be applied: %s", strings.Join(m, ", "))
-			e.Details = map[string]any{"missing": m, "layers": is.Layers}
-			if herr != nil {
-				e.Err = herr
-			} else if iso.limitErr != nil && slices.Contains(m, LayerLimits) {
-				e.Err = iso.limitErr
-			}
-			return nil, is, e
+	// Fail closed: isolation on means every layer not disabled by name (herr: errNoHelper, or nil).
+	if m := iso.missing(is, c.AllowNetwork); len(m) > 0 {
+		if cg != nil {
+			iso.cg.put(cg)
 		}
+		return nil, is, iso.unavailable(m, herr, is.Layers)
 	}
 	if h == nil {
 		return nil, is, nil // the caller runs the command without the helper

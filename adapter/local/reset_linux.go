@@ -186,17 +186,11 @@ func (iso *isolation) reset(ctx context.Context) error {
 // call sends req (an op answered on the connection, without a socket) and waits for its reply
 // until ctx ends or timeout passes.
 func (h *helperProc) call(ctx context.Context, req *request, timeout time.Duration) error {
-	var wake *os.File // readable once ctx has ended
-	if ctx.Done() != nil {
-		efd, err := newWakeFD()
-		if err != nil {
-			return err
-		}
-		wake = os.NewFile(uintptr(efd), "eventfd")
-		defer wake.Close()
-		stop := context.AfterFunc(ctx, func() { _, _ = wake.Write([]byte{1, 0, 0, 0, 0, 0, 0, 0}) })
-		defer stop()
+	wake, done, err := wakeOn(ctx)
+	if err != nil {
+		return err
 	}
+	defer done()
 	h.sockMu.Lock()
 	defer h.sockMu.Unlock()
 	if err := h.send(req, nil); err != nil {

@@ -26,6 +26,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/sandboxer/sandboxer/errs"
 )
@@ -67,19 +68,17 @@ func Vet(dir string, own ...string) error {
 		e.Details = map[string]any{"rule": rule}
 		return e
 	}
+	k := knownDirs()
 	fi, statErr := os.Stat(d)
 	same := func(p string) bool {
-		if statErr != nil {
-			return false
-		}
-		other, err := os.Stat(p)
-		return err == nil && os.SameFile(fi, other)
+		other, ok := k.stats[p]
+		return ok && statErr == nil && os.SameFile(fi, other)
 	}
 	for _, sys := range systemDirs {
-		if contains(d, sys) || same(sys) {
-			if d == sys || same(sys) {
-				return refuse(RuleSystem, "it is the system directory %s, which commands could change", sys)
-			}
+		switch {
+		case d == sys || same(sys):
+			return refuse(RuleSystem, "it is the system directory %s, which commands could change", sys)
+		case contains(d, sys):
 			return refuse(RuleSystem, "it contains the system directory %s, which commands could change", sys)
 		}
 	}
@@ -90,7 +89,7 @@ func Vet(dir string, own ...string) error {
 			}
 		}
 	}
-	for _, home := range homes() {
+	for _, home := range k.homes {
 		if contains(d, home) || same(home) {
 			return refuse(RuleHome, "it is or contains the home directory %s (dotfiles, keys, shell start-up files)", home)
 		}
@@ -128,10 +127,49 @@ func ownFiles(own []string) []string {
 	return out
 }
 
-// homes are the caller's home directory ($HOME and the account's) and those of /etc/passwd,
+// known are the system directories' and the home directories' identities (stats), and the
+// homes: kept while $HOME and /etc/passwd stay as they were, since a resident server vets every
+// call's workspace and finding them is most of a vet's cost.
+type known struct {
+	home   string
+	passwd os.FileInfo
+	homes  []string
+	stats  map[string]os.FileInfo // by path, the system directories and homes that exist
+}
+
+var knownCache struct {
+	sync.Mutex
+	k *known
+}
+
+// knownDirs returns the known directories, found again when $HOME or /etc/passwd changed.
+func knownDirs() *known {
+	home := os.Getenv("HOME")
+	passwd, _ := os.Stat("/etc/passwd")
+	knownCache.Lock()
+	defer knownCache.Unlock()
+	if k := knownCache.k; k != nil && k.home == home && sameVersion(k.passwd, passwd) {
+		return k
+	}
+	k := &known{home: home, passwd: passwd, homes: readHomes(home), stats: map[string]os.FileInfo{}}
+	for _, p := range slices.Concat(systemDirs, k.homes) {
+		if fi, err := os.Stat(p); err == nil {
+			k.stats[p] = fi
+		}
+	}
+	knownCache.k = k
+	return k
+}
+
+// sameVersion says whether two stats are of one file, unchanged.
+func sameVersion(a, b os.FileInfo) bool {
+	return a != nil && b != nil && os.SameFile(a, b) && a.ModTime().Equal(b.ModTime()) && a.Size() == b.Size()
+}
+
+// readHomes are the caller's home directory (home, and the account's) and those of /etc/passwd,
 // resolved; "/" is left to the system rule.
-func homes() []string {
-	list := []string{os.Getenv("HOME")}
+func readHomes(home string) []string {
+	list := []string{home}
 	if h, err := os.UserHomeDir(); err == nil {
 		list = append(list, h)
 	}

@@ -89,3 +89,15 @@ func TestDirectoriesHoldingSandboxersFilesAreRefused(t *testing.T) {
 	t.Setenv("XDG_RUNTIME_DIR", runtime)
 	refused(t, workspace.RuleOwnFile, runtime)
 }
+
+// BenchmarkVet is what vetting costs a call (the CLI vets every local call's workspace).
+//
+//	go test -run '^$' -bench Vet ./adapter/workspace/
+func BenchmarkVet(b *testing.B) {
+	dir := b.TempDir()
+	for b.Loop() {
+		if err := workspace.Vet(dir, filepath.Join(dir, "..", "state")); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

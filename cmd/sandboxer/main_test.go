@@ -169,23 +169,36 @@ type result struct {
 // run runs the binary in the workspace with extra environment entries ("K=V") and stdin.
 func (e *env) run(stdin string, extraEnv []string, args ...string) result {
 	e.t.Helper()
+	return e.runWith("", e.work, stdin, extraEnv, args...)
+}
+
+// runIn runs the front in dir with the env's variables and extra ones.
+func (e *env) runIn(dir string, extraEnv []string, args ...string) result {
+	e.t.Helper()
+	return e.runWith("", dir, "", extraEnv, args...)
+}
+
+// runWith runs binary (the test's front when "") in dir with stdin.
+func (e *env) runWith(binary, dir, stdin string, extraEnv []string, args ...string) result {
+	e.t.Helper()
+	if binary == "" {
+		binary = bin
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Dir = e.work
+	cmd := exec.CommandContext(ctx, binary, args...)
+	cmd.Dir = dir
 	cmd.Env = append(append([]string(nil), e.vars...), extraEnv...)
 	cmd.Stdin = strings.NewReader(stdin)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
-	code := 0
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
-		code = ee.ExitCode()
-	} else if err != nil {
-		e.t.Fatalf("run %v: %v", args, err)
+		return result{stdout: out.String(), stderr: errb.String(), code: ee.ExitCode()}
 	}
-	return result{stdout: out.String(), stderr: errb.String(), code: code}
+	require.NoError(e.t, err)
+	return result{stdout: out.String(), stderr: errb.String()}
 }
 
 func (e *env) write(rel, content string) {

@@ -1,47 +1,14 @@
 package main_test
 
 import (
-	"bytes"
-	"context"
-	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
-
-// runIn runs the front in dir with the env's variables and extra ones.
-func (e *env) runIn(dir string, extraEnv []string, args ...string) result {
-	e.t.Helper()
-	return e.runWith("", dir, extraEnv, args...)
-}
-
-// runWith runs binary (the test's front when "") in dir.
-func (e *env) runWith(binary, dir string, extraEnv []string, args ...string) result {
-	e.t.Helper()
-	if binary == "" {
-		binary = bin
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, binary, args...)
-	cmd.Dir = dir
-	cmd.Env = append(append([]string(nil), e.vars...), extraEnv...)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		return result{stdout: out.String(), stderr: errb.String(), code: ee.ExitCode()}
-	}
-	require.NoError(e.t, err)
-	return result{stdout: out.String(), stderr: errb.String()}
-}
 
 // The local adapter's workspace (the current directory, or --root) is vetted before any sandbox
 // exists: `/`, system directories, home directories and directories holding sandboxer's own
@@ -87,11 +54,11 @@ func TestWorkspaceIsVetted(t *testing.T) {
 			if mode == "direct" {
 				env = append(env, "SANDBOXER_SERVER=off")
 			}
-			r := e.runWith(c.binary, c.dir, env, "tool", "bash", "--input", c.input)
+			r := e.runWith(c.binary, c.dir, "", env, "tool", "bash", "--input", c.input)
 			assert.Equal(t, 2, r.code, "%s, %s: a usage error: %s%s", c.name, mode, r.stdout, r.stderr)
 			assert.Contains(t, r.stderr, "INVALID_INPUT", "%s, %s", c.name, mode)
 			assert.Contains(t, r.stderr, "--root", "%s, %s: says how to pick a workspace", c.name, mode)
-			r = e.runWith(c.binary, c.dir, env, "exec", "--", "true")
+			r = e.runWith(c.binary, c.dir, "", env, "exec", "--", "true")
 			assert.NotEqual(t, 0, r.code, "%s, %s: exec", c.name, mode)
 		}
 	}
