@@ -43,6 +43,15 @@ const (
 	initEnv  = "SANDBOXER_LOCAL_INIT=1"
 )
 
+// The unix-connect layer's supervisor (unixconnect_linux.go) is this binary too, started by the
+// helper, with the rule telling the sandbox's sockets from others (helperSpec.UnixPeers).
+const (
+	supervisorArg0 = "sandboxer-local-unix-supervisor"
+	supervisorEnv  = "SANDBOXER_LOCAL_UNIX_SUPERVISOR"
+	peersNetNS     = "netns" // bound in this network namespace, the sandbox's own
+	peersUID       = "uid"   // the host's network namespace: bound by a socket of the sandbox's host uid
+)
+
 func init() {
 	if len(os.Args) == 0 {
 		return
@@ -52,6 +61,10 @@ func init() {
 	case helperArg0:
 		if os.Getenv(helperEnv) == "1" {
 			os.Exit(helperMain())
+		}
+	case supervisorArg0:
+		if len(os.Args) == 2 && os.Getenv(supervisorEnv) == "1" {
+			os.Exit(supervisorMain(os.Args[1]))
 		}
 	case initArg0:
 		if len(os.Args) > 2 && os.Getenv(strings.TrimSuffix(initEnv, "=1")) == "1" {
@@ -114,6 +127,8 @@ type helperSpec struct {
 	Exe      string    `json:"exe"`            // this binary, to start per-command inits
 	CgroupNS bool      `json:"cgroupNS"`       // make a cgroup namespace first (the adapter put the helper in its cgroups)
 	Disabled []string  `json:"disabled,omitempty"`
+	// UnixPeers, when set, applies the unix-connect layer with this rule (peersNetNS, peersUID).
+	UnixPeers string `json:"unixPeers,omitempty"`
 }
 
 // helperReady is the helper's first message: which layers it applied, and why not the others.
@@ -167,7 +182,7 @@ func helperMain() int {
 		syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGPIPE)
 
 	ready := setupHelper(spec, clones)
-	lockDown(&ready)
+	lockDown(spec, &ready)
 	if err := sendFile(conn, ready, nil); err != nil || spec.Probe {
 		return 0
 	}
@@ -271,8 +286,9 @@ func setupHelper(spec helperSpec, clones *viewClones) helperReady {
 // keys), an empty capability bounding set (every program it starts, as root of the user namespace,
 // execs with no capability, so it cannot trace the helper or undo the view), and a helper that is
 // not dumpable (no ptrace, no pidfd_getfd of its descriptors, no /proc/1/mem). The helper keeps
-// the capabilities it has for starting commands.
-func lockDown(r *helperReady) {
+// the capabilities it has for starting commands. The seccomp filter comes last, with the
+// unix-connect layer's supervisor started before the capabilities go (see startSupervisor).
+func lockDown(spec helperSpec, r *helperReady) {
 	// keyctl(KEYCTL_JOIN_SESSION_KEYRING, NULL): a new anonymous keyring, shared with nobody.
 	// Credentials are per thread: this is the thread every command is forked from (helperMain
 	// locks it; the serve loop that spawns runs on it).
@@ -280,6 +296,11 @@ func lockDown(r *helperReady) {
 		r.Missing[LayerKeyring] = "join a new session keyring: " + e.Error()
 	} else {
 		r.Layers = append(r.Layers, LayerKeyring)
+	}
+	var sup *supervisor
+	var supErr error
+	if spec.UnixPeers != "" {
+		sup, supErr = startSupervisor(spec.Exe, spec.UnixPeers)
 	}
 	var err error
 	for c := 0; c <= 63 && err == nil; c++ {
@@ -291,10 +312,28 @@ func lockDown(r *helperReady) {
 	if err == nil {
 		err = unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
 	}
-	if serr := installSeccomp(); serr != nil {
+	listener, serr := installSeccomp(sup != nil)
+	if serr != nil {
 		r.Missing[LayerNoSetuid] = "seccomp: " + serr.Error()
 	} else {
 		r.Layers = append(r.Layers, LayerNoSetuid)
+	}
+	switch {
+	case spec.UnixPeers == "":
+	case supErr != nil:
+		r.Missing[LayerUnixConnect] = "the supervisor could not start: " + supErr.Error()
+	case serr != nil:
+		sup.kill()
+		r.Missing[LayerUnixConnect] = "seccomp: " + serr.Error()
+	default:
+		supErr = sup.hand(listener)
+		unix.Close(listener)
+		if supErr != nil {
+			sup.kill()
+			r.Missing[LayerUnixConnect] = supErr.Error()
+		} else {
+			r.Layers = append(r.Layers, LayerUnixConnect)
+		}
 	}
 	if err != nil {
 		r.Missing[LayerNoCaps] = err.Error()
@@ -524,18 +563,15 @@ func takeFile(fds []int, i int, name string) *os.File {
 
 // socket makes the loopback socket of a "dial" or "listen" request in this process's network
 // namespace (the sandbox's) and replies with it. The reply's descriptor is this process's only
-// copy, closed once sent.
+// copy, closed once sent. A dial's socket is not connected yet: the adapter connects it (a socket
+// stays in the namespace it was made in), as the helper's own connect would be the unix-connect
+// supervisor's, which cannot read a helper that is not dumpable.
 func (h *helperServer) socket(req request) {
-	addr := &unix.SockaddrInet4{Port: req.Port, Addr: [4]byte{127, 0, 0, 1}}
 	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
-	if err == nil {
-		if req.Op == "dial" {
-			err = unix.Connect(fd, addr)
-		} else {
-			_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_REUSEADDR, 1)
-			if err = unix.Bind(fd, addr); err == nil {
-				err = unix.Listen(fd, unix.SOMAXCONN)
-			}
+	if err == nil && req.Op == "listen" {
+		_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_REUSEADDR, 1)
+		if err = unix.Bind(fd, &unix.SockaddrInet4{Port: req.Port, Addr: [4]byte{127, 0, 0, 1}}); err == nil {
+			err = unix.Listen(fd, unix.SOMAXCONN)
 		}
 		if err != nil {
 			unix.Close(fd)

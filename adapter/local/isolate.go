@@ -26,6 +26,11 @@ const (
 	LayerUnprivileged  = "unprivileged"   // commands run as an unprivileged host uid (a sandbox's own when the caller is root), so file permissions apply to them
 )
 
+// LayerUnixConnect: commands connect only to unix sockets their own sandbox made (a seccomp
+// supervisor carries out every connect), and have no unix datagram sockets; see
+// unixconnect_linux.go.
+const LayerUnixConnect = "unix-connect"
+
 // LayerUIDPerSandbox: each sandbox is a host uid of its own, so per-uid keyrings and kernel quotas
 // (keys, inotify instances) are no other sandbox's.
 const LayerUIDPerSandbox = "uid-per-sandbox"
@@ -45,19 +50,22 @@ var sandboxLayers = []string{LayerUserNS, LayerPIDNS, LayerIPCNS, LayerUTSNS, La
 	LayerLandlock, LayerKeyring, LayerNoCaps, LayerNoSetuid}
 
 // neededLayers are the layers a command needs with isolation on (fail closed), less those cfg
-// disables by name: sandboxLayers; without the network netns (landlock-tcp when netns is
-// disabled), with it landlock-scope (the host's network namespace's abstract unix sockets are
-// reachable but for scoping); unprivileged and uid-per-sandbox for a root caller; limits when any
-// is set.
+// disables by name: sandboxLayers; without the network netns and unix-connect (landlock-tcp when
+// netns is disabled), with it landlock-scope (the host's network namespace's abstract unix
+// sockets are reachable but for scoping); unprivileged and uid-per-sandbox for a root caller, and
+// unix-connect in the host's network namespace too, where it needs that uid; limits when any is
+// set.
 func neededLayers(cfg Config, network bool) []string {
 	need := slices.Clone(sandboxLayers)
+	hostNet := true // the host's network namespace
 	switch {
 	case network:
 		need = append(need, LayerLandlockScope)
 	case slices.Contains(cfg.DisableLayers, LayerNetNS):
 		need = append(need, LayerLandlockNet)
 	default:
-		need = append(need, LayerNetNS)
+		need = append(need, LayerNetNS, LayerUnixConnect)
+		hostNet = false
 	}
 	if os.Geteuid() == 0 {
 		// Commands would be the host's root to file permissions, or share a uid (keyrings,
@@ -65,6 +73,9 @@ func neededLayers(cfg Config, network bool) []string {
 		need = append(need, LayerUnprivileged)
 		if !slices.Contains(cfg.DisableLayers, LayerUnprivileged) { // else they are root's
 			need = append(need, LayerUIDPerSandbox)
+			if hostNet { // where sockets are told apart by that uid
+				need = append(need, LayerUnixConnect)
+			}
 		}
 	}
 	if cfg.Memory != NoLimit || cfg.Pids != NoLimit || cfg.CPUs != 0 { // 0 is the default limit

@@ -319,6 +319,15 @@ func (iso *isolation) socket(ctx context.Context, op string, port int) (*os.File
 	case r.socket == nil:
 		return nil, fmt.Errorf("%s port %d: the helper sent no socket", op, port)
 	}
+	if op == "dial" { // made in the namespace, connected from here (see helperServer.socket)
+		err := withFDs([]*os.File{r.socket}, func(fd []int) error {
+			return unix.Connect(fd[0], &unix.SockaddrInet4{Port: port, Addr: [4]byte{127, 0, 0, 1}})
+		})
+		if err != nil {
+			r.socket.Close()
+			return nil, fmt.Errorf("%s port %d: %w", op, port, err)
+		}
+	}
 	return r.socket, nil
 }
 
@@ -502,7 +511,9 @@ func (iso *isolation) viewSpec(network bool) viewSpec {
 	// TMPDIR is the helper's own size-capped tmpfs, as /tmp is: what commands write there is
 	// charged to the sandbox's memory, and bounded (each helper has its own). Half the memory
 	// limit each, so that filling one ends in ENOSPC rather than in the OOM killer.
-	v.Tmp = []string{iso.tmp}
+	if iso.tmp != "" { // the probe's has none
+		v.Tmp = []string{iso.tmp}
+	}
 	if m := iso.cfg.Memory; m != NoLimit {
 		v.TmpSize = cmp.Or(m, DefaultMemoryBytes) / 2
 	}
@@ -556,6 +567,12 @@ func (iso *isolation) helper(network bool) (*helperProc, error) {
 			spec.Net = true
 		} else {
 			spec.LandNet = !iso.disabled[LayerLandlockNet]
+		}
+	}
+	if !iso.disabled[LayerUnixConnect] {
+		spec.UnixPeers = peersUID
+		if spec.Net {
+			spec.UnixPeers = peersNetNS
 		}
 	}
 	// Fail closed, and remember no failure: a helper that cannot start, or starts without a
@@ -650,7 +667,7 @@ func (iso *isolation) launch(spec helperSpec, flags uintptr, started func(pid in
 	}
 	if o.uid != 0 {
 		h, err := startHelper(spec, flags, o)
-		return iso.started(h, err, nil)
+		return iso.started(h, err, nil, spec.UnixPeers)
 	}
 	var cloneErr error
 	clone := func() {
@@ -687,15 +704,16 @@ func (iso *isolation) launch(spec helperSpec, flags uintptr, started func(pid in
 			o.clones.Close()
 		}
 	}
-	h, err = iso.started(h, err, unprivErr)
+	h, err = iso.started(h, err, unprivErr, spec.UnixPeers)
 	if err == nil && cloneErr != nil {
 		h.ready.Missing[LayerFSView] = cloneErr.Error()
 	}
 	return h, err
 }
 
-// started adds the layers the adapter applied to a started helper's report.
-func (iso *isolation) started(h *helperProc, err, unprivErr error) (*helperProc, error) {
+// started adds the layers the adapter applied to a started helper's report. peers is the
+// unix-connect layer's rule the helper was given.
+func (iso *isolation) started(h *helperProc, err, unprivErr error, peers string) (*helperProc, error) {
 	if err != nil {
 		return nil, err
 	}
@@ -722,6 +740,12 @@ func (iso *isolation) started(h *helperProc, err, unprivErr error) (*helperProc,
 		h.ready.Missing[LayerUIDPerSandbox] = fmt.Sprintf("no uid could be leased, sandboxes share uid %d: %v", HostUID, iso.uidErr)
 	case h.uid == 0:
 		h.ready.Missing[LayerUIDPerSandbox] = "commands run as the host's root (see " + LayerUnprivileged + ")"
+	}
+	// In the host's network namespace the supervisor tells the sandbox's sockets by their uid:
+	// a uid other processes have too tells nothing.
+	if i := slices.Index(h.ready.Layers, LayerUnixConnect); i >= 0 && peers == peersUID && !slices.Contains(h.ready.Layers, LayerUIDPerSandbox) {
+		h.ready.Layers = slices.Delete(h.ready.Layers, i, i+1)
+		h.ready.Missing[LayerUnixConnect] = "in the host's network namespace (a command with network) the sandbox's sockets are told from others by a uid of its own (" + LayerUIDPerSandbox + "), which it has not"
 	}
 	return h, nil
 }
@@ -1294,7 +1318,7 @@ var probeOnce = sync.OnceValue(probe)
 func Probe() Report { return probeOnce() }
 
 // probedLayers are the layers a probe helper reports.
-var probedLayers = []string{LayerUserNS, LayerPIDNS, LayerIPCNS, LayerUTSNS, LayerProc, LayerFSView, LayerNetNS, LayerLandlock, LayerLandlockScope, LayerKeyring, LayerNoCaps, LayerNoSetuid, LayerUnprivileged, LayerUIDPerSandbox}
+var probedLayers = []string{LayerUserNS, LayerPIDNS, LayerIPCNS, LayerUTSNS, LayerProc, LayerFSView, LayerNetNS, LayerLandlock, LayerLandlockScope, LayerKeyring, LayerNoCaps, LayerNoSetuid, LayerUnixConnect, LayerUnprivileged, LayerUIDPerSandbox}
 
 func probe() Report {
 	var rep Report
@@ -1308,8 +1332,12 @@ func probe() Report {
 		probeIso.leaseUID()
 		defer probeIso.lease.release()
 	}
+	if exe, err := os.Executable(); err == nil {
+		probeIso.exe = cleanAbs(exe)
+		probeIso.rules.Exe = []string{probeIso.exe}
+	}
 	view := probeIso.viewSpec(false)
-	spec := helperSpec{Probe: true, Net: true, Proc: true, Landlock: true, Rules: probeIso.rules, View: &view}
+	spec := helperSpec{Probe: true, Net: true, Proc: true, Landlock: true, Rules: probeIso.rules, View: &view, Exe: probeIso.exe, UnixPeers: peersNetNS}
 	h, err := probeIso.launch(spec, syscall.CLONE_NEWUSER|syscall.CLONE_NEWPID|syscall.CLONE_NEWNS|syscall.CLONE_NEWNET|sandboxNamespaces, nil)
 	if err != nil {
 		reason := "cannot create user, PID and network namespaces: " + err.Error()

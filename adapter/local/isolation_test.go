@@ -295,8 +295,8 @@ func testSetsid(t *testing.T, sb *local.Sandbox, layer string) {
 }
 
 // What a command leaves behind is killed and then reaped by the helper (PID 1 of the sandbox's
-// namespace, to which the orphans fall): the sandbox's own /proc shows nothing but the helper and
-// the command that looks, not even a zombie. A start that fails in the helper (an interpreter that
+// namespace, to which the orphans fall): the sandbox's own /proc shows nothing but the helper, its
+// unix-connect supervisor and the command that looks, not even a zombie. A start that fails in the helper (an interpreter that
 // is not there) is the command's error, and the next command runs.
 func TestOrphansAreReaped(t *testing.T) {
 	t.Parallel()
@@ -313,7 +313,7 @@ func TestOrphansAreReaped(t *testing.T) {
 	}
 	var left string
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		res := run(t, sb, adapter.Command{Args: []string{"sh", "-c", `cd /proc && for p in [0-9]*; do [ "$p" = 1 ] || [ "$p" = $$ ] || echo "$p $(cat $p/stat)"; done`}})
+		res := run(t, sb, adapter.Command{Args: []string{"sh", "-c", `cd /proc && for p in [0-9]*; do [ "$p" = 1 ] || [ "$p" = $$ ] || grep -q '^sandboxer-local-unix-supervisor' $p/cmdline || echo "$p $(cat $p/stat)"; done`}})
 		if left = string(res.Stdout); left == "" {
 			break
 		}

@@ -150,7 +150,7 @@ func (c Config) Validate() error {
 		return errs.New(errs.InvalidInput, "local", "", "require_isolation contradicts isolation: off")
 	}
 	known := []string{LayerUserNS, LayerPIDNS, LayerIPCNS, LayerUTSNS, LayerProc, LayerFSView, LayerNetNS, LayerLandlock,
-		LayerLandlockScope, LayerLandlockNet, LayerKeyring, LayerNoCaps, LayerNoSetuid, LayerUnprivileged, LayerUIDPerSandbox, LayerCgroup,
+		LayerLandlockScope, LayerLandlockNet, LayerKeyring, LayerNoCaps, LayerNoSetuid, LayerUnixConnect, LayerUnprivileged, LayerUIDPerSandbox, LayerCgroup,
 		LayerPIDNSCommand, LayerLimits}
 	for _, l := range c.DisableLayers {
 		if !slices.Contains(known, l) {

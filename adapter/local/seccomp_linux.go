@@ -18,6 +18,13 @@ import (
 // pointer) and io_uring (whose operations bypass seccomp) are ENOSYS: programs fall back to openat
 // and plain calls. File capabilities need CAP_SETFCAP, which commands do not have (no-caps).
 // Other architectures' system calls (i386 on amd64, and amd64's x32 ABI) are refused.
+//
+// Supervised (the unix-connect layer, see unixconnect_linux.go), connect(2) is a user
+// notification the helper's supervisor carries out, and unix sockets are stream or seqpacket
+// only: a datagram socket (SOCK_DGRAM, or SOCK_RAW, which unix sockets take as one) names its
+// destination in sendmsg(2)'s message, where no filter can read it, so socket and socketpair of
+// AF_UNIX with another type fail with EPERM. A stream socket ignores or refuses a destination
+// in sendmsg, and a seqpacket socket ignores it: connect is their only way to a socket file.
 
 // modeCheck is a system call whose mode argument must not carry S_ISUID or S_ISGID; flags is the
 // argument holding open flags (-1: the call always creates).
@@ -27,7 +34,7 @@ type modeCheck struct {
 }
 
 // seccompFilter assembles the filter's BPF program.
-func seccompFilter() []unix.SockFilter {
+func seccompFilter(supervised bool) []unix.SockFilter {
 	var p program
 	p.load(4) // arch
 	p.jumpUnless(auditArch, "deny")
@@ -41,7 +48,24 @@ func seccompFilter() []unix.SockFilter {
 	for i, c := range modeChecks {
 		p.jumpIf(c.nr, 0, label("check", i))
 	}
+	if supervised {
+		p.jumpIf(unix.SYS_CONNECT, 0, "notify")
+		p.jumpIf(unix.SYS_SOCKET, 0, "unix")
+		p.jumpIf(unix.SYS_SOCKETPAIR, 0, "unix")
+	}
 	p.ret(unix.SECCOMP_RET_ALLOW)
+	if supervised {
+		p.mark("notify")
+		p.ret(unix.SECCOMP_RET_USER_NOTIF)
+		p.mark("unix")
+		p.load(16) // domain
+		p.jumpUnless(unix.AF_UNIX, "allow")
+		p.load(24) // type, less SOCK_NONBLOCK and SOCK_CLOEXEC
+		p.and(0xf)
+		p.jumpIf(unix.SOCK_STREAM, 0, "allow")
+		p.jumpIf(unix.SOCK_SEQPACKET, 0, "allow")
+		p.ret(unix.SECCOMP_RET_ERRNO | uint32(unix.EPERM))
+	}
 	for i, c := range modeChecks {
 		p.mark(label("check", i))
 		if c.flags >= 0 {
@@ -67,18 +91,32 @@ func seccompFilter() []unix.SockFilter {
 func label(s string, i int) string { return s + string(rune('a'+i)) }
 
 // installSeccomp installs the filter on every thread of this process (no_new_privs is set
-// first, as an unprivileged filter needs it).
-func installSeccomp() error {
+// first, as an unprivileged filter needs it). Supervised, it returns the filter's notification
+// listener (close-on-exec), -1 otherwise. A task waiting for its notification to be answered is
+// woken only by a fatal signal once the supervisor has received it (where the kernel can: 5.19),
+// so a connect is not carried out twice for one call.
+func installSeccomp(supervised bool) (listener int, err error) {
 	if _, _, e := unix.RawSyscall6(unix.SYS_PRCTL, unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0, 0); e != 0 {
-		return e
+		return -1, e
 	}
-	code := seccompFilter()
+	code := seccompFilter(supervised)
 	prog := unix.SockFprog{Len: uint16(len(code)), Filter: &code[0]}
-	_, _, e := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, unix.SECCOMP_FILTER_FLAG_TSYNC, uintptr(unsafe.Pointer(&prog)))
-	if e != 0 {
-		return e
+	flags := uintptr(unix.SECCOMP_FILTER_FLAG_TSYNC)
+	if supervised {
+		flags |= unix.SECCOMP_FILTER_FLAG_NEW_LISTENER | unix.SECCOMP_FILTER_FLAG_TSYNC_ESRCH | unix.SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV
 	}
-	return nil
+	r, _, e := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, flags, uintptr(unsafe.Pointer(&prog)))
+	if e == unix.EINVAL && supervised { // before 5.19
+		flags &^= unix.SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV
+		r, _, e = unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, flags, uintptr(unsafe.Pointer(&prog)))
+	}
+	if e != 0 {
+		return -1, e
+	}
+	if !supervised {
+		return -1, nil
+	}
+	return int(r), nil
 }
 
 // program is a tiny BPF assembler with forward labels.
