@@ -6,7 +6,9 @@ import (
 	"context"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -157,4 +159,40 @@ print('own', ok)
 	require.Equal(t, 0, res.ExitCode, "%s", res.Stderr)
 	assert.True(t, strings.HasPrefix(string(res.Stdout), "own ") && string(res.Stdout) != "own 0\n", "%s", res.Stdout)
 	assert.Zero(t, host(), "connections on the host's socket")
+}
+
+// BenchmarkUnixConnect: what a connect (and its accept) costs a command with the unix-connect
+// supervisor and without it, to a unix socket of its own and to loopback TCP, measured inside
+// one command (python3) over b.N connects: the metric us/connect, not ns/op, is the figure.
+func BenchmarkUnixConnect(b *testing.B) {
+	if _, err := exec.LookPath("python3"); err != nil {
+		b.Skip("python3 is not installed")
+	}
+	script := `import socket, sys, time
+fam = socket.AF_UNIX if sys.argv[1] == 'unix' else socket.AF_INET
+l = socket.socket(fam); l.bind('b.sock' if fam == socket.AF_UNIX else ('127.0.0.1', 0)); l.listen(1024)
+n = int(sys.argv[2]); t0 = time.perf_counter()
+for i in range(n):
+    s = socket.socket(fam); s.connect(l.getsockname()); s.close(); l.accept()[0].close()
+print((time.perf_counter() - t0) / n * 1e6)
+`
+	for _, layer := range []string{"on", "off"} {
+		for _, family := range []string{"unix", "tcp"} {
+			b.Run("unix-connect="+layer+"/"+family, func(b *testing.B) {
+				cfg := local.Config{Root: b.TempDir()}
+				if layer == "off" {
+					cfg.DisableLayers = []string{local.LayerUnixConnect}
+				}
+				sb, err := local.New(runnable(cfg))
+				require.NoError(b, err)
+				defer sb.Stop(context.Background())
+				res, err := sb.ExecuteCommand(context.Background(), adapter.Command{Args: []string{"python3", "-c", script, family, strconv.Itoa(max(b.N, 100))}, Timeout: 5 * time.Minute})
+				require.NoError(b, err)
+				require.Equal(b, 0, res.ExitCode, "%s", res.Stderr)
+				us, err := strconv.ParseFloat(strings.TrimSpace(string(res.Stdout)), 64)
+				require.NoError(b, err)
+				b.ReportMetric(us, "us/connect")
+			})
+		}
+	}
 }
