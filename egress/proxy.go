@@ -287,7 +287,10 @@ func refuse(w http.ResponseWriter, text string) {
 	io.WriteString(w, text)
 }
 
-// httpError answers a failed plain-HTTP round trip: 403 for a refused address, 502 otherwise.
+// httpError answers a failed plain-HTTP round trip: 403 for a refused address, 504 for a
+// timeout, 502 for every other failure. Never nothing: an unanswered handler would be a 200 with
+// an empty body (a name lookup that ended "operation was canceled" once was), and a client gone
+// away just does not read the answer.
 func (p *Proxy) httpError(w http.ResponseWriter, r *http.Request, err error) {
 	e, _ := r.Context().Value(entryKey{}).(*entry)
 	var re *refusedAddr
@@ -301,10 +304,17 @@ func (p *Proxy) httpError(w http.ResponseWriter, r *http.Request, err error) {
 	if e != nil {
 		e.fail(err.Error())
 	}
-	if errors.Is(err, context.Canceled) {
-		return // the client went away
+	http.Error(w, fmt.Sprintf("sandboxer egress proxy: %s: %v\n", r.URL.Host, err), failedStatus(err))
+}
+
+// failedStatus is the status of an upstream that could not be reached: 504 when it timed out,
+// else 502.
+func failedStatus(err error) int {
+	var ne net.Error
+	if errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout() {
+		return http.StatusGatewayTimeout
 	}
-	http.Error(w, fmt.Sprintf("sandboxer egress proxy: %s: %v\n", r.URL.Host, err), http.StatusBadGateway)
+	return http.StatusBadGateway
 }
 
 // connect serves CONNECT host:port: check, dial, then tunnel bytes both ways.
@@ -329,7 +339,7 @@ func (p *Proxy) connect(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		e.fail(err.Error())
-		http.Error(w, fmt.Sprintf("sandboxer egress proxy: %s: %v\n", r.RequestURI, err), http.StatusBadGateway)
+		http.Error(w, fmt.Sprintf("sandboxer egress proxy: %s: %v\n", r.RequestURI, err), failedStatus(err))
 		return
 	}
 	hj, ok := w.(http.Hijacker)

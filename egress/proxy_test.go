@@ -536,3 +536,28 @@ func TestCloseAfterListenerEnded(t *testing.T) {
 		<-served
 	}
 }
+
+// TestFailedUpstreamIsNeverOK: a name lookup that fails, also with "operation was canceled" or a
+// timeout while the client still waits, is answered 502 (504 for the timeout), on plain HTTP and
+// on CONNECT: never a 200 with an empty body.
+func TestFailedUpstreamIsNeverOK(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		want int
+	}{
+		{&net.DNSError{Err: "no such host", Name: "up.example.com", IsNotFound: true}, http.StatusBadGateway},
+		{fmt.Errorf("lookup up.example.com: %w", context.Canceled), http.StatusBadGateway},
+		{fmt.Errorf("lookup up.example.com: %w", context.DeadlineExceeded), http.StatusGatewayTimeout},
+	} {
+		_, proxy := startProxy(t, egress.Config{AllowHosts: []string{"up.example.com"},
+			Resolve: func(context.Context, string) ([]netip.Addr, error) { return nil, c.err }})
+		resp, err := client(proxy, nil).Get("http://up.example.com/")
+		require.NoError(t, err)
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		assert.Equal(t, c.want, resp.StatusCode, "plain HTTP, %v", c.err)
+		assert.Contains(t, string(body), "sandboxer egress proxy", "plain HTTP, %v", c.err)
+		code, _ := connect(t, proxy.Host, "up.example.com:443")
+		assert.Equal(t, c.want, code, "CONNECT, %v", c.err)
+	}
+}
