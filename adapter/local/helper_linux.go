@@ -258,21 +258,25 @@ func setupHelper(spec helperSpec, clones *viewClones) helperReady {
 		case abi < 1:
 			r.Missing[LayerLandlock] = "landlock is not supported by this kernel or not enabled at boot"
 		default:
-			if err := landlock.V11.BestEffort().RestrictPaths(spec.Rules.landlockRules()...); err != nil {
+			// One ruleset for the files, the scopes and (LandNet) TCP: Landlock takes
+			// LANDLOCK_ACCESS_FS_REFER as handled by every layer, so a second, scope- or
+			// network-only layer would refuse every rename across directories (EXDEV: git mv,
+			// package managers) though the file rules grant it.
+			cfg := landlock.V11.BestEffort()
+			if !spec.LandNet {
+				cfg.HandledAccessNet = 0
+			}
+			if err := cfg.Restrict(spec.Rules.landlockRules()...); err != nil {
 				r.Missing[LayerLandlock] = err.Error()
 				break
 			}
 			r.Layers = append(r.Layers, LayerLandlock)
 			if abi >= 6 {
-				if err := landlock.V11.BestEffort().RestrictScoped(); err == nil {
-					r.Layers = append(r.Layers, LayerLandlockScope)
-				}
+				r.Layers = append(r.Layers, LayerLandlockScope)
 			}
 			if spec.LandNet {
 				if abi < 4 {
 					r.Missing[LayerLandlockNet] = fmt.Sprintf("landlock ABI %d cannot restrict TCP (needs 4)", abi)
-				} else if err := landlock.V11.BestEffort().RestrictNet(); err != nil {
-					r.Missing[LayerLandlockNet] = err.Error()
 				} else {
 					r.Layers = append(r.Layers, LayerLandlockNet)
 				}
