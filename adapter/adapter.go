@@ -132,6 +132,14 @@ const (
 	NetVirtual   NetworkIsolation = "virtual"   // no network exists in the sandbox
 )
 
+// NetworkEnforcer is implemented by sandboxes that can say whether the kernel cuts a command
+// without AllowNetwork off every network but the sandbox's own loopback (a network namespace of
+// its own, a container in network mode none). Command inspection then lets network clients reach
+// that loopback (a dev server a command started): the enforcement, not the inspection, keeps them in.
+type NetworkEnforcer interface {
+	EnforcesNetworkOff() bool
+}
+
 // ExecSupport says what runs a command.
 type ExecSupport string
 

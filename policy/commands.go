@@ -118,7 +118,9 @@ func (c *checker) argv(a []arg, x ctx) {
 	}
 	switch {
 	case networkClients[base]:
-		c.denyNet(word, base+" is a network client")
+		if !c.clientsOK || !toLoopbackOnly(a[1:]) {
+			c.denyNet(word, base+" is a network client")
+		}
 	case packageManagers[base] || versioned(base, "pip") || versioned(base, "easy_install-"):
 		c.denyNet(word, base+" is a package manager")
 	case base == "python" || base == "pypy" || versioned(base, "python") || versioned(base, "pypy"):

@@ -9,7 +9,8 @@ import (
 )
 
 // FuzzCheck: Check never panics, always returns a well-formed decision, and a script denied on
-// its own stays denied when something harmless runs before or after it.
+// its own stays denied when something harmless runs before or after it; CheckAllowlist and
+// CheckEnforced are never stricter than Check.
 func FuzzCheck(f *testing.F) {
 	for _, tc := range append(append(append([]checkCase(nil), issueCases...), moreCases...), constCases...) {
 		if len(tc.argv) == 3 && tc.argv[1] == "-c" {
@@ -33,6 +34,12 @@ func FuzzCheck(f *testing.F) {
 		wellFormed(t, a)
 		if !a.Allowed && d.Allowed {
 			t.Fatalf("sh -c %q is allowed with the network off but denied with an allowlist (%s)", script, a.Reason)
+		}
+		// Where the network is enforced off, inspection is never stricter either.
+		e := policy.CheckEnforced([]string{"sh", "-c", script})
+		wellFormed(t, e)
+		if !e.Allowed && d.Allowed {
+			t.Fatalf("sh -c %q is allowed by Check but denied by CheckEnforced (%s)", script, e.Reason)
 		}
 		// execve takes C strings: an argument holding NUL can never run, and the parser drops
 		// NUL bytes, so composition is only asserted for scripts without them.

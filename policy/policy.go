@@ -60,6 +60,16 @@ func Check(argv []string) Decision {
 	return check(argv, checker{})
 }
 
+// CheckEnforced is Check for a sandbox whose network the kernel cuts off but for its own loopback
+// (adapter.NetworkEnforcer): network clients may run, so that a command can test the server
+// another one started; every URL and bash network path inspection can see must still name a
+// loopback host, so that a command meant for the outside is refused with a clear reason rather
+// than failing on an unreachable address. What inspection cannot see (a host without a scheme,
+// --resolve) is the kernel's to stop.
+func CheckEnforced(argv []string) Decision {
+	return check(argv, checker{clientsOK: true})
+}
+
 // CheckAllowlist inspects argv for a sandbox whose only way out is the egress proxy, with
 // allowed deciding which hosts the allowlist (allow-hosts) lets through. Network clients,
 // package managers, git remote subcommands and what cannot be resolved statically pass: the
@@ -100,6 +110,8 @@ type checker struct {
 
 	// allowMode: CheckAllowlist; only denyHost denies, for hosts allowed reports false.
 	allowMode bool
+	// clientsOK: CheckEnforced; network clients are not denied as such.
+	clientsOK bool
 	allowed   func(host string) bool
 
 	// execStdin: a bare `exec <...` replaced a shell's stdin somewhere; inheritedShell: a

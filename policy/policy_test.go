@@ -494,3 +494,33 @@ func TestDeepNesting(t *testing.T) {
 	assert.True(t, policy.Check(sh(strings.Repeat("eval ", 5)+"echo hi")).Allowed)
 	assert.Equal(t, net, policy.Check(sh(strings.Repeat("eval ", 5)+"curl x")).Code)
 }
+
+// TestCheckEnforced: where the kernel keeps commands on the sandbox's loopback, a network client
+// whose every destination is loopback runs (a command tests the server another started, SPEC.md
+// section 4); any other destination, none, or one inspection cannot know is refused as by Check.
+func TestCheckEnforced(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []checkCase{
+		{"curl loopback", []string{"curl", "-s", "http://127.0.0.1:8000/"}, ok},
+		{"wget localhost", []string{"wget", "-qO-", "http://localhost:8000/health"}, ok},
+		{"sh -c curl ipv6 loopback", sh("curl -fsS 'http://[::1]:3000/' | grep ok"), ok},
+		{"nc to loopback", []string{"nc", "-z", "127.0.0.1", "8000"}, ok},
+		{"curl with options and an output file", []string{"curl", "-fsS", "-o", "out.html", "http://localhost:8000/"}, ok},
+		{"wget a host without a scheme", []string{"wget", "example.com"}, net},
+		{"env curl a host", []string{"env", "curl", "example.com"}, net},
+		{"xargs curl: no destination seen", []string{"xargs", "curl"}, net},
+		{"curl loopback and another host", []string{"curl", "http://localhost", "example.com"}, net},
+		{"command name in a known variable", sh("c=curl; $c http://127.0.0.1/"), ok},
+		{"command name in an unknown variable", sh("read c; $c http://127.0.0.1/"), net},
+		{"a destination in a variable", sh("curl \"$URL\""), net},
+		{"curl outside", []string{"curl", "https://example.com"}, net},
+		{"sh -c wget outside", sh("wget -qO- http://203.0.113.7/x"), net},
+		{"bash /dev/tcp outside", []string{"bash", "-c", "echo > /dev/tcp/203.0.113.7/80"}, net},
+		{"package manager", []string{"pip", "install", "requests"}, net},
+		{"git remote", []string{"git", "fetch"}, git},
+	} {
+		d := policy.CheckEnforced(tc.argv)
+		assert.Equal(t, tc.want, d.Code, "%s: argv %q: %+v", tc.name, tc.argv, d)
+	}
+	assert.Equal(t, net, policy.Check([]string{"curl", "http://127.0.0.1:8000/"}).Code, "Check keeps network clients out")
+}

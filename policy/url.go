@@ -2,6 +2,7 @@ package policy
 
 import (
 	"net/netip"
+	"strconv"
 	"strings"
 )
 
@@ -144,6 +145,53 @@ func hostIsLoopback(host string) bool {
 	}
 	ip, err := netip.ParseAddr(h)
 	return err == nil && ip.Unmap().IsLoopback()
+}
+
+// toLoopbackOnly reports whether a network client's arguments name a loopback destination and
+// nothing else (CheckEnforced): every argument that is not an option or an option's possible
+// value (the word after an option, which the client's own syntax decides) is a loopback URL,
+// host or host:port, or a port; at least one destination is there. This is no parser per client:
+// a destination hidden in an option's value passes here, and the kernel stops it.
+func toLoopbackOnly(args []arg) bool {
+	dest, afterOpt := false, false
+	for _, a := range args {
+		switch {
+		case a.k != static:
+			return false
+		case strings.HasPrefix(a.s, "-"):
+			afterOpt = !strings.Contains(a.s, "=")
+		case isLoopbackDest(a.s):
+			dest, afterOpt = true, false
+		case isPort(a.s) || afterOpt:
+			afterOpt = false
+		default:
+			return false
+		}
+	}
+	return dest
+}
+
+// isLoopbackDest: a URL, host or host:port (a path after it) naming a loopback host.
+func isLoopbackDest(s string) bool {
+	if i := strings.Index(s, "://"); i >= 0 {
+		auth := s[i+3:]
+		if j := strings.IndexAny(auth, "/?#"); j >= 0 {
+			auth = auth[:j]
+		}
+		return auth != "" && authorityIsLocal(s[:i], auth)
+	}
+	if j := strings.IndexByte(s, '/'); j >= 0 {
+		s = s[:j]
+	}
+	if host, ok := authorityHost(s); ok {
+		return hostIsLoopback(host)
+	}
+	return false
+}
+
+func isPort(s string) bool {
+	n, err := strconv.Atoi(s)
+	return err == nil && n > 0 && n < 65536
 }
 
 // validName reports whether h only holds host-name characters, so that "localhost" cannot be

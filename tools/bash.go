@@ -137,7 +137,7 @@ func runBash(ctx context.Context, in BashInput, tc *Context) (any, error) {
 	argv := make([]string, 0, 1+len(in.Args))
 	argv = append(argv, in.Cmd)
 	argv = append(argv, in.Args...)
-	networkPolicy, err := checkNetwork(tc.Sandbox, tc.AllowNetwork, tc.AllowHosts, argv)
+	networkPolicy, err := CheckNetwork("bash", tc.Sandbox, tc.AllowNetwork, tc.AllowHosts, argv)
 	if err != nil {
 		return BashResult{}, err
 	}

@@ -9,7 +9,8 @@ import (
 
 // The values of BashResult.NetworkPolicy.
 const (
-	// PolicyInspected: the network is off and command inspection allowed the command.
+	// PolicyInspected: the network is off and command inspection allowed the command (where the
+	// sandbox enforces it, network clients to its own loopback too: policy.CheckEnforced).
 	PolicyInspected = "inspected"
 	// PolicyNoNetwork: the network is off and the sandbox has no network at all (the memory
 	// adapter), so inspection does not apply and refused nothing.
@@ -21,12 +22,13 @@ const (
 	PolicyAllowlist = "allowlist"
 )
 
-// checkNetwork is the command inspection of SPEC.md section 4 (layer 1), run by bash when the
-// network is off and the sandbox has a network to protect (policy.Needed): nil, or
-// errs.NetworkDisabled / errs.GitRemoteDisabled with Details["command"]. With an allowlist it
-// is policy.CheckAllowlist, and a sandbox that cannot carry the egress proxy is
-// errs.SandboxUnavailable. It returns which of the Policy* values applied.
-func checkNetwork(sb adapter.Sandbox, allowNetwork bool, allowHosts []string, argv []string) (string, error) {
+// CheckNetwork is the command inspection of SPEC.md section 4 (layer 1), run by bash and the
+// CLI's exec (op) when the network is off and the sandbox has a network to protect
+// (policy.Needed): nil, or errs.NetworkDisabled / errs.GitRemoteDisabled with
+// Details["command"]. With an allowlist it is policy.CheckAllowlist, and a sandbox that cannot
+// carry the egress proxy is errs.SandboxUnavailable; where the sandbox enforces the network off
+// (adapter.NetworkEnforcer), policy.CheckEnforced. It returns which of the Policy* values applied.
+func CheckNetwork(op string, sb adapter.Sandbox, allowNetwork bool, allowHosts []string, argv []string) (string, error) {
 	switch {
 	case allowNetwork:
 		return PolicyOff, nil
@@ -38,11 +40,14 @@ func checkNetwork(sb adapter.Sandbox, allowNetwork bool, allowHosts []string, ar
 		if err != nil {
 			return "", err
 		}
-		return PolicyAllowlist, policy.CheckAllowlist(argv, al.Allows).Err("bash")
+		return PolicyAllowlist, policy.CheckAllowlist(argv, al.Allows).Err(op)
 	case !policy.Needed(sb):
 		return PolicyNoNetwork, nil
 	}
-	return PolicyInspected, policy.Check(argv).Err("bash")
+	if e, ok := sb.(adapter.NetworkEnforcer); ok && e.EnforcesNetworkOff() {
+		return PolicyInspected, policy.CheckEnforced(argv).Err(op)
+	}
+	return PolicyInspected, policy.Check(argv).Err(op)
 }
 
 // AllowlistUsable reports whether sb can serve an allowlist: errs.SandboxUnavailable for a

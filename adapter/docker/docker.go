@@ -424,6 +424,9 @@ func attach(ctx context.Context, eng engine, cfg Config, id string) (*Sandbox, e
 	}
 	cfg.Image = c.Config.Image
 	cfg.User = c.Config.User
+	if c.HostConfig != nil { // as made, whatever this handle's caller asks for
+		cfg.AllowNetwork = c.HostConfig.NetworkMode != "none"
+	}
 	// The container's own stream belongs to its creator: this handle starts an agent exec of its
 	// own at its first call.
 	return &Sandbox{cfg: cfg, eng: eng, id: id, containerID: c.ID, agentVersion: c.Config.Labels[LabelAgent],
@@ -436,6 +439,11 @@ func (s *Sandbox) ID() string { return s.id }
 
 // ContainerID returns the Docker container id.
 func (s *Sandbox) ContainerID() string { return s.containerID }
+
+var _ adapter.NetworkEnforcer = (*Sandbox)(nil)
+
+// EnforcesNetworkOff: the container's network mode is "none" (adapter.NetworkEnforcer).
+func (s *Sandbox) EnforcesNetworkOff() bool { return !s.cfg.AllowNetwork }
 
 // Capabilities describes the adapter.
 func (s *Sandbox) Capabilities() adapter.Capabilities {

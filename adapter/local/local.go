@@ -300,6 +300,12 @@ func (s *Sandbox) Workspace() string { return s.dir }
 // ID returns the workspace directory: a local sandbox is found again by its directory.
 func (s *Sandbox) ID() string { return s.dir }
 
+var _ adapter.NetworkEnforcer = (*Sandbox)(nil)
+
+// EnforcesNetworkOff: a command without the network runs in the sandbox's network namespace,
+// with only its loopback (adapter.NetworkEnforcer).
+func (s *Sandbox) EnforcesNetworkOff() bool { return s.Capabilities().Network == adapter.NetNamespace }
+
 // Capabilities of the local adapter: FSIsolation is FSJail and Network NetNamespace when isolation
 // is on and the sandbox's helper has Landlock and the file system view, and the network
 // namespace, in force. The first call starts that helper (the first command would), so a caller

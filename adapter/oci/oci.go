@@ -635,6 +635,12 @@ func (s *Sandbox) HostWorkspace() string { return s.rec.Workspace }
 // Workspace is the workspace as commands see it, /workspace (adapter.Workspaced).
 func (s *Sandbox) Workspace() string { return adapter.DefaultWorkspace }
 
+var _ adapter.NetworkEnforcer = (*Sandbox)(nil)
+
+// EnforcesNetworkOff: the container has an empty network namespace of its own
+// (adapter.NetworkEnforcer).
+func (s *Sandbox) EnforcesNetworkOff() bool { return !s.cfg.AllowNetwork }
+
 // Capabilities describes the adapter.
 func (s *Sandbox) Capabilities() adapter.Capabilities {
 	return adapter.Capabilities{

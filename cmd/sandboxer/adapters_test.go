@@ -98,3 +98,29 @@ func TestMemoryAdapter(t *testing.T) {
 	require.False(t, res.IsError, text(t, res))
 	assert.Contains(t, text(t, res), "not here")
 }
+
+// TestLoopbackClientsReachTheSandboxsOwnServer: with the network enforced off, a network client
+// may test the server a command started on the sandbox's loopback (issue 35): inspection lets it
+// through because the kernel keeps it there; a URL outside is still refused by inspection.
+func TestLoopbackClientsReachTheSandboxsOwnServer(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	serve := map[string]string{
+		"local":  `python3 -m http.server 8765 --bind 127.0.0.1 >/dev/null 2>&1 & `,
+		"docker": `busybox httpd -p 127.0.0.1:8765 -h "$PWD" && `,
+	}
+	fetch := map[string]string{"local": "curl -fsS", "docker": "wget -qO-"}
+	for _, name := range []string{"local", "docker"} {
+		if name == "docker" {
+			requireDocker(t)
+		}
+		script := `echo served > index.html && ` + serve[name] +
+			`for i in $(seq 50); do ` + fetch[name] + ` http://127.0.0.1:8765/index.html && exit 0; sleep 0.1; done; exit 1`
+		r := e.run("", nil, "exec", "--adapter", name, "--journal", "off", "--", "sh", "-c", script)
+		assert.Equal(t, 0, r.code, "%s: %s", name, r.stderr)
+		assert.Equal(t, "served\n", r.stdout, name)
+		r = e.run("", nil, "exec", "--adapter", name, "--journal", "off", "--", "sh", "-c", fetch[name]+" http://203.0.113.7/")
+		assert.NotEqual(t, 0, r.code, name)
+		assert.Contains(t, r.stderr, "TOOL_NETWORK_DISABLED", name)
+	}
+}
