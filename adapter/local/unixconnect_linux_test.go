@@ -196,3 +196,47 @@ print((time.perf_counter() - t0) / n * 1e6)
 		}
 	}
 }
+
+// A command that kills (or stops) the supervisor takes the unix-connect layer's answers away
+// from its own sandbox only: every connect then fails (ENOSYS), none is let through, and the
+// host's socket takes no connection. Its memory, environment and descriptors are out of the
+// commands' reach (it keeps capabilities they lack, and is not dumpable).
+func TestUnixSupervisorKilledFailsClosed(t *testing.T) {
+	requireLayers(t, local.LayerUnixConnect)
+	needTool(t, "python3")
+	sb := newIsolated(t, local.Config{})
+	host := unixServer(t, filepath.Join(sb.Dir(), "h.sock"))
+	attack := `import os, signal, socket
+sup = [p for p in os.listdir('/proc') if p.isdigit() and open('/proc/%s/cmdline' % p, 'rb').read().startswith(b'sandboxer-local-unix-supervisor')]
+assert sup, 'no supervisor in /proc'
+pid = int(sup[0])
+for name in ('mem', 'environ'):
+    try:
+        open('/proc/%d/%s' % (pid, name), 'rb').read(1); print(name, 'read')
+    except OSError as e:
+        print(name, e.errno)
+opened = 0
+for fd in os.listdir('/proc/%d/fd' % pid):
+    try:
+        os.close(os.open('/proc/%d/fd/%s' % (pid, fd), os.O_RDONLY)); opened += 1
+    except OSError:
+        pass
+print('fds opened', opened)
+import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+print('ptrace', libc.ptrace(16, pid, None, None), ctypes.get_errno())  # PTRACE_ATTACH
+os.kill(pid, signal.SIGKILL)
+for p in ('h.sock', 'own.sock'):
+    if p == 'own.sock':
+        l = socket.socket(socket.AF_UNIX); l.bind(p); l.listen(1)
+    s = socket.socket(socket.AF_UNIX)
+    try:
+        s.connect(p); print(p, 'connected')
+    except OSError as e:
+        print(p, e.errno)
+`
+	res := run(t, sb, adapter.Command{Args: []string{"python3", "-c", attack}})
+	require.Equal(t, 0, res.ExitCode, "%s", res.Stderr)
+	assert.Equal(t, "mem 13\nenviron 13\nfds opened 0\nptrace -1 1\nh.sock 38\nown.sock 38\n", string(res.Stdout))
+	assert.Zero(t, host(), "connections on the host's socket")
+}
