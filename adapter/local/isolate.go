@@ -26,6 +26,10 @@ const (
 	LayerUnprivileged  = "unprivileged"   // commands run as an unprivileged host uid (a sandbox's own when the caller is root), so file permissions apply to them
 )
 
+// LayerDisk: the workspace may grow by at most Config.Disk bytes, and its inodes are bounded too
+// (a project quota; see quota_linux.go). Needed when Config.Disk is set.
+const LayerDisk = "disk"
+
 // LayerUIDPerSandbox: each sandbox is a host uid of its own, so per-uid keyrings and kernel quotas
 // (keys, inotify instances) are no other sandbox's.
 const LayerUIDPerSandbox = "uid-per-sandbox"
@@ -48,7 +52,7 @@ var sandboxLayers = []string{LayerUserNS, LayerPIDNS, LayerIPCNS, LayerUTSNS, La
 // disables by name: sandboxLayers; without the network netns (landlock-tcp when netns is
 // disabled), with it landlock-scope (the host's network namespace's abstract unix sockets are
 // reachable but for scoping); unprivileged and uid-per-sandbox for a root caller; limits when any
-// is set.
+// is set; disk when Config.Disk is.
 func neededLayers(cfg Config, network bool) []string {
 	need := slices.Clone(sandboxLayers)
 	switch {
@@ -69,6 +73,9 @@ func neededLayers(cfg Config, network bool) []string {
 	}
 	if cfg.Memory != NoLimit || cfg.Pids != NoLimit || cfg.CPUs != 0 { // 0 is the default limit
 		need = append(need, LayerLimits)
+	}
+	if cfg.Disk > 0 {
+		need = append(need, LayerDisk)
 	}
 	return slices.DeleteFunc(need, func(l string) bool { return slices.Contains(cfg.DisableLayers, l) })
 }
