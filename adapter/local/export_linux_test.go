@@ -17,5 +17,5 @@ func LeaseUIDFrom(uid int) (leased int, release func(), err error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	return l.uid, l.release, nil
+	return l.id, l.release, nil
 }

@@ -31,6 +31,10 @@ const (
 // unixconnect_linux.go.
 const LayerUnixConnect = "unix-connect"
 
+// LayerDisk: the workspace may grow by at most Config.Disk bytes, and its inodes are bounded too
+// (a project quota; see quota_linux.go). Needed when Config.Disk is set.
+const LayerDisk = "disk"
+
 // LayerUIDPerSandbox: each sandbox is a host uid of its own, so per-uid keyrings and kernel quotas
 // (keys, inotify instances) are no other sandbox's.
 const LayerUIDPerSandbox = "uid-per-sandbox"
@@ -54,7 +58,7 @@ var sandboxLayers = []string{LayerUserNS, LayerPIDNS, LayerIPCNS, LayerUTSNS, La
 // netns is disabled), with it landlock-scope (the host's network namespace's abstract unix
 // sockets are reachable but for scoping); unprivileged and uid-per-sandbox for a root caller, and
 // unix-connect in the host's network namespace too, where it needs that uid; limits when any is
-// set.
+// set; disk when Config.Disk is.
 func neededLayers(cfg Config, network bool) []string {
 	need := slices.Clone(sandboxLayers)
 	hostNet := true // the host's network namespace
@@ -80,6 +84,9 @@ func neededLayers(cfg Config, network bool) []string {
 	}
 	if cfg.Memory != NoLimit || cfg.Pids != NoLimit || cfg.CPUs != 0 { // 0 is the default limit
 		need = append(need, LayerLimits)
+	}
+	if cfg.Disk > 0 {
+		need = append(need, LayerDisk)
 	}
 	return slices.DeleteFunc(need, func(l string) bool { return slices.Contains(cfg.DisableLayers, l) })
 }

@@ -388,8 +388,11 @@ type isolation struct {
 	// uid is the host uid (and gid) of the helpers' root for a root caller: the sandbox's own
 	// (lease), or HostUID, shared, when none could be leased (uidErr says why). Set by prepare.
 	uid    int
-	lease  *uidLease
+	lease  *lease
 	uidErr error
+	// quota caps the workspace (Config.Disk), or quotaErr says why it cannot. Set by prepare.
+	quota    *diskQuota
+	quotaErr error
 
 	mu       sync.Mutex
 	prepared bool // cg and limits are made (prepare)
@@ -444,6 +447,11 @@ func (iso *isolation) prepare() {
 	if v := iso.cfg.limitValues(); !v.none() && !iso.disabled[LayerLimits] {
 		iso.limits, iso.limitErr = newLimitGroups(v, iso.cg)
 	}
+	if iso.cfg.Disk > 0 && !iso.disabled[LayerDisk] {
+		if iso.quota, iso.quotaErr = newDiskQuota(iso.workspace, iso.cfg.Disk); iso.quota != nil {
+			lookAfter(janitorPrj, iso.quota.lease.path()) // a SIGKILLed owner's limit and tags
+		}
+	}
 }
 
 // sandboxNamespaces are the namespaces of a sandbox's own kernel objects that its helper makes
@@ -457,7 +465,7 @@ const sandboxNamespaces = syscall.CLONE_NEWIPC | syscall.CLONE_NEWUTS
 func (iso *isolation) leaseUID() bool {
 	iso.uid = HostUID
 	if iso.lease, iso.uidErr = allocUID(); iso.lease != nil {
-		iso.uid = iso.lease.uid
+		iso.uid = iso.lease.id
 	}
 	return iso.lease != nil
 }
@@ -730,7 +738,7 @@ func (iso *isolation) started(h *helperProc, err, unprivErr error, peers string)
 		h.ready.Missing[LayerUnprivileged] = "commands run as the host's root: the file system view is needed to map them to an unprivileged uid"
 	}
 	switch {
-	case iso.lease != nil && h.uid == iso.lease.uid:
+	case iso.lease != nil && h.uid == iso.lease.id:
 		h.ready.Layers = append(h.ready.Layers, LayerUIDPerSandbox)
 	case os.Geteuid() != 0:
 		// A subordinate uid (/etc/subuid, newuidmap) could not write the caller's workspace: only
@@ -746,6 +754,12 @@ func (iso *isolation) started(h *helperProc, err, unprivErr error, peers string)
 	if i := slices.Index(h.ready.Layers, LayerUnixConnect); i >= 0 && peers == peersUID && !slices.Contains(h.ready.Layers, LayerUIDPerSandbox) {
 		h.ready.Layers = slices.Delete(h.ready.Layers, i, i+1)
 		h.ready.Missing[LayerUnixConnect] = "in the host's network namespace (a command with network) the sandbox's sockets are told from others by a uid of its own (" + LayerUIDPerSandbox + "), which it has not"
+	}
+	switch {
+	case iso.quota != nil:
+		h.ready.Layers = append(h.ready.Layers, LayerDisk)
+	case iso.quotaErr != nil:
+		h.ready.Missing[LayerDisk] = iso.quotaErr.Error()
 	}
 	return h, nil
 }
@@ -805,8 +819,16 @@ func (iso *isolation) stop() error {
 		iso.lease.release()
 		released(janitorUID, iso.lease.path())
 	}
-	err := os.RemoveAll(iso.tmp)
-	if err == nil {
+	var err error
+	if q := iso.quota; q != nil {
+		path := q.lease.path()
+		if err = q.release(); err == nil {
+			released(janitorPrj, path)
+		}
+	}
+	if rerr := os.RemoveAll(iso.tmp); rerr != nil {
+		err = errors.Join(err, rerr)
+	} else {
 		released(janitorDir, iso.tmp)
 	}
 	return err
@@ -1386,6 +1408,15 @@ func probe() Report {
 	} else {
 		l.release()
 		set(LayerLimits, true, "")
+	}
+	// The disk layer depends on the workspace's file system: judged here for the current
+	// directory, the default workspace.
+	if wd, err := os.Getwd(); err != nil {
+		set(LayerDisk, false, err.Error())
+	} else if err := quotaUsable(wd); err != nil {
+		set(LayerDisk, false, err.Error())
+	} else {
+		set(LayerDisk, true, "")
 	}
 	rep.Network = rep.Available(LayerNetNS)
 	rep.Filesystem = rep.Available(LayerLandlock) && rep.Available(LayerFSView)

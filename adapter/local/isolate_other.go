@@ -26,7 +26,7 @@ var notLinux = "kernel isolation of the local adapter needs Linux (this is " + r
 
 // allLayers are the layers Probe reports, all unavailable here.
 var allLayers = []string{LayerUserNS, LayerPIDNS, LayerIPCNS, LayerUTSNS, LayerProc, LayerKeyring, LayerNoCaps, LayerNoSetuid, LayerFSView,
-	LayerNetNS, LayerLandlock, LayerLandlockScope, LayerLandlockNet, LayerCgroup, LayerLimits, LayerPIDNSCommand, LayerUnprivileged, LayerUIDPerSandbox, LayerUnixConnect}
+	LayerNetNS, LayerLandlock, LayerLandlockScope, LayerLandlockNet, LayerCgroup, LayerLimits, LayerPIDNSCommand, LayerUnprivileged, LayerUIDPerSandbox, LayerUnixConnect, LayerDisk}
 
 // isolation without a kernel to enforce anything: a private TMPDIR, and the refusal of a
 // fail-closed configuration.

@@ -35,6 +35,7 @@ const (
 	janitorCg1 = "cg1" // a cgroup v1 directory: removed once its processes are gone
 	janitorPG  = "pg"  // a plain command's process group (isolation off): killed
 	janitorUID = "uid" // a sandbox uid's lock file: removed once no one holds it
+	janitorPrj = "prj" // a disk layer project's lock file: its limit lifted, its files given back, removed once no one holds it
 )
 
 // janitor is this process's janitor, started with the first thing to look after.
@@ -57,7 +58,9 @@ func releaseLeft(left []string) {
 		case janitorCg1:
 			removeCgroup(p)
 		case janitorUID:
-			removeStaleLease(p)
+			removeStaleLease(p, nil)
+		case janitorPrj:
+			removeStaleLease(p, clearStaleProject)
 		case janitorPG:
 			if pgid, err := strconv.Atoi(p); err == nil && pgid > 1 {
 				_ = syscall.Kill(-pgid, syscall.SIGKILL)
@@ -91,7 +94,7 @@ func removeCgroup(dir string) {
 	}
 }
 
-// lookAfter asks the janitor to remove path (of kind janitorDir, janitorCg2, janitorCg1 or janitorUID) if
+// lookAfter asks the janitor to remove path (of kind janitorDir, janitorCg2, janitorCg1, janitorUID or janitorPrj) if
 // this process dies before released(path).
 func lookAfter(kind, path string) { janitor.Register(kind + " " + path) }
 

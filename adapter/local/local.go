@@ -105,6 +105,13 @@ type Config struct {
 	// CPUs bounds the CPU time of the sandbox's commands together, in CPUs (1.5 = one and a half
 	// cores' time); 0 means no cap.
 	CPUs float64 `mapstructure:"cpus"`
+	// Disk bounds how much the workspace may grow while the sandbox lives, in bytes (and its new
+	// inodes, one per 4 KiB of it): what it held before does not count, what commands delete
+	// makes room again. 0 (the default) is no cap. It is a project quota (LayerDisk): where the
+	// workspace's file system does not enforce them, or the caller is not root, commands are
+	// refused unless DisableLayers names LayerDisk. WritePaths and TMPDIR are not part of it
+	// (TMPDIR is capped by Memory).
+	Disk int64 `mapstructure:"disk"`
 	// MaxProcesses bounds the background processes (Start) running at once; 0 means
 	// adapter.DefaultMaxProcesses.
 	MaxProcesses int `mapstructure:"max_processes"`
@@ -143,15 +150,15 @@ func (c Config) Validate() error {
 	default:
 		return errs.New(errs.InvalidInput, "local", "", "isolation must be %q or %q, not %q", IsolationAuto, IsolationOff, c.Isolation)
 	}
-	if c.Memory < NoLimit || c.Pids < NoLimit || c.ForkMaxFileBytes < NoLimit || c.CPUs < 0 {
-		return errs.New(errs.InvalidInput, "local", "", "memory, pids and fork_max_file_bytes must be positive, 0 (default) or -1 (none); cpus positive or 0 (none)")
+	if c.Memory < NoLimit || c.Pids < NoLimit || c.ForkMaxFileBytes < NoLimit || c.CPUs < 0 || c.Disk < 0 {
+		return errs.New(errs.InvalidInput, "local", "", "memory, pids and fork_max_file_bytes must be positive, 0 (default) or -1 (none); cpus and disk positive or 0 (none)")
 	}
 	if c.RequireIsolation && c.Isolation == IsolationOff {
 		return errs.New(errs.InvalidInput, "local", "", "require_isolation contradicts isolation: off")
 	}
 	known := []string{LayerUserNS, LayerPIDNS, LayerIPCNS, LayerUTSNS, LayerProc, LayerFSView, LayerNetNS, LayerLandlock,
 		LayerLandlockScope, LayerLandlockNet, LayerKeyring, LayerNoCaps, LayerNoSetuid, LayerUnixConnect, LayerUnprivileged, LayerUIDPerSandbox, LayerCgroup,
-		LayerPIDNSCommand, LayerLimits}
+		LayerPIDNSCommand, LayerLimits, LayerDisk}
 	for _, l := range c.DisableLayers {
 		if !slices.Contains(known, l) {
 			return errs.New(errs.InvalidInput, "local", "", "unknown isolation layer %q in disable_layers", l)

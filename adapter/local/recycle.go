@@ -13,7 +13,8 @@ var errBusy = errors.New("the sandbox has running commands, background processes
 // resident server of `sandboxer` keeps one per workspace warm): new IPC and UTS namespaces and
 // session keyrings (and, for a root caller, cleared user keyrings) for the commands from now on,
 // and TMPDIR and the view's /tmp, /var/tmp and /dev/shm emptied and made as new (mode, extended
-// attributes, times). The workspace is not touched. It fails, and the caller should Stop the
+// attributes, times). The workspace is not touched; its disk cap (Config.Disk) counts from what
+// it holds now. It fails, and the caller should Stop the
 // sandbox, when something of the last call runs on (a command, a background process, exited or
 // not, a port) or a reset fails.
 func (s *Sandbox) Recycle(ctx context.Context) error {

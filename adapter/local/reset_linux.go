@@ -155,13 +155,14 @@ func dropXattrs(p string) error {
 const resetTimeout = 10 * time.Second
 
 // reset makes the sandbox's isolation as new for the next caller (Sandbox.Recycle): each live
-// helper renews its namespaces, keyrings and view's temporary directories, and TMPDIR is
-// emptied. A helper that fails is killed (the next command starts a fresh one), and the error
+// helper renews its namespaces, keyrings and view's temporary directories, TMPDIR is emptied,
+// and the workspace's disk cap is Config.Disk from what it holds now. A helper that fails is killed (the next command starts a fresh one), and the error
 // says so: the caller stops the sandbox rather than hand it out.
 func (iso *isolation) reset(ctx context.Context) error {
 	iso.mu.Lock()
 	hs := iso.helpers
 	tmpMade := iso.tmpMade
+	quota := iso.quota
 	iso.mu.Unlock()
 	var err error
 	for _, h := range hs {
@@ -179,6 +180,9 @@ func (iso *isolation) reset(ctx context.Context) error {
 	}
 	if tmpMade {
 		err = errors.Join(err, renewDir(iso.tmp, 0o700))
+	}
+	if quota != nil { // the next call's budget is Config.Disk again
+		err = errors.Join(err, quota.rebase())
 	}
 	return err
 }

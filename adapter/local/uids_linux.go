@@ -36,39 +36,65 @@ const uidSlots = 65535
 
 const uidDirName = "sandboxer-uids"
 
-// uidDir is the directory of the leases, opened once per process.
-var uidDir = sync.OnceValues(func() (*os.File, error) {
-	var errList []error
-	for _, parent := range []string{"/run", os.TempDir()} {
-		d, err := openUIDDir(parent)
-		if err == nil {
-			return d, nil
-		}
-		errList = append(errList, err)
-	}
-	return nil, errors.Join(errList...)
-})
+// uids are the sandbox uids, HostUID+1 .. HostUID+uidSlots.
+var uids = newLeaseSet("sandbox uids", uidDirName, HostUID+1, uidSlots)
 
-// openUIDDir opens (making it if needed) the lease directory in parent, which must be root's and
+// uidDir is the directory of the uids' leases, opened once per process.
+func uidDir() (*os.File, error) { return uids.dir() }
+
+// allocUID leases the next free sandbox uid after the cursor.
+func allocUID() (*lease, error) { return uids.alloc(-1) }
+
+// allocUIDFrom leases the first free sandbox uid from slot start (0 .. uidSlots-1; -1: the
+// cursor's).
+func allocUIDFrom(start int) (*lease, error) { return uids.alloc(start) }
+
+// leaseSet is a range of ids that sandboxes lease (host uids; the disk layer's project ids): the
+// lease of an id is a flock(2) on the file named after it in a root-only directory of the set's.
+type leaseSet struct {
+	what    string // what the ids are, for errors
+	first   int    // the ids are first .. first+n-1
+	n       int
+	dir     func() (*os.File, error) // the directory of the lock files, opened once per process
+	dirName string
+}
+
+func newLeaseSet(what, dirName string, first, n int) *leaseSet {
+	s := &leaseSet{what: what, first: first, n: n, dirName: dirName}
+	s.dir = sync.OnceValues(func() (*os.File, error) {
+		var errList []error
+		for _, parent := range []string{"/run", os.TempDir()} {
+			d, err := s.openDir(parent)
+			if err == nil {
+				return d, nil
+			}
+			errList = append(errList, err)
+		}
+		return nil, errors.Join(errList...)
+	})
+	return s
+}
+
+// openDir opens (making it if needed) the lease directory in parent, which must be root's and
 // writable by no one else unless sticky (/tmp); the directory itself must be root's, 0700, and not
 // a symbolic link.
-func openUIDDir(parent string) (*os.File, error) {
+func (s *leaseSet) openDir(parent string) (*os.File, error) {
 	pfd, err := unix.Open(parent, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return nil, fmt.Errorf("sandbox uids: %s: %w", parent, err)
+		return nil, fmt.Errorf("%s: %s: %w", s.what, parent, err)
 	}
 	defer unix.Close(pfd)
 	var st unix.Stat_t
 	if err := unix.Fstat(pfd, &st); err != nil {
-		return nil, fmt.Errorf("sandbox uids: %s: %w", parent, err)
+		return nil, fmt.Errorf("%s: %s: %w", s.what, parent, err)
 	}
 	if st.Uid != 0 || (st.Mode&0o022 != 0 && st.Mode&unix.S_ISVTX == 0) {
-		return nil, fmt.Errorf("sandbox uids: %s is not root's, or others may rename what it holds", parent)
+		return nil, fmt.Errorf("%s: %s is not root's, or others may rename what it holds", s.what, parent)
 	}
-	if err := unix.Mkdirat(pfd, uidDirName, 0o700); err != nil && !errors.Is(err, unix.EEXIST) {
-		return nil, fmt.Errorf("sandbox uids: %s: %w", filepath.Join(parent, uidDirName), err)
+	if err := unix.Mkdirat(pfd, s.dirName, 0o700); err != nil && !errors.Is(err, unix.EEXIST) {
+		return nil, fmt.Errorf("%s: %s: %w", s.what, filepath.Join(parent, s.dirName), err)
 	}
-	fd, err := unix.Openat(pfd, uidDirName, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	fd, err := unix.Openat(pfd, s.dirName, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err == nil {
 		err = unix.Fstat(fd, &st)
 		if err == nil && (st.Uid != 0 || st.Mode&0o077 != 0) {
@@ -79,85 +105,92 @@ func openUIDDir(parent string) (*os.File, error) {
 		}
 	}
 	if err != nil {
-		return nil, fmt.Errorf("sandbox uids: %s: %w", filepath.Join(parent, uidDirName), err)
+		return nil, fmt.Errorf("%s: %s: %w", s.what, filepath.Join(parent, s.dirName), err)
 	}
-	return os.NewFile(uintptr(fd), filepath.Join(parent, uidDirName)), nil
+	return os.NewFile(uintptr(fd), filepath.Join(parent, s.dirName)), nil
 }
 
-// uidLease is one sandbox's host uid: its lock file, locked until release.
-type uidLease struct {
-	uid  int
-	file *os.File // the uid's lock file, flocked for the lease's life
+// lease is one leased id: its lock file, locked until release.
+type lease struct {
+	id   int
+	set  *leaseSet
+	file *os.File // the id's lock file, flocked for the lease's life
 	once sync.Once
 }
 
-// allocUID leases the next free sandbox uid after the cursor.
-func allocUID() (*uidLease, error) { return allocUIDFrom(-1) }
+// alloc leases the first free id from slot start (0 .. n-1; -1: the cursor's).
+func (s *leaseSet) alloc(start int) (*lease, error) {
+	var l *lease
+	err := s.locked(func(dirfd int) (err error) {
+		l, err = s.take(dirfd, start)
+		return err
+	})
+	return l, err
+}
 
-// allocUIDFrom leases the first free sandbox uid from slot start (0 .. uidSlots-1; -1: the
-// cursor's).
-func allocUIDFrom(start int) (*uidLease, error) {
-	dir, err := uidDir()
+// locked runs fn with the set's directory open and locked: allocation and release hold it, so a
+// lock file is removed only by its holder, and never while another allocator has it open.
+func (s *leaseSet) locked(fn func(dirfd int) error) error {
+	dir, err := s.dir()
 	if err != nil {
-		return nil, err
+		return err
 	}
-	var lease *uidLease
 	err = withFDs([]*os.File{dir}, func(fds []int) error {
-		return lockedDir(fds[0], func() error {
-			if start < 0 {
-				start = readCursor(fds[0])
-			}
-			for i := range uidSlots {
-				n := (start + i) % uidSlots
-				uid := HostUID + 1 + n
-				fd, err := unix.Openat(fds[0], strconv.Itoa(uid), unix.O_RDWR|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
-				if err != nil {
-					return err
-				}
-				if err := flock(fd, unix.LOCK_EX|unix.LOCK_NB); err != nil {
-					unix.Close(fd)
-					if errors.Is(err, unix.EWOULDBLOCK) {
-						continue // another sandbox's
-					}
-					return err
-				}
-				writeCursor(fds[0], (n+1)%uidSlots)
-				lease = &uidLease{uid: uid, file: os.NewFile(uintptr(fd), strconv.Itoa(uid))}
-				return nil
-			}
-			return fmt.Errorf("all %d sandbox uids are in use", uidSlots)
-		})
+		return lockedDir(fds[0], func() error { return fn(fds[0]) })
 	})
 	if err != nil {
-		return nil, fmt.Errorf("sandbox uids: %s: %w", dir.Name(), err)
+		return fmt.Errorf("%s: %s: %w", s.what, dir.Name(), err)
 	}
-	return lease, nil
+	return nil
+}
+
+// take locks (exclusively) the lock file of the first free id from slot start (-1: the
+// cursor's), in the locked directory dirfd, and moves the cursor past it.
+func (s *leaseSet) take(dirfd, start int) (*lease, error) {
+	if start < 0 {
+		start = readCursor(dirfd, s.n)
+	}
+	for i := range s.n {
+		n := (start + i) % s.n
+		id := s.first + n
+		fd, err := unix.Openat(dirfd, strconv.Itoa(id), unix.O_RDWR|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+		if err != nil {
+			return nil, err
+		}
+		if err := flock(fd, unix.LOCK_EX|unix.LOCK_NB); err != nil {
+			unix.Close(fd)
+			if errors.Is(err, unix.EWOULDBLOCK) {
+				continue // another sandbox's
+			}
+			return nil, err
+		}
+		writeCursor(dirfd, (n+1)%s.n)
+		return &lease{id: id, set: s, file: os.NewFile(uintptr(fd), strconv.Itoa(id))}, nil
+	}
+	return nil, fmt.Errorf("all %d %s are in use", s.n, s.what)
 }
 
 // path is the lease's lock file.
-func (l *uidLease) path() string {
-	dir, _ := uidDir()
+func (l *lease) path() string {
+	dir, _ := l.set.dir()
 	return filepath.Join(dir.Name(), l.file.Name())
 }
 
-// release removes the lease's lock file and unlocks it, once; the uid is free again.
-func (l *uidLease) release() {
+// release removes the lease's lock file and unlocks it, once; the id is free again.
+func (l *lease) release() {
 	if l == nil {
 		return
 	}
 	l.once.Do(func() {
-		if dir, err := uidDir(); err == nil {
-			_ = withFDs([]*os.File{dir}, func(fds []int) error {
-				return lockedDir(fds[0], func() error { return unix.Unlinkat(fds[0], l.file.Name(), 0) })
-			})
-		}
+		_ = l.set.locked(func(dirfd int) error { return unix.Unlinkat(dirfd, l.file.Name(), 0) })
 		l.file.Close()
 	})
 }
 
 // removeStaleLease is the janitor's: it removes the lock file at path that its dead owner left,
-// unless another sandbox has leased the uid since (and holds the lock).
-func removeStaleLease(path string) {
+// unless another sandbox has leased the id since (and holds the lock); clean, when not nil, runs
+// first, with the lock file.
+func removeStaleLease(path string, clean func(f *os.File)) {
 	dirfd, err := unix.Open(filepath.Dir(path), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return
@@ -169,9 +202,13 @@ func removeStaleLease(path string) {
 		if err != nil {
 			return err
 		}
-		defer unix.Close(fd)
+		f := os.NewFile(uintptr(fd), path)
+		defer f.Close()
 		if err := flock(fd, unix.LOCK_EX|unix.LOCK_NB); err != nil {
 			return err // leased again
+		}
+		if clean != nil {
+			clean(f)
 		}
 		return unix.Unlinkat(dirfd, name, 0)
 	})
@@ -194,17 +231,17 @@ func flock(fd, how int) error {
 	}
 }
 
-// readCursor is the slot allocation starts from (0 when there is none yet).
-func readCursor(dirfd int) int {
+// readCursor is the slot allocation starts from, of n (0 when there is none yet).
+func readCursor(dirfd, n int) int {
 	fd, err := unix.Openat(dirfd, "next", unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return 0
 	}
 	defer unix.Close(fd)
 	buf := make([]byte, 16)
-	n, _ := unix.Pread(fd, buf, 0)
-	v, err := strconv.Atoi(strings.TrimSpace(string(buf[:max(n, 0)])))
-	if err != nil || v < 0 || v >= uidSlots {
+	got, _ := unix.Pread(fd, buf, 0)
+	v, err := strconv.Atoi(strings.TrimSpace(string(buf[:max(got, 0)])))
+	if err != nil || v < 0 || v >= n {
 		return 0
 	}
 	return v

@@ -288,7 +288,7 @@ func localConfig(s Settings, root string) local.Config {
 	if iso == "auto" {
 		iso = local.IsolationAuto
 	}
-	cfg := local.Config{Root: root, Isolation: iso, RequireIsolation: s.RequireIsolation, CPUs: s.CPUs,
+	cfg := local.Config{Root: root, Isolation: iso, RequireIsolation: s.RequireIsolation, CPUs: s.CPUs, Disk: s.Disk,
 		Memory: s.Memory, Pids: s.Pids, DisableLayers: s.DisableLayers, ReadPaths: s.ROBind, WritePaths: s.RWBind, AllowHosts: s.AllowHosts,
 		// The resident servers' sockets and keys: a command never uses a server (see oneshot.Request.Key).
 		DenyRead: []string{serverDir(s.inv)}, Protect: ownFiles(s),

@@ -49,6 +49,7 @@ const (
 	keyMemory         = "memory"
 	keyPids           = "pids"
 	keyCPUs           = "cpus"
+	keyDisk           = "disk"
 	keyROBind         = "ro-bind"
 	keyRWBind         = "rw-bind"
 	keyMCPMaxMessage  = "mcp-max-message-bytes"
@@ -67,7 +68,7 @@ var knownKeys = map[string]bool{
 	keyAdapter: true, keyRoot: true, keyImage: true, keyAllowNetwork: true, keyMaxOutputBytes: true,
 	keyTimeout: true, keyJournal: true, keyStateDir: true, keyRunID: true, keyNodeID: true,
 	keyIteration: true, keyAttempt: true, keySandbox: true, keyStore: true, keySyncMaxFile: true,
-	keyIsolation: true, keyRequireIso: true, keyMemory: true, keyPids: true, keyCPUs: true,
+	keyIsolation: true, keyRequireIso: true, keyMemory: true, keyPids: true, keyCPUs: true, keyDisk: true,
 	keyROBind: true, keyRWBind: true, keyMCPMaxMessage: true, keyRuntime: true, keyAllowHosts: true, keyDisableLayers: true,
 	keyKubeconfig: true, keyKubeContext: true, keyNamespace: true, keyKubeImage: true,
 	keyImagePullPolicy: true, keyRuntimeClass: true,
@@ -132,6 +133,8 @@ type Settings struct {
 	Memory int64
 	Pids   int
 	CPUs   float64
+	// Disk caps how much a local sandbox's workspace may grow, in bytes; 0 is no cap.
+	Disk int64
 	// ROBind and RWBind are host paths a local sandbox's commands also see, read-only or
 	// read-write (absolute).
 	ROBind, RWBind []string
@@ -204,6 +207,7 @@ func addCommonFlags(f *pflag.FlagSet) {
 	f.String(keyMemory, "2GiB", "local adapter: memory limit of the sandbox's commands together (bytes, or with KiB, MiB, GiB); 0 = none")
 	f.Int(keyPids, 1024, "local adapter: limit of processes and threads of the sandbox's commands together; 0 = none")
 	f.Float64(keyCPUs, 0, "local adapter: CPU time of the sandbox's commands together, in CPUs; 0 = no cap")
+	f.String(keyDisk, "0", "local adapter: how much the workspace may grow (bytes, or with KiB, MiB, GiB), a project quota: root, on ext4 or xfs with project quotas enforced; 0 = no cap")
 	f.StringArray(keyROBind, nil, "local adapter: a host path commands also see, read-only (repeatable; refused when it holds a unix socket)")
 	f.StringArray(keyRWBind, nil, "local adapter: a host directory commands may also write (repeatable; refused when it holds a unix socket)")
 	f.String(keyRuntime, oci.Runc, "OCI runtime of the oci adapter: "+strings.Join(oci.Runtimes, "|"))
@@ -359,6 +363,9 @@ func loadIn(inv invocation, flags *pflag.FlagSet) (Settings, error) {
 		}
 		if s.CPUs = v.GetFloat64(keyCPUs); s.CPUs < 0 {
 			return Settings{}, fmt.Errorf("--%s %v: want a positive number, 0 for no cap", keyCPUs, v.Get(keyCPUs))
+		}
+		if s.Disk, err = sizeSetting(v, keyDisk); err != nil {
+			return Settings{}, err
 		}
 		for _, b := range []struct {
 			key string

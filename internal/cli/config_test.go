@@ -87,6 +87,43 @@ func TestSyncMaxFileBytesSetting(t *testing.T) { // not parallel: it sets the en
 	}
 }
 
+// disk: 0 (no cap) by default; a size from the config file, the environment or the flag, in
+// that order of precedence, reaches the local adapter's Config.Disk; garbage is a usage error.
+func TestDiskSetting(t *testing.T) { // not parallel: it sets the environment
+	cfg := filepath.Join(t.TempDir(), "sandboxer.yaml")
+	load := func(args ...string) (Settings, error) {
+		t.Helper()
+		c := newMCPCmd(Streams{})
+		require.NoError(t, c.Flags().Parse(args))
+		return load(c.Flags())
+	}
+	t.Setenv("SANDBOXER_CONFIG", "")
+	t.Setenv("SANDBOXER_DISK", "")
+	require.NoError(t, os.WriteFile(cfg, []byte("adapter: memory\n"), 0o644))
+	s, err := load("--config", cfg)
+	require.NoError(t, err)
+	assert.Zero(t, s.Disk)
+	assert.Zero(t, localConfig(s, t.TempDir()).Disk)
+
+	require.NoError(t, os.WriteFile(cfg, []byte("disk: 512M\n"), 0o644))
+	s, err = load("--config", cfg)
+	require.NoError(t, err)
+	assert.EqualValues(t, 512<<20, s.Disk, "config file")
+	t.Setenv("SANDBOXER_DISK", "1GiB")
+	s, err = load("--config", cfg)
+	require.NoError(t, err)
+	assert.EqualValues(t, 1<<30, s.Disk, "environment over config file")
+	s, err = load("--config", cfg, "--disk", "2G")
+	require.NoError(t, err)
+	assert.EqualValues(t, 2<<30, s.Disk, "flag over environment")
+	assert.EqualValues(t, 2<<30, localConfig(s, t.TempDir()).Disk)
+	for _, bad := range []string{"-1", "lots"} {
+		t.Setenv("SANDBOXER_DISK", bad)
+		_, err = load("--config", cfg)
+		assert.Error(t, err, bad)
+	}
+}
+
 // allow-hosts: --allow-host (repeatable) or SANDBOXER_ALLOW_HOSTS (comma-separated); validated;
 // never from a config file alone (it opens the network to hosts), and not with --allow-network.
 func TestAllowHostsSetting(t *testing.T) { // not parallel: it sets the environment
