@@ -27,6 +27,7 @@ type Client struct {
 	mu        sync.Mutex
 	calls     map[uint32]*call
 	results   map[uint32]*pendingResult
+	held      int // bytes of the results being received (at most MaxResultsHeld)
 	streams   map[uint32]*stream
 	listeners map[uint32]*listener
 	next      uint32
@@ -70,69 +71,121 @@ func (c *Client) Close() error {
 	return c.closer.Close()
 }
 
+// read dispatches the agent's frames until the stream ends or a frame breaks the protocol.
 func (c *Client) read(r io.Reader) {
 	fr := &frameReader{r: r}
 	var err error
-	for {
+	for err == nil {
 		var f frame
-		f, err = fr.next()
-		if err != nil {
-			break
-		}
-		if c.other(f) {
-			continue
-		}
-		c.mu.Lock()
-		cl := c.calls[f.id]
-		if f.typ == FrameExit {
-			delete(c.calls, f.id)
-		}
-		c.mu.Unlock()
-		if cl == nil {
-			continue
-		}
-		switch f.typ {
-		case FrameStdout, FrameStderr:
-			cl.mu.Lock()
-			if !cl.finished {
-				w := cl.stdout
-				if f.typ == FrameStderr {
-					w = cl.stderr
-				}
-				if w != nil {
-					w.Write(f.payload)
-				}
-			}
-			cl.mu.Unlock()
-		case FrameAck:
-			if len(f.payload) == 4 {
-				cl.mu.Lock()
-				cl.acked += int64(binary.BigEndian.Uint32(f.payload))
-				cl.ackedChunks++
-				cl.mu.Unlock()
-				select {
-				case cl.ackNote <- struct{}{}:
-				default:
-				}
-			}
-		case FrameExit:
-			var e Exit
-			if jerr := json.Unmarshal(f.payload, &e); jerr != nil {
-				e = Exit{Code: 126, Error: "bad exit frame: " + jerr.Error()}
-			}
-			cl.exit <- e
+		if f, err = fr.next(); err == nil {
+			err = c.dispatch(f)
 		}
 	}
-	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+	c.end(err)
+}
+
+// dispatch hands f to its call, request, stream or listener; an error is a protocol violation.
+func (c *Client) dispatch(f frame) error {
+	switch f.typ {
+	case FrameStdout, FrameStderr, FrameAck, FrameExit:
+	default:
+		return c.other(f)
+	}
+	// The payload is checked before the call is looked up: a frame the client cannot take is
+	// refused whoever it is addressed to.
+	var e Exit
+	switch f.typ {
+	case FrameAck:
+		if len(f.payload) != 4 {
+			return violation("ack of %d bytes", len(f.payload))
+		}
+	case FrameExit:
+		if err := json.Unmarshal(f.payload, &e); err != nil {
+			return violation("bad exit frame: %v", err)
+		}
+	}
+	c.mu.Lock()
+	cl := c.calls[f.id]
+	if f.typ == FrameExit {
+		delete(c.calls, f.id)
+	}
+	c.mu.Unlock()
+	if cl == nil {
+		return nil // a call given up (or never made): what comes for it is dropped
+	}
+	switch f.typ {
+	case FrameStdout, FrameStderr:
+		// Output goes straight to the call's writers (the adapters' capped buffers, see
+		// agentproc.Execute): the client holds none of it, however much comes.
+		cl.mu.Lock()
+		if !cl.finished {
+			w := cl.stdout
+			if f.typ == FrameStderr {
+				w = cl.stderr
+			}
+			if w != nil {
+				w.Write(f.payload)
+			}
+		}
+		cl.mu.Unlock()
+	case FrameAck:
+		cl.mu.Lock()
+		cl.acked += int64(binary.BigEndian.Uint32(f.payload))
+		cl.ackedChunks++
+		cl.mu.Unlock()
+		select {
+		case cl.ackNote <- struct{}{}:
+		default:
+		}
+	case FrameExit:
+		cl.exit <- e
+	}
+	return nil
+}
+
+// violation is the error of a frame that breaks the protocol.
+func violation(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrProtocol, fmt.Sprintf(format, args...))
+}
+
+// end ends the link with err, once (a later error is dropped): every call, request, stream and
+// listener fails from now on with c.err. A protocol violation also closes the stream, so that
+// nothing more of it is read and the agent, its input ended, kills what it runs for this client.
+func (c *Client) end(err error) {
+	violated := errors.Is(err, ErrProtocol)
+	switch {
+	case violated:
+		err = fmt.Errorf("%w: %w", ErrClosed, err)
+	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
 		err = ErrClosed
-	} else {
+	default:
 		err = fmt.Errorf("%w: %v", ErrClosed, err)
 	}
 	c.mu.Lock()
+	if c.err != nil {
+		c.mu.Unlock()
+		return
+	}
 	c.err = err
 	c.mu.Unlock()
 	close(c.done)
 	c.endAll()
+	if violated {
+		c.Close()
+	}
+}
+
+// Violation returns the error (wrapping ErrProtocol and ErrClosed) of the frame that broke the
+// protocol and ended the stream, or nil while the stream works or when it ended otherwise (the
+// agent exited, the container stopped). An adapter does not start another agent for a sandbox
+// whose agent broke the protocol: its calls fail with SANDBOX_UNAVAILABLE.
+func (c *Client) Violation() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if errors.Is(c.err, ErrProtocol) {
+		return c.err
+	}
+	return nil
 }
 
 func (c *Client) send(typ byte, id uint32, payload []byte) error {

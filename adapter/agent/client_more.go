@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net"
 	"sync"
 )
@@ -23,37 +22,62 @@ type pendingResult struct {
 	ch  chan []byte // the whole result
 }
 
-// other handles the frames of requests, streams and listeners; false for a call's frame.
-func (c *Client) other(f frame) bool {
+// other handles the frames of requests, streams and listeners; an error is a protocol violation.
+func (c *Client) other(f frame) error {
 	switch f.typ {
 	case FrameResult, FrameResultPart:
 		c.mu.Lock()
 		p := c.results[f.id]
-		if p != nil {
-			p.buf = append(p.buf, f.payload...)
-			if f.typ == FrameResult {
-				delete(c.results, f.id)
-			}
+		if p == nil {
+			c.mu.Unlock()
+			return nil // a request given up: its answer is dropped as it comes
+		}
+		if len(p.buf)+len(f.payload) > MaxResult {
+			c.mu.Unlock()
+			return violation("a result of more than %d bytes", MaxResult)
+		}
+		if c.held+len(f.payload) > MaxResultsHeld {
+			c.mu.Unlock()
+			return violation("more than %d bytes of unfinished results", MaxResultsHeld)
+		}
+		p.buf = append(p.buf, f.payload...)
+		c.held += len(f.payload)
+		if f.typ == FrameResult {
+			delete(c.results, f.id)
+			c.held -= len(p.buf)
 		}
 		c.mu.Unlock()
-		if p != nil && f.typ == FrameResult {
+		if f.typ == FrameResult {
 			p.ch <- p.buf
 		}
 	case FrameData, FrameFin, FrameClose, FrameWindow:
+		if f.typ == FrameWindow && len(f.payload) != 4 {
+			return violation("window frame of %d bytes", len(f.payload))
+		}
 		c.mu.Lock()
 		st := c.streams[f.id]
 		c.mu.Unlock()
-		if st != nil {
-			st.deliver(f.typ, f.payload)
+		if st != nil && !st.deliver(f.typ, f.payload) {
+			return violation("stream %d: data past its window (%d bytes) or its end", f.id, StreamWindow)
 		}
 	case FrameAccept:
-		if len(f.payload) == 4 {
-			c.accepted(f.id, binary.BigEndian.Uint32(f.payload))
+		if len(f.payload) != 4 {
+			return violation("accept frame of %d bytes", len(f.payload))
 		}
+		if f.id&acceptedBit == 0 {
+			return violation("accepted connection with id %d, not the agent's (top bit clear)", f.id)
+		}
+		c.mu.Lock()
+		_, taken := c.streams[f.id]
+		c.mu.Unlock()
+		if taken {
+			return violation("accepted connection with id %d, a stream's already", f.id)
+		}
+		c.accepted(f.id, binary.BigEndian.Uint32(f.payload))
 	default:
-		return false
+		return violation("frame type %q", f.typ)
 	}
-	return true
+	return nil
 }
 
 // endAll ends the streams and listeners when the link is gone; pending requests see c.done.
@@ -106,7 +130,10 @@ func (c *Client) request(ctx context.Context, id uint32, req Request) (Result, e
 	c.mu.Unlock()
 	forget := func() {
 		c.mu.Lock()
-		delete(c.results, id)
+		if c.results[id] == p {
+			c.held -= len(p.buf)
+			delete(c.results, id)
+		}
 		c.mu.Unlock()
 	}
 	if err := c.send(FrameRequest, id, payload); err != nil {
@@ -125,7 +152,12 @@ func (c *Client) request(ctx context.Context, id uint32, req Request) (Result, e
 	}
 	var res Result
 	if err := json.Unmarshal(b, &res); err != nil {
-		return Result{}, fmt.Errorf("agent: bad result: %w", err)
+		err = violation("bad result: %v", err)
+		c.end(err)
+		c.mu.Lock()
+		err = c.err
+		c.mu.Unlock()
+		return Result{}, err
 	}
 	if res.Error != "" || res.Code != "" {
 		return res, &RequestError{Code: res.Code, Msg: res.Error}

@@ -39,6 +39,11 @@
 // Ids are the client's (a counter from 1), except the streams of accepted connections, which the
 // agent numbers with the top bit set.
 //
+// The agent runs in the sandbox: the client reads it as a hostile peer. A frame, a result and the
+// unfinished results of a stream are bounded (MaxPayload, MaxResult, MaxResultsHeld), a stream's
+// data by its window; a frame past a bound, or one an honest agent never sends, ends the stream
+// (see Client.Violation).
+//
 // When the agent's input ends (the client went away), it kills every process it started for that
 // client, with their trees, and exits (or, with -idle, stays as the container's main process).
 // Background processes (Request op "start") belong to the agent, not to a client: they live until
@@ -164,6 +169,19 @@ const MaxProcesses = 16
 // MaxPayload bounds one frame's payload; output and stdin are sent in chunks of at most this size.
 const MaxPayload = 32 << 10
 
+// MaxResult bounds one Result as the client receives it (the JSON of all its parts). The largest
+// an agent sends is an "output" read of a process's whole rings: two streams of ringBytes, base64
+// in the JSON, and the process's state twice (Process and Output.State); the next is "list":
+// every process the hub keeps (MaxProcesses running, as many exited), each state carrying the
+// arguments that came in one request frame (at most MaxPayload). The sum of both bounds either,
+// with room for the rest of each state. A result past it breaks the protocol.
+const MaxResult = 2*((ringBytes+2)/3*4) + (2*MaxProcesses+2)*MaxPayload
+
+// MaxResultsHeld bounds the bytes of unfinished results a client holds at once (the parts of
+// concurrent results interleave on the link): a whole "output" read of each process the agent
+// may run at once. Past it the agent breaks the protocol, whatever the single results.
+const MaxResultsHeld = MaxProcesses * MaxResult
+
 // Window bounds the stdin bytes a client has sent but the agent has not acknowledged yet.
 const Window = 1 << 20
 
@@ -223,13 +241,18 @@ type frameReader struct {
 	buf []byte
 }
 
+// ErrProtocol is wrapped by the error of a frame that breaks the protocol: a payload over
+// MaxPayload, and on the client's side whatever its reader refuses (see Client.Violation).
+var ErrProtocol = errors.New("agent protocol violation")
+
 func (fr *frameReader) next() (frame, error) {
 	if _, err := io.ReadFull(fr.r, fr.hdr[:]); err != nil {
 		return frame{}, err
 	}
 	n := binary.BigEndian.Uint32(fr.hdr[5:])
 	if n > MaxPayload {
-		return frame{}, fmt.Errorf("agent protocol: frame of %d bytes exceeds %d", n, MaxPayload)
+		// Refused on the header alone: the length is never allocated, nor its bytes read.
+		return frame{}, fmt.Errorf("%w: frame of %d bytes exceeds %d", ErrProtocol, n, MaxPayload)
 	}
 	if cap(fr.buf) < int(n) {
 		fr.buf = make([]byte, n, MaxPayload)

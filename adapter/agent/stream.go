@@ -41,6 +41,7 @@ type stream struct {
 	mu      sync.Mutex
 	queue   [][]byte // data to write to conn; a nil slice is the peer's end of data
 	queued  int      // bytes in queue
+	fin     bool     // the peer's end of data is queued
 	wake    chan struct{}
 	sent    int64
 	acked   int64
@@ -66,18 +67,26 @@ func (s *stream) run() {
 }
 
 // deliver hands the stream a frame of the link ('W', 'F', 'C' or 'w'); it never blocks. The
-// payload is copied.
-func (s *stream) deliver(typ byte, payload []byte) {
+// payload is copied. False when the peer broke the protocol: data past the window (the stream is
+// aborted) or after its end of data (dropped); the client then ends the link (Client.Violation).
+func (s *stream) deliver(typ byte, payload []byte) bool {
 	switch typ {
 	case FrameData, FrameFin:
 		var chunk []byte
 		if typ == FrameData {
 			if len(payload) == 0 {
-				return
+				return true
 			}
 			chunk = bytes.Clone(payload)
 		}
 		s.mu.Lock()
+		if s.fin {
+			// Nothing comes after the peer's end of data: a broken or hostile peer's
+			// frames are dropped (they would pile up with nobody to take them).
+			s.mu.Unlock()
+			return false
+		}
+		s.fin = typ == FrameFin
 		s.queue = append(s.queue, chunk)
 		s.queued += len(chunk)
 		over := s.queued > StreamWindow
@@ -85,7 +94,7 @@ func (s *stream) deliver(typ byte, payload []byte) {
 		if over {
 			// The peer ignored the window: a broken or hostile peer loses its stream.
 			s.abort(true)
-			return
+			return false
 		}
 		select {
 		case s.wake <- struct{}{}:
@@ -104,6 +113,7 @@ func (s *stream) deliver(typ byte, payload []byte) {
 			}
 		}
 	}
+	return true
 }
 
 // pumpOut sends what conn reads, within the window, then the end of data.

@@ -13,7 +13,9 @@ import (
 
 	"github.com/sandboxer/sandboxer/adapter"
 	"github.com/sandboxer/sandboxer/adapter/adaptertest"
+	"github.com/sandboxer/sandboxer/adapter/agent"
 	"github.com/sandboxer/sandboxer/adapter/docker"
+	"github.com/sandboxer/sandboxer/adapter/internal/hostileagent"
 	"github.com/sandboxer/sandboxer/errs"
 )
 
@@ -117,4 +119,37 @@ func TestKillingTheMainAgentStopsTheSandbox(t *testing.T) {
 	require.ErrorIs(t, err, errs.SandboxUnavailable)
 	assert.Less(t, time.Since(start), 30*time.Second)
 	require.NoError(t, sb.Stop(context.Background()))
+}
+
+// A handle whose agent breaks the protocol (here a bad exit frame from a stand-in agent) fails
+// that call and every later one with SANDBOX_UNAVAILABLE at once: no other agent is started and
+// nothing falls back to daemon execs, whose scripts the same sandbox would answer.
+func TestAgentThatBreaksTheProtocolIsNotReplaced(t *testing.T) {
+	sb := newSandbox(t, docker.Config{})
+	ctx := ctxT(t)
+	sh(t, sb, "true")
+	c, p := hostileagent.New(t)
+	t.Cleanup(docker.UseAgent(sb, c))
+	done := make(chan error, 1)
+	go func() {
+		_, err := sb.ExecuteCommand(ctx, adapter.Command{Args: []string{"true"}})
+		done <- err
+	}()
+	typ, id, _ := p.Read(t)
+	require.Equal(t, agent.FrameStart, typ)
+	require.NoError(t, p.Send(agent.FrameExit, id, []byte("{")))
+	err := <-done
+	assert.Equal(t, errs.SandboxUnavailable, errs.CodeOf(err), "%v", err)
+	assert.ErrorIs(t, err, agent.ErrProtocol)
+
+	start := time.Now()
+	_, err = sb.ExecuteCommand(ctx, adapter.Command{Args: []string{"true"}})
+	assert.Equal(t, errs.SandboxUnavailable, errs.CodeOf(err), "exec: %v", err)
+	_, err = sb.ReadFile(ctx, "x")
+	assert.Equal(t, errs.SandboxUnavailable, errs.CodeOf(err), "read: %v", err)
+	_, err = sb.Start(ctx, adapter.Command{Args: []string{"sleep", "1"}})
+	assert.Equal(t, errs.SandboxUnavailable, errs.CodeOf(err), "start: %v", err)
+	_, err = sb.DialPort(ctx, 80)
+	assert.Equal(t, errs.SandboxUnavailable, errs.CodeOf(err), "dial: %v", err)
+	assert.Less(t, time.Since(start), time.Second, "the calls reached the sandbox")
 }

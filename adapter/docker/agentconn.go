@@ -12,6 +12,7 @@ import (
 
 	"github.com/sandboxer/sandboxer/adapter"
 	"github.com/sandboxer/sandboxer/adapter/agent"
+	"github.com/sandboxer/sandboxer/adapter/internal/agentproc"
 	"github.com/sandboxer/sandboxer/errs"
 )
 
@@ -65,22 +66,30 @@ func (a *agentConn) alive() bool {
 
 // agentClient returns the sandbox's agent stream, starting an exec of the agent when the sandbox
 // has none (it was attached to, or its agent died), or nil when the container has no agent or it
-// cannot be started: calls then fall back to one daemon exec each.
-func (s *Sandbox) agentClient(ctx context.Context) *agentConn {
+// cannot be started: calls then fall back to one daemon exec each. An agent that broke the
+// protocol is not replaced: the error is then SANDBOX_UNAVAILABLE, for this call and every later
+// one (see agent.Client.Violation).
+func (s *Sandbox) agentClient(ctx context.Context, op string) (*agentConn, error) {
 	if !s.hasAgent() {
-		return nil
+		return nil, nil
 	}
 	s.amu.Lock()
 	defer s.amu.Unlock()
 	if s.agent != nil && s.agent.alive() {
-		return s.agent
+		return s.agent, nil
 	}
 	if s.agent != nil {
+		if v := s.agent.Violation(); v != nil {
+			s.agentBroken = v
+		}
 		s.agent.Close()
 		s.agent = nil
 	}
+	if s.agentBroken != nil {
+		return nil, agentproc.Broken(op, s.agentBroken)
+	}
 	if time.Since(s.agentFailed) < agentRetry {
-		return nil
+		return nil, nil
 	}
 	cr, err := s.eng.ExecCreate(ctx, s.containerID, client.ExecCreateOptions{
 		AttachStdin: true, AttachStdout: true, AttachStderr: true,
@@ -92,11 +101,11 @@ func (s *Sandbox) agentClient(ctx context.Context) *agentConn {
 		att, err = s.eng.ExecAttach(ctx, cr.ID, client.ExecAttachOptions{})
 		if err == nil {
 			s.agent = s.newAgentConn(att.HijackedResponse)
-			return s.agent
+			return s.agent, nil
 		}
 	}
 	s.agentFailed = time.Now()
-	return nil
+	return nil, nil
 }
 
 // closeAgent closes the agent stream, if any; the agent kills what it still runs.
@@ -133,6 +142,8 @@ func (s *Sandbox) runAgent(ctx context.Context, op string, a *agentConn, e rawEx
 	switch {
 	case err == nil:
 		return ex.Code, nil
+	case errors.Is(err, agent.ErrProtocol):
+		return 0, agentproc.Broken(op, err)
 	case errors.Is(err, agent.ErrClosed):
 		if !s.running(context.WithoutCancel(ctx)) {
 			return 0, errs.New(errs.SandboxUnavailable, op, "", "sandbox %s stopped during the call", s.id)

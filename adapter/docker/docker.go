@@ -204,6 +204,7 @@ type Sandbox struct {
 	amu          sync.Mutex
 	agent        *agentConn // nil until started, or after it died
 	agentFailed  time.Time  // last failed start of an agent exec
+	agentBroken  error      // the protocol violation of an agent: no other is started
 	streams      string     // host directory of the agent's direct streams ("": none)
 	lookedAfter  bool       // the janitor removes streams if this process dies before Stop
 

@@ -47,7 +47,11 @@ func (s *Sandbox) run(ctx context.Context, op string, e rawExec) (int, error) {
 	if s.isStopped() {
 		return 0, s.errStopped(op)
 	}
-	if a := s.agentClient(ctx); a != nil {
+	a, err := s.agentClient(ctx, op)
+	if err != nil {
+		return 0, err
+	}
+	if a != nil {
 		return s.runAgent(ctx, op, a, e)
 	}
 	return s.runExec(ctx, op, e)

@@ -27,7 +27,10 @@ func (s *Sandbox) client(ctx context.Context, op string) (*agent.Client, error) 
 	if s.isStopped() {
 		return nil, s.errStopped(op)
 	}
-	a := s.agentClient(ctx)
+	a, err := s.agentClient(ctx, op)
+	if err != nil {
+		return nil, err
+	}
 	if a == nil {
 		return nil, errs.New(errs.SandboxUnavailable, op, "", "sandbox %s has no agent (NoAgent, or an image without it): ports and background processes need it", s.id)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/sandboxer/sandboxer/adapter"
 	"github.com/sandboxer/sandboxer/adapter/agent"
+	"github.com/sandboxer/sandboxer/adapter/internal/agentproc"
 	"github.com/sandboxer/sandboxer/errs"
 )
 
@@ -94,18 +95,26 @@ func (a *agentConn) why() string {
 }
 
 // agentClient returns the handle's agent stream, starting one when it has none or its last one
-// ended.
-func (s *Sandbox) agentClient() *agentConn {
+// ended. An agent that broke the protocol is not replaced: the error is then
+// SANDBOX_UNAVAILABLE, for this call and every later one (see agent.Client.Violation).
+func (s *Sandbox) agentClient(op string) (*agentConn, error) {
 	s.amu.Lock()
 	defer s.amu.Unlock()
 	if s.agent != nil && s.agent.alive() {
-		return s.agent
+		return s.agent, nil
 	}
 	if s.agent != nil {
+		if v := s.agent.Violation(); v != nil {
+			s.agentBroken = v
+		}
 		s.agent.Close()
+		s.agent = nil
+	}
+	if s.agentBroken != nil {
+		return nil, agentproc.Broken(op, s.agentBroken)
 	}
 	s.agent = s.k.dialAgent(s.pod)
-	return s.agent
+	return s.agent, nil
 }
 
 // closeAgent closes the agent stream, if any.
@@ -146,11 +155,16 @@ func (s *Sandbox) runSpec(ctx context.Context, op string, spec agent.Spec) (int,
 	if s.isStopped() {
 		return 0, s.errStopped(op)
 	}
-	a := s.agentClient()
+	a, err := s.agentClient(op)
+	if err != nil {
+		return 0, err
+	}
 	ex, err := a.Run(ctx, spec, nil, killGrace)
 	switch {
 	case err == nil:
 		return ex.Code, nil
+	case errors.Is(err, agent.ErrProtocol):
+		return 0, agentproc.Broken(op, err)
 	case errors.Is(err, agent.ErrClosed):
 		if s.isStopped() {
 			return 0, s.errStopped(op)

@@ -76,7 +76,11 @@ func (s *Sandbox) client(ctx context.Context, op string) (*agent.Client, error) 
 	if s.isStopped() {
 		return nil, s.errStopped(op)
 	}
-	return s.agentClient().Client, nil
+	a, err := s.agentClient(op)
+	if err != nil {
+		return nil, err
+	}
+	return a.Client, nil
 }
 
 func (s *Sandbox) starter() *agentproc.Starter {

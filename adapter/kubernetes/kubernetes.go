@@ -212,8 +212,9 @@ type Sandbox struct {
 	network string
 	rv      string // the pod's resourceVersion when create finished (a pool's claim precondition)
 
-	amu   sync.Mutex
-	agent *agentConn
+	amu         sync.Mutex
+	agent       *agentConn
+	agentBroken error // the protocol violation of an agent: no other is started
 
 	egress egress.Holder // the proxy of cfg.AllowHosts
 

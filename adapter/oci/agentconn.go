@@ -63,7 +63,9 @@ func (a *agentConn) alive() bool {
 }
 
 // agentClient returns the sandbox's agent stream, starting a runtime exec of the agent when the
-// sandbox has none (it was attached to, or its exec'd agent died).
+// sandbox has none (it was attached to, or its exec'd agent died). An agent that broke the
+// protocol is not replaced: the error is then SANDBOX_UNAVAILABLE, for this call and every later
+// one (see agent.Client.Violation).
 func (s *Sandbox) agentClient(ctx context.Context, op string) (*agentConn, error) {
 	s.amu.Lock()
 	defer s.amu.Unlock()
@@ -71,8 +73,14 @@ func (s *Sandbox) agentClient(ctx context.Context, op string) (*agentConn, error
 		return s.agent, nil
 	}
 	if s.agent != nil {
+		if v := s.agent.Violation(); v != nil {
+			s.agentBroken = v
+		}
 		s.agent.Close()
 		s.agent = nil
+	}
+	if s.agentBroken != nil {
+		return nil, agentproc.Broken(op, s.agentBroken)
 	}
 	if time.Since(s.agentFailed) < agentRetry {
 		return nil, s.agentErr
@@ -149,6 +157,8 @@ func (s *Sandbox) runSpec(ctx context.Context, op string, spec agent.Spec) (int,
 	switch {
 	case err == nil:
 		return ex.Code, nil
+	case errors.Is(err, agent.ErrProtocol):
+		return 0, agentproc.Broken(op, err)
 	case errors.Is(err, agent.ErrClosed):
 		if s.isStopped() {
 			return 0, s.errStopped(op)

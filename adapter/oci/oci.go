@@ -438,6 +438,7 @@ type Sandbox struct {
 	agent       *agentConn // nil until started, or after it died
 	agentFailed time.Time  // last failed start of an agent exec
 	agentErr    error
+	agentBroken error // the protocol violation of an agent: no other is started
 
 	egress egress.Holder // the proxy of cfg.AllowHosts
 

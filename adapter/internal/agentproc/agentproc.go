@@ -7,6 +7,7 @@ package agentproc
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"strings"
@@ -60,10 +61,21 @@ func Refusal(op string, cmd adapter.Command, code string) error {
 // stopped or has no agent.
 type Client func(ctx context.Context, op string) (*agent.Client, error)
 
+// Broken is the error of op on a sandbox whose agent broke the protocol (err wraps
+// agent.ErrProtocol, see agent.Client.Violation): SANDBOX_UNAVAILABLE. The adapters start no other
+// agent for that sandbox handle: every later call fails the same way, without reaching it.
+func Broken(op string, err error) error {
+	return errs.Wrap(errs.SandboxUnavailable, op, "",
+		fmt.Errorf("the sandbox agent broke the protocol; its stream is closed and no other agent is started: %w", err))
+}
+
 // mapErr turns an agent request's failure into the errs code the adapter contract names.
 func mapErr(op string, cmd *adapter.Command, err error) error {
 	var re *agent.RequestError
 	if !errors.As(err, &re) {
+		if errors.Is(err, agent.ErrProtocol) {
+			return Broken(op, err)
+		}
 		if errors.Is(err, agent.ErrClosed) {
 			return errs.Wrap(errs.SandboxUnavailable, op, "", err)
 		}

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"path"
 	"strconv"
 	"strings"
@@ -43,6 +44,13 @@ const tmpPrefix = ".sandboxer-tmp-"
 
 // maxArgBytes bounds the paths passed to one bulk exec (argv must stay well under ARG_MAX).
 const maxArgBytes = 256 << 10
+
+// maxStatBytes bounds a stat's answer: one line of numbers and a link's target (at most
+// PATH_MAX, 4096 bytes). More is not the script's.
+const maxStatBytes = 16 << 10
+
+// maxListBytes bounds each of a listing's two streams (names, stats): some ten million files.
+const maxListBytes = 1 << 30
 
 // script runs one of the file scripts with args and maps its exit code to an error for the
 // caller's path p.
@@ -129,7 +137,13 @@ func (f FS) StatFile(ctx context.Context, p string) (adapter.FileInfo, error) {
 		return adapter.FileInfo{}, err
 	}
 	var buf bytes.Buffer
-	if _, err := f.script(ctx, op, p, statScript, []string{r}, nil, &buf); err != nil {
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	w := &adapter.LimitedWriter{W: &buf, Limit: maxStatBytes, OnExceed: cancel}
+	if _, err := f.script(sctx, op, p, statScript, []string{r}, nil, w); err != nil || w.Exceeded() {
+		if w.Exceeded() {
+			return adapter.FileInfo{}, errs.New(errs.SandboxUnavailable, op, p, "the sandbox broke the protocol: a stat of more than %d bytes", maxStatBytes)
+		}
 		return adapter.FileInfo{}, err
 	}
 	line, link, _ := strings.Cut(buf.String(), "\n")
@@ -169,14 +183,20 @@ func (f FS) ListFiles(ctx context.Context, dir string) ([]adapter.FileInfo, erro
 	if err != nil {
 		return nil, err
 	}
-	var names bytes.Buffer
-	stats := adapter.NewCappedBuffer(1 << 30)
+	var names, stats bytes.Buffer
+	lctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	nw := &adapter.LimitedWriter{W: &names, Limit: maxListBytes, OnExceed: cancel}
+	sw := &adapter.LimitedWriter{W: &stats, Limit: maxListBytes, OnExceed: cancel}
 	argv := []string{"/bin/sh", "-c", listScript, "sandboxer", r}
-	code, err := f.Run(ctx, op, Exec{Args: argv, Env: f.Env, Stdout: &names, Stderr: stats})
+	code, err := f.Run(lctx, op, Exec{Args: argv, Env: f.Env, Stdout: nw, Stderr: sw})
+	if nw.Exceeded() || sw.Exceeded() {
+		return nil, errs.New(errs.LimitExceeded, op, dir, "a listing of more than %d bytes of names or stats", maxListBytes)
+	}
 	if err != nil {
 		return nil, err
 	}
-	statText, _, _ := stats.Result()
+	statText := stats.Bytes()
 	if code != 0 {
 		return nil, codeErr(op, dir, code, statText)
 	}
@@ -314,12 +334,17 @@ func (f FS) ReadFiles(ctx context.Context, paths []string, fn func(path string, 
 		rctx, cancel := context.WithCancel(ctx)
 		parsed := make(chan error, 1)
 		go func() {
-			err := readTar(pr, limit, content)
+			br := &boundedReader{r: pr, n: tarBytes(len(b), limit)}
+			err := readTar(br, limit, len(b), content)
+			if err == nil {
+				// The archive's padding, until the exec ends; past the bound, a violation.
+				if _, cerr := io.Copy(io.Discard, br); errs.CodeOf(cerr) == errs.SandboxUnavailable {
+					err = cerr
+				}
+			}
 			if err != nil {
 				cancel() // stop the exec; its writes fail from now on
 				pr.CloseWithError(err)
-			} else {
-				io.Copy(io.Discard, pr) // the archive's padding, until the exec ends
 			}
 			parsed <- err
 		}()
@@ -329,7 +354,7 @@ func (f FS) ReadFiles(ctx context.Context, paths []string, fn func(path string, 
 		pw.Close()
 		perr := <-parsed
 		cancel()
-		if errs.CodeOf(perr) == errs.FileTooLarge {
+		if c := errs.CodeOf(perr); c == errs.FileTooLarge || c == errs.SandboxUnavailable {
 			return perr
 		}
 		if err != nil {
@@ -363,17 +388,70 @@ func (f FS) ReadFiles(ctx context.Context, paths []string, fn func(path string, 
 	return nil
 }
 
-// readTar reads a tar stream into content (name to data). A regular file whose header says more
-// than limit bytes is errs.FileTooLarge, before any of it is read.
-func readTar(r io.Reader, limit int64, content map[string][]byte) error {
+// Bounds of a bulk read's archive (ReadFiles). The sandbox answers a batch with one tar entry per
+// path asked for (a path given twice is a hard link): more entries than that is not busybox tar's
+// answer. Its bytes are at most, per entry, the file (at most the read limit) and what tar puts
+// around it: a header block, a GNU long name and a long link name (up to PATH_MAX, 4096 bytes,
+// in blocks), and the data's padding, under tarEntryOverhead; then the archive's end, two zero
+// blocks padded at most to GNU tar's record of 20 blocks. Past either bound the sandbox broke the
+// protocol (SANDBOX_UNAVAILABLE): the host never holds more than it asked for.
+const (
+	tarEntryOverhead = 16 << 10
+	tarEndBytes      = 20 * 512
+)
+
+// tarBytes bounds the archive of a batch of n paths read with limit (saturating).
+func tarBytes(n int, limit int64) int64 {
+	per := limit + tarEntryOverhead
+	if per < limit || per > (math.MaxInt64-tarEndBytes)/int64(max(n, 1)) {
+		return math.MaxInt64
+	}
+	return int64(n)*per + tarEndBytes
+}
+
+// tooMuch is the error of a bulk answer past its bound.
+func tooMuch(format string, args ...any) error {
+	return errs.New(errs.SandboxUnavailable, "read", "", "the sandbox broke the protocol: "+format, args...)
+}
+
+// boundedReader reads r up to n bytes; a byte more is tooMuch.
+type boundedReader struct {
+	r io.Reader
+	n int64
+}
+
+func (b *boundedReader) Read(p []byte) (int, error) {
+	if b.n <= 0 {
+		var one [1]byte
+		k, err := b.r.Read(one[:])
+		if k == 0 && err != nil {
+			return 0, err // the end came right at the bound
+		}
+		return 0, tooMuch("a bulk read's archive of more than its bound")
+	}
+	if int64(len(p)) > b.n {
+		p = p[:b.n]
+	}
+	k, err := b.r.Read(p)
+	b.n -= int64(k)
+	return k, err
+}
+
+// readTar reads a tar stream of at most maxEntries entries into content (name to data). A
+// regular file whose header says more than limit bytes is errs.FileTooLarge, before any of it is
+// read; an entry past maxEntries is tooMuch, before its header is taken.
+func readTar(r io.Reader, limit int64, maxEntries int, content map[string][]byte) error {
 	tr := tar.NewReader(r)
-	for {
+	for entries := 0; ; entries++ {
 		h, err := tr.Next()
 		if errors.Is(err, io.EOF) {
 			return nil
 		}
 		if err != nil {
 			return err
+		}
+		if entries == maxEntries {
+			return tooMuch("a bulk read's archive of more than %d entries", maxEntries)
 		}
 		name := path.Clean(h.Name)
 		switch h.Typeflag {

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"io"
 	"io/fs"
+	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -179,8 +181,120 @@ func TestReadTarRefusesAnOversizedHeader(t *testing.T) {
 	tw.WriteHeader(&tar.Header{Name: "big", Size: 11, Mode: 0o644, Typeflag: tar.TypeReg})
 	tw.Write(make([]byte, 11))
 	tw.Close()
-	err := readTar(&buf, 10, map[string][]byte{})
+	err := readTar(&buf, 10, 1, map[string][]byte{})
 	assert.ErrorIs(t, err, errs.FileTooLarge)
+}
+
+// A hostile sandbox's bulk read: ten million empty entries (made as they are read, never held)
+// for one path asked for. The archive is refused at its second entry; the exec is stopped.
+func TestReadFilesRefusesMoreEntriesThanPaths(t *testing.T) {
+	entries := 0
+	f, _ := fake(func(e Exec) (int, error) {
+		tw := tar.NewWriter(e.Stdout)
+		for ; entries < 10_000_000; entries++ {
+			if tw.WriteHeader(&tar.Header{Name: "f" + strconv.Itoa(entries), Mode: 0o644, Typeflag: tar.TypeReg}) != nil {
+				break
+			}
+		}
+		io.WriteString(e.Stderr, "a\x00")
+		return 0, nil
+	})
+	var err error
+	alloc := allocated(func() {
+		err = f.ReadFiles(context.Background(), []string{"a"}, func(string, []byte) error { return nil })
+	})
+	assert.Equal(t, errs.SandboxUnavailable, errs.CodeOf(err), "%v", err)
+	assert.Less(t, entries, 100, "the archive was read past its bound")
+	assert.Less(t, alloc, uint64(64<<20))
+}
+
+// An archive whose end never comes (zero blocks after its last entry, up to 2 GiB) is refused
+// past its bound: the files' limit and their headers, and one tar record.
+func TestReadFilesRefusesAnEndlessArchive(t *testing.T) {
+	t.Parallel()
+	var sent int64
+	f, _ := fake(func(e Exec) (int, error) {
+		tw := tar.NewWriter(e.Stdout)
+		tw.WriteHeader(&tar.Header{Name: "a", Size: 2, Mode: 0o644, Typeflag: tar.TypeReg})
+		tw.Write([]byte("AA"))
+		tw.Close()
+		zeros := make([]byte, 32<<10)
+		for sent < 2<<30 {
+			n, err := e.Stdout.Write(zeros)
+			sent += int64(n)
+			if err != nil {
+				break
+			}
+		}
+		io.WriteString(e.Stderr, "a\x00")
+		return 0, nil
+	})
+	ctx := adapter.WithReadLimit(context.Background(), 1<<10)
+	err := f.ReadFiles(ctx, []string{"a"}, func(string, []byte) error { return nil })
+	assert.Equal(t, errs.SandboxUnavailable, errs.CodeOf(err), "%v", err)
+	assert.Less(t, sent, int64(1<<20))
+}
+
+// The largest honest archive passes: every file at the limit, each with a path of PATH_MAX (a
+// long-name header of its own), the end padded to a whole record as GNU tar pads it.
+func TestReadFilesTakesTheLargestHonestArchive(t *testing.T) {
+	t.Parallel()
+	const limit = 4 << 10
+	long := func(c string) string { return strings.Repeat(c+"/", 2047) + c }
+	f, _ := fake(func(e Exec) (int, error) {
+		var buf bytes.Buffer
+		tw := tar.NewWriter(&buf)
+		for _, n := range []string{long("a"), long("b")} {
+			tw.WriteHeader(&tar.Header{Name: n, Size: limit, Mode: 0o644, Typeflag: tar.TypeReg, Format: tar.FormatGNU})
+			tw.Write(bytes.Repeat([]byte("x"), limit))
+		}
+		tw.WriteHeader(&tar.Header{Name: long("c"), Linkname: long("a"), Typeflag: tar.TypeLink, Format: tar.FormatGNU})
+		tw.Close()
+		buf.Write(make([]byte, 20*512-buf.Len()%(20*512)))
+		e.Stdout.Write(buf.Bytes())
+		io.WriteString(e.Stderr, long("a")+"\x00"+long("b")+"\x00"+long("c")+"\x00")
+		return 0, nil
+	})
+	ctx := adapter.WithReadLimit(context.Background(), limit)
+	n := 0
+	err := f.ReadFiles(ctx, []string{"x", "y", "z"}, func(_ string, data []byte) error {
+		assert.Len(t, data, limit)
+		n++
+		return nil
+	})
+	require.NoError(t, err)
+	assert.Equal(t, 3, n)
+}
+
+// A stat answered with 2 GiB is refused after maxStatBytes. (A listing's bound, 1 GiB a stream,
+// is not tested here: reaching it takes that much memory.)
+func TestStatAnswerIsBounded(t *testing.T) {
+	t.Parallel()
+	var sent int64
+	f, _ := fake(func(e Exec) (int, error) {
+		b := make([]byte, 32<<10)
+		for sent < 2<<30 {
+			n, err := e.Stdout.Write(b)
+			sent += int64(n)
+			if err != nil {
+				break
+			}
+		}
+		return 0, nil
+	})
+	_, err := f.StatFile(context.Background(), "a")
+	assert.Equal(t, errs.SandboxUnavailable, errs.CodeOf(err), "%v", err)
+	assert.LessOrEqual(t, sent, int64(maxStatBytes))
+}
+
+// allocated runs f and returns the bytes the process allocated meanwhile.
+func allocated(f func()) uint64 {
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	f()
+	runtime.ReadMemStats(&after)
+	return after.TotalAlloc - before.TotalAlloc
 }
 
 func TestWriteFilesSendsOneTarPerBatch(t *testing.T) {
