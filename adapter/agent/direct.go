@@ -35,7 +35,12 @@ import (
 // inside, the sandbox only connects out to it. Each connection opens with directMagic, the
 // client's token (sent over the link, never written where the sandbox can read it) and the
 // stream's ids, so that anything else that connects there is turned away; and a descriptor is
-// taken only when it is a TCP socket.
+// taken only when it is a TCP socket. Since anything in the sandbox can connect, the header is
+// read first, within directHeaderWait, and at most directPending connections are read at once:
+// a connection without the token is closed as soon as its header is wrong or late, and one over
+// the cap at once. After the token nothing is kept but what the client waits for: a stream's
+// connection goes to its Dial or its listener's queue (acceptBacklog), a spare to the spares
+// (2*directSpares); anything else is closed.
 //
 // A dial must not wait for a round trip over the slow link either: the agent keeps directSpares
 // connections open to the client's socket, idle. Dial takes one and writes the port on it; the
@@ -54,9 +59,20 @@ const (
 	directMagic     = "SBD1"
 	directTokenLen  = 16
 	directHeaderLen = len(directMagic) + directTokenLen + 8
-	// directWait bounds the wait for a stream's connection (and the probe's), and the reading of
-	// a connection's header.
+	// directWait bounds the wait for a stream's connection (and the probe's).
 	directWait = 5 * time.Second
+	// directHeaderWait bounds the reading of a connection's header, the first thing done with it.
+	// The agent writes the whole header, with its descriptor, in one sendmsg as soon as it is
+	// connected, so a real header is there when its connection is accepted; a second leaves a
+	// loaded host ample room, and is as long as a connection that brings no header can hold one
+	// of the pending slots (anything in the sandbox can connect: the socket's name is no secret).
+	directHeaderWait = time.Second
+	// directPending bounds the connections of a client (a sandbox's handle) whose header is being
+	// read: one more is closed at once, unread. The agent's own are admitted in microseconds and
+	// it opens a few at a time (its spares, a stream), so a flood costs the host at most this many
+	// descriptors (and the descriptors they pass, at most 4 each, closed at once), never the
+	// server's limit.
+	directPending = 16
 	// directSpares is how many idle connections the agent keeps open for dials.
 	directSpares = 2
 	// spareID marks a spare connection's header.
@@ -103,6 +119,7 @@ type directLink struct {
 	token []byte
 
 	spares chan *net.UnixConn // the agent's idle connections for dials
+	slots  chan struct{}      // one per connection being admitted (directPending)
 
 	mu      sync.Mutex
 	pending map[uint32]chan net.Conn // dial id (0: the probe) -> its connection
@@ -151,7 +168,7 @@ func (c *Client) openDirect(ctx context.Context) (*directLink, error) {
 		return nil, err
 	}
 	d := &directLink{c: c, ln: ln, path: hostPath, token: token, pending: map[uint32]chan net.Conn{},
-		spares: make(chan *net.UnixConn, 2*directSpares)}
+		spares: make(chan *net.UnixConn, 2*directSpares), slots: make(chan struct{}, directPending)}
 	probe := d.expect(0)
 	go d.serve()
 	id, err := c.newID()
@@ -235,22 +252,54 @@ func (d *directLink) await(ctx context.Context, id uint32, ch chan net.Conn) (ne
 	}
 }
 
-// serve accepts the agent's connections until the link closes.
+// serve accepts the agent's connections until the link closes; a connection over directPending
+// is closed at once.
 func (d *directLink) serve() {
+	var pause acceptPause
 	for {
 		conn, err := d.ln.AcceptUnix()
 		if err != nil {
+			if pause.wait(err) {
+				continue
+			}
 			return
 		}
-		go d.admit(conn)
+		pause = 0
+		select {
+		case d.slots <- struct{}{}:
+			go func() {
+				defer func() { <-d.slots }()
+				d.admit(conn)
+			}()
+		default:
+			conn.Close()
+		}
 	}
+}
+
+// acceptPause paces an accept loop through failing accepts: a shortage of descriptors (EMFILE,
+// ENFILE) or of memory (ENOBUFS, ENOMEM) lasts until something is closed, and a loop that ended
+// on it would leave every later connection waiting in the backlog. So any error but the
+// listener's close pauses the loop, 5 ms doubling up to 1 s as net/http's Serve does, and it
+// accepts again. (internal/cli's server does the same; the agent's source compiles alone, so
+// they do not share this.)
+type acceptPause time.Duration
+
+// wait pauses after err and reports whether to accept again: false when the listener is closed.
+func (p *acceptPause) wait(err error) bool {
+	if errors.Is(err, net.ErrClosed) {
+		return false
+	}
+	*p = acceptPause(min(max(2*time.Duration(*p), 5*time.Millisecond), time.Second))
+	time.Sleep(time.Duration(*p))
+	return true
 }
 
 // admit reads a connection's header and hands the connection it carries (the probe: none) to its
 // stream or listener.
 func (d *directLink) admit(ux *net.UnixConn) {
 	var h [directHeaderLen]byte
-	ux.SetReadDeadline(time.Now().Add(directWait))
+	ux.SetReadDeadline(time.Now().Add(directHeaderWait))
 	n, conn, err := recvConn(ux, h[:])
 	if err == nil && n < len(h) {
 		_, err = io.ReadFull(ux, h[n:])
@@ -285,7 +334,8 @@ func (d *directLink) admit(ux *net.UnixConn) {
 	if conn != nil {
 		ux.Close()
 	} else if id != 0 {
-		return // a stream without its connection
+		ux.Close() // a stream without its connection
+		return
 	} else {
 		conn = ux // the probe
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"os/signal"
 	"strconv"
 	"strings"
 	"syscall"
@@ -63,9 +64,18 @@ func serve(engine string, args []string) (code int, ok bool, err error) {
 	if err != nil {
 		return 0, false, nil
 	}
-	code, ok = call(conn, string(key), args, d.Name(name+".log"))
-	return code, ok, nil
+	return call(conn, string(key), args, d.Name(name+".log"))
 }
+
+// acceptWait bounds the connect to the server and its answer to the request: a server answers
+// in microseconds, once it has read the request. One that has not within this is stuck (its
+// accept loop held up by a shortage of descriptors, or wedged), and since it holds nothing of the
+// caller's yet (the stdio goes only to a server that accepted the call), the call runs in a
+// process of its own instead of waiting for it.
+const acceptWait = 5 * time.Second
+
+// interruptWait bounds how long an interrupted front waits for the server to end its call.
+const interruptWait = time.Second
 
 // unsafeOnly is err if it is an oneshot.ErrUnsafe, else nil.
 func unsafeOnly(err error) error {
@@ -75,11 +85,13 @@ func unsafeOnly(err error) error {
 	return nil
 }
 
-// call sends the request with this process's standard streams and waits for the exit status.
-func call(conn *os.File, key string, args []string, logFile string) (int, bool) {
+// call sends the request, then this process's standard streams once the server accepted it, and
+// waits for the exit status. ok is false when nothing ran; err then says why when the user
+// should hear of it (the server did not accept within acceptWait).
+func call(conn *os.File, key string, args []string, logFile string) (code int, ok bool, err error) {
 	cwd, err := os.Getwd()
 	if err != nil {
-		return 0, false
+		return 0, false, nil
 	}
 	req := oneshot.Request{Key: key, Dir: cwd, Args: args}
 	for _, kv := range os.Environ() {
@@ -87,32 +99,90 @@ func call(conn *os.File, key string, args []string, logFile string) (int, bool) 
 			req.Env = append(req.Env, kv)
 		}
 	}
-	msg := req.Append(nil)
 	raw, err := conn.SyscallConn()
 	if err != nil {
-		return 0, false
+		return 0, false, nil
 	}
-	var n int
-	cerr := raw.Write(func(fd uintptr) bool {
-		n, err = syscall.SendmsgN(int(fd), msg, syscall.UnixRights(0, 1, 2), nil, 0)
-		return true
-	})
-	if err = errors.Join(cerr, err); err == nil && n < len(msg) {
-		_, err = conn.Write(msg[n:])
-	}
-	if err != nil {
-		return 0, false
-	}
-	// Accepted, or refused before anything ran; then the exit status.
+	// Accepted, or refused before anything ran, within acceptWait (the socket's timeouts, set by
+	// dial).
 	var reply [oneshot.ReplyLen]byte
+	if _, err := conn.Write(req.Append(nil)); err != nil {
+		return 0, false, nil
+	}
 	if _, err := io.ReadFull(conn, reply[:]); err != nil || reply[0] != oneshot.Accepted {
-		return 0, false
+		if errors.Is(err, syscall.EAGAIN) {
+			return 0, false, errors.New("the server did not accept the call within " + acceptWait.String() + " (its log: " + logFile + ")")
+		}
+		return 0, false, nil
 	}
-	if _, err := io.ReadFull(conn, reply[:]); err != nil || reply[0] != oneshot.Exit {
-		os.Stderr.WriteString("sandboxer: the server ended during the call (its log: " + logFile + ")\n")
-		return 1, true
+	// From here only the server's answer, or a signal (wait), ends the wait.
+	var none syscall.Timeval
+	cerr := raw.Control(func(fd uintptr) {
+		syscall.SetsockoptTimeval(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVTIMEO, &none)
+		err = syscall.Sendmsg(int(fd), []byte{oneshot.Stdio}, syscall.UnixRights(0, 1, 2), nil, 0)
+	})
+	if errors.Join(cerr, err) != nil {
+		return 0, false, nil // the server is gone: without the stdio nothing ran
 	}
-	return int(binary.BigEndian.Uint32(reply[1:])), true
+	return wait(conn, raw, logFile), true, nil
+}
+
+// catchAfter is how long a call runs before the front catches the signals that interrupt it
+// (wait). Catching them costs a process about 0.3 ms (os/signal starts two threads), more than
+// the whole wait of most served calls: a front interrupted before then dies of the signal at
+// once, which closes its connection and cancels the call all the same.
+const catchAfter = 10 * time.Millisecond
+
+// wait waits for the call's exit status. After catchAfter, SIGINT, SIGTERM and SIGHUP (those
+// not ignored when the front started) end the wait: the front closes its writing end, which
+// cancels the call in the server as the signal would have in a process of its own (its command
+// killed, its journal row completed as cancelled, its result written), and returns the status
+// the server answers with within interruptWait. A server that has not answered by then (or a
+// second signal): the front says so and dies of the signal.
+func wait(conn *os.File, raw syscall.RawConn, logFile string) int {
+	sigs := make(chan os.Signal, 2)
+	time.AfterFunc(catchAfter, func() {
+		for _, s := range []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP} {
+			if !signal.Ignored(s) {
+				signal.Notify(sigs, s)
+			}
+		}
+	})
+	status := make(chan int, 1)
+	go func() {
+		var reply [oneshot.ReplyLen]byte
+		if _, err := io.ReadFull(conn, reply[:]); err != nil || reply[0] != oneshot.Exit {
+			os.Stderr.WriteString("sandboxer: the server ended during the call (its log: " + logFile + ")\n")
+			status <- 1
+			return
+		}
+		status <- int(binary.BigEndian.Uint32(reply[1:]))
+	}()
+	var sig os.Signal
+	select {
+	case code := <-status:
+		return code
+	case sig = <-sigs:
+	}
+	raw.Control(func(fd uintptr) { syscall.Shutdown(int(fd), syscall.SHUT_WR) })
+	select {
+	case code := <-status:
+		return code
+	case <-time.After(interruptWait):
+	case <-sigs:
+	}
+	os.Stderr.WriteString("sandboxer: interrupted (" + sig.String() + "): the server did not end the call within " +
+		interruptWait.String() + ", it goes on ending it (its log: " + logFile + ")\n")
+	die(sig)
+	return 0
+}
+
+// die ends this process by sig, as if it had not been caught.
+func die(sig os.Signal) {
+	signal.Reset(sig)
+	syscall.Kill(os.Getpid(), sig.(syscall.Signal))
+	time.Sleep(time.Second) // the signal ends the process
+	os.Exit(128 + int(sig.(syscall.Signal)))
 }
 
 // dial connects to the socket of the server name in d: a socket (not a link) of this user,
@@ -127,6 +197,10 @@ func dial(d *oneshot.ServerDir, name string, euid int) (*os.File, error) {
 		return nil, err
 	}
 	f := os.NewFile(uintptr(fd), d.Name(sock))
+	// The connect, the request and its answer each wait at most acceptWait (see call).
+	tv := syscall.NsecToTimeval(int64(acceptWait))
+	syscall.SetsockoptTimeval(fd, syscall.SOL_SOCKET, syscall.SO_SNDTIMEO, &tv)
+	syscall.SetsockoptTimeval(fd, syscall.SOL_SOCKET, syscall.SO_RCVTIMEO, &tv)
 	if err := syscall.Connect(fd, &syscall.SockaddrUnix{Name: d.SocketPath(sock)}); err != nil {
 		f.Close()
 		return nil, err

@@ -147,18 +147,27 @@ func TestServerRecyclesSandboxesAsNew(t *testing.T) {
 	assert.Equal(t, "kept", string(b))
 }
 
-// An interrupted front cancels its call in the server: the command is killed.
+// An interrupted front cancels its call in the server: the command is killed, and the front
+// ends as a process of its own would have, with the cancelled call's result and status.
 func TestServerCancelsWhenTheFrontIsGone(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	e.write("a.txt", "abc")
 	require.Equal(t, 0, e.run("", nil, "tool", "read", "--input", `{"path":"a.txt"}`).code) // the server runs
 	cmd := exec.Command(bin, "tool", "bash", "--input", `{"cmd":"sh","args":["-c","echo started > marker; exec sleep 31.7"]}`)
-	cmd.Dir, cmd.Env = e.work, e.vars
+	var stdout bytes.Buffer
+	cmd.Dir, cmd.Env, cmd.Stdout = e.work, e.vars, &stdout
 	require.NoError(t, cmd.Start())
 	require.Eventually(t, func() bool { _, err := os.Stat(filepath.Join(e.work, "marker")); return err == nil }, time.Minute, 10*time.Millisecond)
+	time.Sleep(50 * time.Millisecond) // the front catches signals 10 ms into its call
 	require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
-	cmd.Wait()
+	start := time.Now()
+	err := cmd.Wait()
+	assert.Less(t, time.Since(start), 3*time.Second)
+	var ee *exec.ExitError
+	require.ErrorAs(t, err, &ee)
+	assert.Equal(t, 1, ee.ExitCode(), "the cancelled call's status: %v", ee)
+	assert.Contains(t, stdout.String(), `"cancelled":true`)
 	assert.Eventually(t, func() bool { return !sleeping("31.7") }, 30*time.Second, 20*time.Millisecond, "the command outlived its front")
 	assert.Len(t, e.servers(), 1, "the server goes on")
 	r := e.run("", []string{"SANDBOXER_SERVER=off"}, "log", "--json")

@@ -114,7 +114,13 @@ func runServer(ctx context.Context, dir, name string, idle time.Duration, std St
 	srv := &server{key: key, warm: newWarmth(), log: slog.New(slog.NewTextHandler(std.Err, nil)), last: time.Now()}
 	srv.ctx, srv.cancel = context.WithCancel(context.Background())
 	tell(oneshot.Ready)
-	srv.log.Info("serving", "socket", d.Name(sock), "pid", os.Getpid(), "idle", idle)
+	// The server holds descriptors for every call and every sandbox (journals, helpers, agents'
+	// links and direct streams): its soft RLIMIT_NOFILE is already raised to the hard limit (less
+	// one) by Go's own start (package syscall, since Go 1.19, for every Go program on Linux; the
+	// processes it starts get the original soft limit back), so it is only logged here.
+	var files syscall.Rlimit
+	syscall.Getrlimit(syscall.RLIMIT_NOFILE, &files)
+	srv.log.Info("serving", "socket", d.Name(sock), "pid", os.Getpid(), "idle", idle, "files", files.Cur)
 
 	accepting := make(chan struct{})
 	go func() {
@@ -178,14 +184,28 @@ func (srv *server) idleFor() time.Duration {
 	return time.Since(srv.last)
 }
 
+// accept serves ln until it is closed. A failing accept never ends it: a shortage of descriptors
+// (EMFILE, ENFILE) or memory (ENOBUFS, ENOMEM) lasts until something is closed, and a loop that
+// ended on it would leave every later call waiting in the backlog until the server ended as
+// idle. It pauses instead, 5 ms doubling up to 1 s as net/http's Serve does, and accepts again.
 func (srv *server) accept(ln *net.UnixListener) {
+	var pause time.Duration
 	for {
 		conn, err := ln.AcceptUnix()
 		if err != nil {
-			if !errors.Is(err, net.ErrClosed) {
-				srv.log.Error("accept", "err", err)
+			if errors.Is(err, net.ErrClosed) {
+				return
 			}
-			return
+			if pause == 0 {
+				srv.log.Error("accept failed; trying again, pausing 5ms doubling up to 1s", "err", err)
+			}
+			pause = min(max(2*pause, 5*time.Millisecond), time.Second)
+			time.Sleep(pause)
+			continue
+		}
+		if pause != 0 {
+			srv.log.Info("accepting again")
+			pause = 0
 		}
 		srv.mu.Lock()
 		srv.active++
@@ -212,16 +232,11 @@ func (srv *server) handle(conn *net.UnixConn) {
 		conn.Write(oneshot.Reply(oneshot.Refused, 0))
 		return
 	}
-	req, files, err := readRequest(conn)
+	req, err := readRequest(conn)
 	if err != nil {
 		srv.log.Warn("bad request", "err", err)
 		return
 	}
-	defer func() {
-		for _, f := range files {
-			f.Close()
-		}
-	}()
 	if subtle.ConstantTimeCompare([]byte(req.Key), []byte(srv.key)) != 1 {
 		srv.log.Warn("refused", "err", "the request's key is not this server's")
 		conn.Write(oneshot.Reply(oneshot.Refused, 0))
@@ -230,6 +245,16 @@ func (srv *server) handle(conn *net.UnixConn) {
 	if _, err := conn.Write(oneshot.Reply(oneshot.Accepted, 0)); err != nil {
 		return
 	}
+	files, err := readStdio(conn)
+	if err != nil {
+		srv.log.Warn("no stdio after the request", "err", err)
+		return
+	}
+	defer func() {
+		for _, f := range files {
+			f.Close()
+		}
+	}()
 	ctx, cancel := context.WithCancel(srv.ctx)
 	defer cancel()
 	go func() {
@@ -359,60 +384,54 @@ func checkPeer(conn *net.UnixConn) error {
 	return nil
 }
 
-// readRequest reads a request and the three descriptors that come with it.
-func readRequest(conn *net.UnixConn) (oneshot.Request, []*os.File, error) {
+// readRequest reads a request. It comes without descriptors (a front sends its stdio once the
+// call is accepted: readStdio); any sent with it are dropped by the kernel, as the reads leave no
+// room for them.
+func readRequest(conn *net.UnixConn) (oneshot.Request, error) {
 	conn.SetReadDeadline(time.Now().Add(10 * time.Second))
 	defer conn.SetReadDeadline(time.Time{})
-	buf := make([]byte, 64<<10)
+	header := make([]byte, oneshot.HeaderLen)
+	if _, err := io.ReadFull(conn, header); err != nil {
+		return oneshot.Request{}, err
+	}
+	size, err := oneshot.BodyLen(header)
+	if err != nil {
+		return oneshot.Request{}, err
+	}
+	body := make([]byte, size)
+	if _, err := io.ReadFull(conn, body); err != nil {
+		return oneshot.Request{}, err
+	}
+	return oneshot.Parse(body)
+}
+
+// readStdio reads the front's oneshot.Stdio byte and the three descriptors attached to it.
+func readStdio(conn *net.UnixConn) ([]*os.File, error) {
+	conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	defer conn.SetReadDeadline(time.Time{})
+	var b [1]byte
 	oob := make([]byte, syscall.CmsgSpace(3*4))
+	n, oobn, flags, _, err := conn.ReadMsgUnix(b[:], oob)
 	var files []*os.File
-	fail := func(err error) (oneshot.Request, []*os.File, error) {
+	if oobn > 0 {
+		var perr error
+		files, perr = rights(oob[:oobn])
+		err = errors.Join(err, perr)
+	}
+	switch {
+	case err != nil:
+	case n != 1 || b[0] != oneshot.Stdio:
+		err = errors.New("not the front's stdio")
+	case flags&syscall.MSG_CTRUNC != 0 || len(files) != 3:
+		err = fmt.Errorf("want 3 descriptors, got %d", len(files))
+	}
+	if err != nil {
 		for _, f := range files {
 			f.Close()
 		}
-		return oneshot.Request{}, nil, err
+		return nil, err
 	}
-	var got []byte
-	for len(got) < oneshot.HeaderLen {
-		n, oobn, _, _, err := conn.ReadMsgUnix(buf, oob)
-		if oobn > 0 {
-			fs, perr := rights(oob[:oobn])
-			files = append(files, fs...)
-			if perr != nil {
-				return fail(perr)
-			}
-		}
-		if err != nil {
-			return fail(err)
-		}
-		if n == 0 {
-			return fail(io.ErrUnexpectedEOF)
-		}
-		got = append(got, buf[:n]...)
-	}
-	if len(files) != 3 {
-		return fail(fmt.Errorf("want 3 descriptors with the request, got %d", len(files)))
-	}
-	size, err := oneshot.BodyLen(got)
-	if err != nil {
-		return fail(err)
-	}
-	body := got[oneshot.HeaderLen:]
-	if len(body) > size {
-		return fail(errors.New("data after the request"))
-	}
-	if rest := size - len(body); rest > 0 {
-		more := make([]byte, rest)
-		if _, err := io.ReadFull(conn, more); err != nil {
-			return fail(err)
-		}
-		body = append(body, more...)
-	}
-	req, err := oneshot.Parse(body)
-	if err != nil {
-		return fail(err)
-	}
-	return req, files, nil
+	return files, nil
 }
 
 // rights turns the SCM_RIGHTS of a control message into files.

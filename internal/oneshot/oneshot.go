@@ -5,9 +5,13 @@
 // parts that cost nothing at start: the front links it.
 //
 // A call: the front connects to the server's unix socket and sends one request (its working
-// directory, arguments and SANDBOXER_* environment) with its standard input, output and error
-// attached as SCM_RIGHTS; the server runs the command line on those descriptors and answers with
-// the exit status. The front closing the connection cancels the call (an interrupted front).
+// directory, arguments and SANDBOXER_* environment); the server answers Accepted; the front then
+// sends its standard input, output and error, attached as SCM_RIGHTS to one byte (Stdio); the
+// server runs the command line on those descriptors and answers with the exit status. The
+// descriptors go only to a server that has accepted the call: a server that does not (stuck, or
+// out of descriptors) holds nothing of the caller's, so an interrupted front leaves its caller
+// nothing to wait for. The front closing the connection, or its writing end, cancels the call
+// (an interrupted front).
 package oneshot
 
 import (
@@ -121,8 +125,9 @@ type Request struct {
 // MaxRequest bounds a request (the tools' inputs are at most a few MiB).
 const MaxRequest = 64 << 20
 
-// Magic starts every request; a server of another protocol refuses it.
-const Magic = "sbx1"
+// Magic starts every request; a server of another protocol refuses it. (sbx1 sent the
+// descriptors with the request.)
+const Magic = "sbx2"
 
 // Append appends the request's encoding: Magic, its length (4 bytes, big endian) and the
 // strings, each with its length as a uvarint.
@@ -222,6 +227,9 @@ const (
 	// Exit follows Accepted once the call ended; the value is its exit status.
 	Exit = 'x'
 )
+
+// Stdio is the byte the front sends after Accepted, its stdin, stdout and stderr attached.
+const Stdio = 's'
 
 // Reply encodes a reply.
 func Reply(kind byte, value uint32) []byte {

@@ -38,7 +38,9 @@ func TestRequestRoundTrip(t *testing.T) {
 func TestMalformedRequests(t *testing.T) {
 	_, err := BodyLen([]byte("sbx0\x00\x00\x00\x01"))
 	assert.Error(t, err, "another protocol")
-	_, err = BodyLen([]byte("sbx1\x7f\x00\x00\x00"))
+	_, err = BodyLen([]byte("sbx1\x00\x00\x00\x01"))
+	assert.Error(t, err, "the protocol that sent the descriptors with the request")
+	_, err = BodyLen([]byte(Magic + "\x7f\x00\x00\x00"))
 	assert.Error(t, err, "over MaxRequest")
 	_, err = BodyLen([]byte("sbx"))
 	assert.Error(t, err, "short header")
