@@ -379,6 +379,8 @@ type isolation struct {
 	disabled  map[string]bool
 	workspace string
 	tmp       string
+	home      *homeDir     // the sandbox's HOME, read-write in the view
+	shown     []string     // toolchain directories under the caller's home, read-only (see toolchain.go)
 	rules     fsRules      // set by prepare
 	exe       string       // this binary, for per-command inits; set by prepare
 	cg        *cgroupPool  // nil without per-command cgroups; set by prepare
@@ -401,8 +403,8 @@ type isolation struct {
 	stopped  bool
 }
 
-func newIsolation(cfg Config, workspace string) (*isolation, error) {
-	iso := &isolation{cfg: cfg, disabled: map[string]bool{},
+func newIsolation(cfg Config, workspace string, home *homeDir, shown []string) (*isolation, error) {
+	iso := &isolation{cfg: cfg, disabled: map[string]bool{}, home: home, shown: shown,
 		need: [2][]string{neededLayers(cfg, false), neededLayers(cfg, true)}}
 	for _, l := range cfg.DisableLayers {
 		iso.disabled[l] = true
@@ -428,8 +430,8 @@ func (iso *isolation) prepare() {
 	iso.prepared = true
 	read := append(slices.Clone(DefaultReadPaths), iso.cfg.ReadPaths...)
 	deny := append(DefaultDenyRead(), iso.cfg.DenyRead...)
-	write := append([]string{iso.workspace, iso.tmp}, iso.cfg.WritePaths...)
-	iso.rules = buildRules(read, deny, write, DefaultDevices)
+	write := append([]string{iso.workspace, iso.tmp, iso.home.path}, iso.cfg.WritePaths...)
+	iso.rules = buildRules(read, deny, write, DefaultDevices, iso.shown)
 	if exe, err := os.Executable(); err == nil {
 		iso.exe = cleanAbs(exe)
 		iso.rules.Exe = []string{iso.exe}
@@ -470,16 +472,13 @@ func (iso *isolation) leaseUID() bool {
 	return iso.lease != nil
 }
 
-// viewSystemPaths are the host directories a command's file system view holds read-only (those
-// that exist), besides Config.ReadPaths.
-var viewSystemPaths = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt"}
-
 // viewDevices are the device files of the view's /dev.
 var viewDevices = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom"}
 
-// viewSpec is the file system view of the helper for a network mode: the system directories and
-// Config.ReadPaths read-only, the workspace, TMPDIR and Config.WritePaths read-write, this binary,
-// the deny list masked, and, for the helper with the network, the file /etc/resolv.conf leads to.
+// viewSpec is the file system view of the helper for a network mode: the system directories,
+// Config.ReadPaths and the toolchain directories PATH shows read-only, the workspace, TMPDIR, HOME
+// and Config.WritePaths read-write, this binary, the deny list masked, and, for the helper with
+// the network, the file /etc/resolv.conf leads to.
 func (iso *isolation) viewSpec(network bool) viewSpec {
 	v := viewSpec{Devices: viewDevices}
 	for _, p := range slices.Concat(viewSystemPaths, iso.cfg.ReadPaths) {
@@ -496,6 +495,9 @@ func (iso *isolation) viewSpec(network bool) viewSpec {
 	if iso.exe != "" {
 		v.RO = append(v.RO, iso.exe)
 	}
+	// Not idmapped (the caller's toolchain is read as any user may), so no file system of the
+	// home directory's can fail the view; the deny entries inside are masked below.
+	v.RO = append(v.RO, iso.shown...)
 	inRO := func(p string) bool {
 		return slices.ContainsFunc(v.RO, func(ro string) bool { return within(p, ro) })
 	}
@@ -509,7 +511,7 @@ func (iso *isolation) viewSpec(network bool) viewSpec {
 			v.Mask = append(v.Mask, d)
 		}
 	}
-	for _, p := range iso.rules.Write { // the workspace, TMPDIR and Config.WritePaths, resolved
+	for _, p := range iso.rules.Write { // the workspace, TMPDIR, HOME and Config.WritePaths, resolved
 		if p == iso.tmp {
 			continue // a tmpfs of the view's (below)
 		}
@@ -557,6 +559,9 @@ func (iso *isolation) helper(network bool) (*helperProc, error) {
 	// The view mounts TMPDIR: it must exist before the first helper does, whoever starts it
 	// (Capabilities, DialPort or a command).
 	if err := iso.makeTmp(); err != nil {
+		return nil, err
+	}
+	if err := iso.home.ensure(); err != nil {
 		return nil, err
 	}
 	// A cgroup namespace too, made by the helper once it is in the sandbox's cgroups (v2: born
@@ -1349,7 +1354,7 @@ func probe() Report {
 	set := func(name string, ok bool, reason string) {
 		rep.Layers = append(rep.Layers, LayerStatus{Name: name, Available: ok, Reason: reason})
 	}
-	probeIso := &isolation{rules: buildRules(DefaultReadPaths, DefaultDenyRead(), []string{os.TempDir()}, DefaultDevices), disabled: map[string]bool{}}
+	probeIso := &isolation{rules: buildRules(DefaultReadPaths, DefaultDenyRead(), []string{os.TempDir()}, DefaultDevices, nil), disabled: map[string]bool{}}
 	if os.Geteuid() == 0 {
 		probeIso.leaseUID()
 		defer probeIso.lease.release()

@@ -448,7 +448,7 @@ func unixServer(t *testing.T, path string) (count func() int64) {
 // The file system view: no pathname unix socket outside the workspace is reachable (the Docker
 // daemon's, containerd's, sockets under /tmp, /run and a home directory), while a socket a
 // command makes in its workspace works; /run, /home, /root and /sys are not there at all
-// (issue 18).
+// (issue 18), but for the toolchain directories PATH shows (issue 35).
 func TestFSViewHidesHostSockets(t *testing.T) {
 	requireLayers(t, local.LayerFSView, local.LayerUserNS)
 	needTool(t, "python3")
@@ -490,8 +490,13 @@ func TestFSViewHidesHostSockets(t *testing.T) {
 	assert.Equal(t, 0, res.ExitCode, "%s", res.Stderr)
 	assert.Equal(t, "hi\n", string(res.Stdout))
 
-	// What the view holds.
-	res = run(t, sb, adapter.Command{Args: []string{"sh", "-c", `for p in /run /var/run /home /root /sys /mnt /dev/tty /dev/pts /dev/sda /dev/vda "$1"; do [ -e "$p" ] && echo "visible: $p"; done; [ -e "$2" ] && echo "visible: $2"; [ -c /dev/null ] && echo null; echo done`, "sh", home, socks["tmp"]}})
+	// What the view holds. With Config.Path empty, the toolchain directories under the home that
+	// the caller's PATH names are there (TestPathFromTheCaller), and nothing else of the home;
+	// with a PATH of system directories only, no home at all.
+	res = run(t, sb, adapter.Command{Args: []string{"sh", "-c", `[ -e "$1" ] && echo "visible: $1"; echo done`, "sh", socks["home"]}})
+	assert.Equal(t, "done\n", string(res.Stdout), "%s", res.Stderr)
+	sys := newIsolated(t, local.Config{Path: local.DefaultPath})
+	res = run(t, sys, adapter.Command{Args: []string{"sh", "-c", `for p in /run /var/run /home /root /sys /mnt /dev/tty /dev/pts /dev/sda /dev/vda "$1"; do [ -e "$p" ] && echo "visible: $p"; done; [ -e "$2" ] && echo "visible: $2"; [ -c /dev/null ] && echo null; echo done`, "sh", home, socks["tmp"]}})
 	assert.Equal(t, 0, res.ExitCode, "%s", res.Stderr)
 	assert.Equal(t, "null\ndone\n", string(res.Stdout), "%s", res.Stderr)
 	res = run(t, sb, adapter.Command{Args: []string{"sh", "-c", "echo x > /usr/x || echo refused; cat /etc/shadow | wc -c; touch /tmp/mine && echo tmp-ok"}})

@@ -11,9 +11,10 @@
 // Kernel isolation (Config.Isolation, on by default where the kernel allows it): each sandbox has
 // a helper, this binary re-executed (see the package's init), that is PID 1 of new user, PID and
 // mount namespaces, with a network namespace holding only loopback for commands whose network is
-// off, and Landlock rules that confine writes to the workspace and a private TMPDIR and reads to
-// system directories minus a deny list. The helper starts commands on request, each in a cgroup of
-// its own where this process can create cgroups, so every descendant dies with the command.
+// off, and Landlock rules that confine writes to the workspace, a private TMPDIR and HOME and
+// reads to system directories minus a deny list. The helper starts commands on request, each in a
+// cgroup of its own where this process can create cgroups, so every descendant dies with the
+// command.
 // Result.Isolation says what was enforced for each command; Config.RequireIsolation refuses a
 // command when a layer is missing; Probe tells which layers this machine allows. docs/local.md has
 // the details. With Config.Isolation "off" a command can read and write anything the host user can,
@@ -46,11 +47,11 @@ import (
 	"github.com/sandboxer/sandboxer/errs"
 )
 
-// DefaultPath is the PATH commands get when Config.Path is empty.
+// DefaultPath lists the system directories PATH ends with when Config.Path is empty.
 const DefaultPath = "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin"
 
 // Config configures a local sandbox. The zero value is valid: a fresh temporary workspace that Stop
-// removes, the default PATH and kill timings.
+// removes, a PATH made from the caller's, and the default kill timings.
 type Config struct {
 	// Root is the workspace directory; it is created if missing and kept by Stop. Empty means a new
 	// temporary directory that Stop removes. It must pass workspace.Vet (not `/`, a system
@@ -60,7 +61,11 @@ type Config struct {
 	// other executables) that neither Root nor a WritePaths entry may contain: a command could
 	// replace them. This program's executable and $XDG_RUNTIME_DIR are always protected.
 	Protect []string `mapstructure:"protect"`
-	// Path is the PATH of commands, also used to find Args[0]. Empty means DefaultPath.
+	// Path is the PATH of commands, also used to find Args[0]. Empty means the caller's PATH
+	// (this process's) limited to the directories commands can see, with the toolchain
+	// directories under the caller's home directory it names shown read-only (credential stores
+	// inside them still denied), then DefaultPath's directories (see findToolchain and
+	// docs/local.md). Commands' HOME is always a private directory of the sandbox's.
 	Path string `mapstructure:"path"`
 	// KillGrace is how long a process group has between SIGTERM and SIGKILL on timeout or
 	// cancellation. Zero means 200ms.
@@ -203,8 +208,10 @@ type Sandbox struct {
 	root    *os.Root
 	temp    bool // dir was created by New and is removed by Stop
 	env     []string
+	path    string // commands' PATH: Config.Path, or what findToolchain made
 	pathDir []string
-	tempID  string // names this sandbox's temporary files
+	home    *homeDir // commands' HOME
+	tempID  string   // names this sandbox's temporary files
 
 	iso *isolation // nil when Config.Isolation is "off"
 
@@ -239,9 +246,6 @@ func New(cfg Config) (*Sandbox, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if cfg.Path == "" {
-		cfg.Path = DefaultPath
-	}
 	if cfg.KillGrace == 0 {
 		cfg.KillGrace = 200 * time.Millisecond
 	}
@@ -272,15 +276,26 @@ func New(cfg Config) (*Sandbox, error) {
 		return nil, errs.Wrap(errs.SandboxUnavailable, "new", cfg.Root, err)
 	}
 	s.cfg, s.dir, s.given, s.root, s.tempID = cfg, dir, given, root, randomSuffix()
-	s.pathDir = filepath.SplitList(cfg.Path)
-	s.env = []string{
-		"PATH=" + cfg.Path,
-		"HOME=" + dir,
+	s.path, s.home = cfg.Path, newHomeDir()
+	var tc toolchain
+	if cfg.Path == "" { // cfg keeps it empty: a fork finds the toolchain again
+		var view []string // nil: commands see every directory
+		if cfg.Isolation != IsolationOff && KernelIsolation {
+			view = slices.Concat(viewSystemPaths, cfg.ReadPaths, cfg.WritePaths, []string{dir})
+		}
+		home, _ := os.UserHomeDir()
+		tc = findToolchain(os.Getenv("PATH"), home, append(DefaultDenyRead(), cfg.DenyRead...), view)
+		s.path = strings.Join(tc.dirs, string(filepath.ListSeparator))
+	}
+	s.pathDir = filepath.SplitList(s.path)
+	s.env = append([]string{
+		"PATH=" + s.path,
+		"HOME=" + s.home.path,
 		"LANG=C.UTF-8",
 		"TZ=UTC",
-	}
+	}, tc.env...)
 	if cfg.Isolation != IsolationOff {
-		if s.iso, err = newIsolation(cfg, dir); err != nil {
+		if s.iso, err = newIsolation(cfg, dir, s.home, tc.roots); err != nil {
 			root.Close()
 			if s.temp {
 				_ = os.RemoveAll(dir)
@@ -374,6 +389,7 @@ func (s *Sandbox) Stop(ctx context.Context) error {
 	if s.iso != nil {
 		err = errors.Join(err, s.iso.stop())
 	}
+	err = errors.Join(err, s.home.remove())
 	if s.temp {
 		rerr := os.RemoveAll(s.dir)
 		if rerr == nil {
@@ -562,6 +578,9 @@ func (s *Sandbox) prepare(op string, c adapter.Command) (prog, dir string, err e
 	if err != nil {
 		return "", "", err
 	}
+	if err := s.home.ensure(); err != nil {
+		return "", "", err
+	}
 	if s.iso != nil {
 		if err := s.iso.ensureTmp(); err != nil {
 			return "", "", err
@@ -623,7 +642,7 @@ func (s *Sandbox) lookPath(name, dir string) (string, error) {
 			return p, nil
 		}
 	}
-	return "", errs.New(errs.ProcessFailed, "exec", name, "executable not found in PATH %s", s.cfg.Path)
+	return "", errs.New(errs.ProcessFailed, "exec", name, "executable not found in PATH %s", s.path)
 }
 
 func executable(p string) error {

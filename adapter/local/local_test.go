@@ -82,7 +82,8 @@ func TestConfig(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, string(res.Stdout), "FROM_CONFIG=1\n")
 	assert.Contains(t, string(res.Stdout), "PATH=/bin:/usr/bin\n")
-	assert.Contains(t, string(res.Stdout), "HOME="+sb.Dir()+"\n")
+	assert.Contains(t, string(res.Stdout), "HOME=")
+	assert.NotContains(t, string(res.Stdout), "HOME="+sb.Dir()+"\n", "HOME is the sandbox's own, not the workspace")
 }
 
 func TestSymlinkedRootAcceptsBothSpellings(t *testing.T) {

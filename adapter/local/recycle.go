@@ -12,9 +12,9 @@ var errBusy = errors.New("the sandbox has running commands, background processes
 // and configuration as if it had just been made, with its isolation helpers still running (the
 // resident server of `sandboxer` keeps one per workspace warm): new IPC and UTS namespaces and
 // session keyrings (and, for a root caller, cleared user keyrings) for the commands from now on,
-// and TMPDIR and the view's /tmp, /var/tmp and /dev/shm emptied and made as new (mode, extended
-// attributes, times). The workspace is not touched; its disk cap (Config.Disk) counts from what
-// it holds now. It fails, and the caller should Stop the
+// TMPDIR and the view's /tmp, /var/tmp and /dev/shm emptied and made as new (mode, extended
+// attributes, times), and HOME emptied. The workspace is not touched; its disk cap (Config.Disk)
+// counts from what it holds now. It fails, and the caller should Stop the
 // sandbox, when something of the last call runs on (a command, a background process, exited or
 // not, a port) or a reset fails.
 func (s *Sandbox) Recycle(ctx context.Context) error {
@@ -24,8 +24,9 @@ func (s *Sandbox) Recycle(ctx context.Context) error {
 	if busy || len(s.procs.List()) > 0 || s.ports.count() > 0 {
 		return errBusy
 	}
-	if s.iso == nil {
-		return nil
+	err := s.home.empty()
+	if s.iso != nil {
+		err = errors.Join(err, s.iso.reset(ctx))
 	}
-	return s.iso.reset(ctx)
+	return err
 }

@@ -16,6 +16,10 @@ var DefaultReadPaths = []string{
 	"/run/systemd/resolve",
 }
 
+// viewSystemPaths are the host directories a command's file system view holds read-only (those
+// that exist), besides Config.ReadPaths.
+var viewSystemPaths = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt"}
+
 // DefaultDevices are the device files commands may read and write under Landlock.
 var DefaultDevices = []string{
 	"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty", "/dev/ptmx",
@@ -33,8 +37,11 @@ func DefaultDenyRead() []string {
 	}
 	if home, err := os.UserHomeDir(); err == nil && home != "/" && filepath.IsAbs(home) {
 		deny = append(deny, home)
+		// Also those inside the toolchain directories a PATH under home shows (cargo's registry
+		// tokens, the keyrings of ~/.local, git's credential store under ~/.config).
 		for _, c := range []string{".ssh", ".aws", ".docker", ".kube", ".gnupg", ".netrc", ".git-credentials",
-			".config/gcloud", ".config/gh", ".azure", ".npmrc", ".pypirc"} {
+			".config/gcloud", ".config/gh", ".azure", ".npmrc", ".pypirc", ".cargo/credentials",
+			".cargo/credentials.toml", ".local/share/keyrings", ".config/git/credentials"} {
 			deny = append(deny, filepath.Join(home, c))
 		}
 	}
@@ -68,15 +75,18 @@ func cleanAbs(p string) string {
 
 // buildRules computes the Landlock policy: read allows minus deny-read (an allowed directory that
 // contains a denied path is replaced by its entries, recursively, leaving the denied one out, and
-// keeps only the right to list itself), and writes.
-func buildRules(read, deny, write, devices []string) fsRules {
+// keeps only the right to list itself), and writes. shown are read allows too (the toolchain
+// directories under the home directory that PATH names, see toolchain.go) although a deny entry
+// contains them (the home directory, /home, /root): only the deny entries inside them are carved
+// out.
+func buildRules(read, deny, write, devices, shown []string) fsRules {
 	var r fsRules
 	denied := make([]string, 0, len(deny))
 	for _, d := range deny {
 		denied = append(denied, cleanAbs(d), filepath.Clean(d))
 	}
-	var add func(p string, depth int)
-	add = func(p string, depth int) {
+	var add func(p string, depth int, denied []string)
+	add = func(p string, depth int, denied []string) {
 		var inside []string
 		for _, d := range denied {
 			if within(p, d) {
@@ -106,14 +116,18 @@ func buildRules(read, deny, write, devices []string) fsRules {
 			return
 		}
 		for _, e := range entries {
-			add(filepath.Join(p, e.Name()), depth+1)
+			add(filepath.Join(p, e.Name()), depth+1, denied)
 		}
 	}
 	for _, p := range read {
 		if _, err := os.Lstat(p); err != nil {
 			continue
 		}
-		add(cleanAbs(p), 0)
+		add(cleanAbs(p), 0, denied)
+	}
+	for _, p := range shown {
+		p = cleanAbs(p)
+		add(p, 0, slices.DeleteFunc(slices.Clone(denied), func(d string) bool { return within(p, d) }))
 	}
 	for _, p := range write {
 		r.Write = append(r.Write, cleanAbs(p))
