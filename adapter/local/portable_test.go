@@ -81,16 +81,23 @@ func TestPortableFailsClosed(t *testing.T) {
 		}
 		return l
 	}
+	// With the network, unix-connect tells the sandbox's sockets by its own uid: root callers only.
+	rootNet := func(l ...string) []string {
+		if os.Geteuid() == 0 {
+			return append(root(l...), local.LayerUnixConnect)
+		}
+		return l
+	}
 	for _, tc := range []struct {
 		cfg   local.Config
 		cmd   adapter.Command
 		wants []string
 	}{
-		{local.Config{}, adapter.Command{}, slices.Concat(helper, root(local.LayerNetNS), []string{local.LayerLimits, "processTree"})},
-		{local.Config{RequireIsolation: true}, adapter.Command{}, slices.Concat(helper, root(local.LayerNetNS), []string{local.LayerLimits, "processTree"})},
-		{local.Config{Memory: local.NoLimit, Pids: local.NoLimit}, adapter.Command{AllowNetwork: true}, slices.Concat(helper, root(local.LayerLandlockScope), []string{"processTree"})},
+		{local.Config{}, adapter.Command{}, slices.Concat(helper, root(local.LayerNetNS, local.LayerUnixConnect), []string{local.LayerLimits, "processTree"})},
+		{local.Config{RequireIsolation: true}, adapter.Command{}, slices.Concat(helper, root(local.LayerNetNS, local.LayerUnixConnect), []string{local.LayerLimits, "processTree"})},
+		{local.Config{Memory: local.NoLimit, Pids: local.NoLimit}, adapter.Command{AllowNetwork: true}, slices.Concat(helper, rootNet(local.LayerLandlockScope), []string{"processTree"})},
 		{local.Config{DisableLayers: []string{local.LayerLimits, local.LayerFSView}}, adapter.Command{AllowNetwork: true},
-			slices.Concat(slices.DeleteFunc(slices.Clone(helper), func(l string) bool { return l == local.LayerFSView }), root(local.LayerLandlockScope), []string{"processTree"})},
+			slices.Concat(slices.DeleteFunc(slices.Clone(helper), func(l string) bool { return l == local.LayerFSView }), rootNet(local.LayerLandlockScope), []string{"processTree"})},
 	} {
 		tc.cfg.Root = t.TempDir()
 		sb, err := local.New(tc.cfg)

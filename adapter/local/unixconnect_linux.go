@@ -194,7 +194,7 @@ func (sv *unixSupervisor) connect(n seccompNotif) unix.Errno {
 			return unix.EFAULT
 		}
 	}
-	pidfd, err := unix.PidfdOpen(int(n.Pid), 0)
+	pidfd, err := threadPidfd(int(n.Pid))
 	if err != nil {
 		return unix.ESRCH
 	}
@@ -275,6 +275,36 @@ func (sv *unixSupervisor) bound(st unix.Stat_t) (bool, error) {
 		}
 	}
 	return false, nil
+}
+
+// pidfdThread is PIDFD_THREAD (Linux 6.9): a pidfd of a thread that is not its process's leader.
+const pidfdThread = unix.O_EXCL
+
+// threadPidfd opens a pidfd for the thread tid (a notification names the calling thread, in a Go
+// or Java program rarely the leader): of the thread itself where the kernel can, else of its
+// process (/proc/TID/status's Tgid), whose descriptor table the thread shares.
+func threadPidfd(tid int) (int, error) {
+	fd, err := unix.PidfdOpen(tid, pidfdThread)
+	if err != unix.EINVAL {
+		return fd, err
+	}
+	if fd, err = unix.PidfdOpen(tid, 0); err != unix.EINVAL && err != unix.ENOENT {
+		return fd, err // the leader itself, on a kernel without PIDFD_THREAD
+	}
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(tid) + "/status")
+	if err != nil {
+		return -1, err
+	}
+	for line := range bytes.SplitSeq(b, []byte("\n")) {
+		if v, ok := bytes.CutPrefix(line, []byte("Tgid:")); ok {
+			tgid, err := strconv.Atoi(string(bytes.TrimSpace(v)))
+			if err != nil {
+				return -1, err
+			}
+			return unix.PidfdOpen(tgid, 0)
+		}
+	}
+	return -1, unix.ESRCH
 }
 
 func rawConnect(sock int, addr []byte) unix.Errno {

@@ -75,6 +75,13 @@ func TestUnixConnectOnlyToTheSandboxsSockets(t *testing.T) {
 	res = run(t, sb, adapter.Command{Args: []string{"python3", "-c", connectPy, "served"}})
 	assert.Equal(t, "connected\n", string(res.Stdout), "%s", res.Stderr)
 
+	// From a thread that is not its process's leader (Go and Java programs connect from such).
+	threaded := "import socket, threading\nl=socket.socket(socket.AF_UNIX); l.bind('t.sock'); l.listen(1)\nout=[]\n" +
+		"def f():\n    c=socket.socket(socket.AF_UNIX); c.connect('t.sock'); out.append('connected')\n" +
+		"t=threading.Thread(target=f); t.start(); t.join(); print(out[0] if out else 'failed')"
+	res = run(t, sb, adapter.Command{Args: []string{"sh", "-c", `rm -f t.sock; exec python3 -c "$1"`, "sh", threaded}})
+	assert.Equal(t, "connected\n", string(res.Stdout), "%s", res.Stderr)
+
 	tcp := "import socket\nl=socket.socket(); l.bind(('127.0.0.1',0)); l.listen(1)\n" +
 		"c=socket.create_connection(l.getsockname()); a,_=l.accept(); a.send(b'tcp'); print(c.recv(3).decode())"
 	res = run(t, sb, adapter.Command{Args: []string{"python3", "-c", tcp}})
