@@ -115,8 +115,8 @@ func TestDiskSetting(t *testing.T) { // not parallel: it sets the environment
 	assert.EqualValues(t, 1<<30, s.Disk, "environment over config file")
 	s, err = load("--config", cfg, "--disk", "2G")
 	require.NoError(t, err)
-	assert.EqualValues(t, 2<<30, s.Disk, "flag over environment")
-	assert.EqualValues(t, 2<<30, localConfig(s, t.TempDir()).Disk)
+	assert.EqualValues(t, int64(2<<30), s.Disk, "flag over environment")
+	assert.EqualValues(t, int64(2<<30), localConfig(s, t.TempDir()).Disk)
 	for _, bad := range []string{"-1", "lots"} {
 		t.Setenv("SANDBOXER_DISK", bad)
 		_, err = load("--config", cfg)
