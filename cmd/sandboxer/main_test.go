@@ -221,6 +221,9 @@ var masks = []struct {
 	{regexp.MustCompile(`\b\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z\b`), `TIME`},
 	{regexp.MustCompile(`\b(\d+(\.\d+)?(ns|µs|ms|s)|0s)\b`), `DUR`},
 	{regexp.MustCompile(`\bsbx-[0-9a-f]{12}\b`), `sbx-ID`},
+	// Commands search the caller's PATH (what they can see of it, then the default): it is the
+	// machine's; adapter/local's TestPathFromTheCaller checks how it is made.
+	{regexp.MustCompile(`(not found in PATH )[^"\n]*`), `${1}PATH`},
 	{regexp.MustCompile(`  +`), `  `}, // table columns whose width depends on masked values
 }
 
