@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"os"
 	"os/exec"
@@ -54,9 +55,16 @@ func New(init bool) *Agent {
 // stay with the agent.
 func (a *Agent) Serve(r io.Reader, w io.Writer) error { return a.h.serve(r, w) }
 
-// ListenHub serves HubSocket; false when another agent serves it already.
+// ListenHub serves HubSocket; false when another agent serves it already, or HubDir is not the
+// agent's own (made by another user, or open to others).
 func (a *Agent) ListenHub() bool {
 	if runtime.GOOS != "linux" {
+		return false
+	}
+	if err := os.Mkdir(HubDir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		return false
+	}
+	if ownDir(HubDir) != nil {
 		return false
 	}
 	ln, err := net.Listen("unix", HubSocket)
@@ -74,25 +82,67 @@ func (a *Agent) ListenHub() bool {
 			}
 			go func() {
 				defer c.Close()
-				a.h.serve(c, c)
+				if ownPeer(c) == nil {
+					a.h.serve(c, c)
+				}
 			}()
 		}
 	}()
 	return true
 }
 
+// ownDir checks that dir is a directory of the agent's user that no one else can open.
+func ownDir(dir string) error {
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return err
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok || !fi.IsDir() || fi.Mode().Perm()&0o077 != 0 || int(st.Uid) != os.Geteuid() {
+		return fmt.Errorf("%s: %w", dir, errNotOwn)
+	}
+	return nil
+}
+
+// ownPeer checks that the process at the other end of c runs as the agent's user.
+func ownPeer(c net.Conn) error {
+	sc, ok := c.(syscall.Conn)
+	if !ok {
+		return errNotOwn
+	}
+	raw, err := sc.SyscallConn()
+	if err != nil {
+		return err
+	}
+	uid := -1
+	raw.Control(func(fd uintptr) { uid, err = peerUID(fd) })
+	if err != nil {
+		return err
+	}
+	if uid != os.Geteuid() {
+		return fmt.Errorf("peer uid %d: %w", uid, errNotOwn)
+	}
+	return nil
+}
+
 // Close kills the background processes, their trees, and ends the listeners. Idempotent.
 func (a *Agent) Close() { a.h.close() }
 
 // Relay connects to the agent serving HubSocket and relays r to it and its answers to w, until r
-// ends or the hub goes. It returns false at once, having read nothing, when no agent serves
-// HubSocket.
+// ends or the hub goes. It returns false at once, having read nothing, when no agent of its own
+// user serves HubSocket in HubDir.
 func Relay(r io.Reader, w io.Writer) bool {
+	if ownDir(HubDir) != nil {
+		return false
+	}
 	c, err := net.Dial("unix", HubSocket)
 	if err != nil {
 		return false
 	}
 	defer c.Close()
+	if ownPeer(c) != nil {
+		return false
+	}
 	back := make(chan struct{})
 	go func() {
 		io.Copy(w, c)

@@ -57,8 +57,8 @@
 //
 // # One agent, many clients
 //
-// The main agent of a container (the container's main process) also listens on the abstract unix
-// socket HubSocket (in the container's network namespace: nothing on any file system). An agent
+// The main agent of a container (the container's main process) also listens on the unix socket
+// HubSocket, in a directory only the agent's user can open. An agent
 // started by an exec (a client that attached to an existing container) relays its stdio to that
 // socket when it answers, so that every client of a sandbox talks to the one agent that keeps the
 // background processes and the listeners; without it, the exec'd agent serves its client itself.
@@ -73,7 +73,7 @@ import (
 
 // Version is the protocol version. The image carries it in a label; the adapter uses the agent
 // only when the versions match.
-const Version = "3"
+const Version = "4"
 
 // Path is where the image build installs the agent.
 const Path = "/usr/local/bin/sandboxer-agent"
@@ -99,9 +99,15 @@ const (
 	FrameWindow     byte = 'w'
 )
 
-// HubSocket is the abstract unix socket (Linux) where a container's main agent serves the clients
-// that exec'd agents relay.
-const HubSocket = "@sandboxer-agent-" + Version
+// HubDir is the directory of HubSocket: made by the container's main agent, owned by its user and
+// open to it alone (in /tmp, which every adapter's container has writable). An agent serves or
+// relays to a hub only in such a directory, and only to and from peers of its own user.
+const HubDir = "/tmp/.sandboxer-agent-" + Version
+
+// HubSocket is the unix socket where a container's main agent serves the clients that exec'd
+// agents relay. It is a file, not an abstract name: an abstract name belongs to the network
+// namespace, which the host's, when a sandbox shares it, shares with every other process there.
+const HubSocket = HubDir + "/hub"
 
 // acceptedBit marks the ids the agent gives the streams of accepted connections.
 const acceptedBit = 1 << 31

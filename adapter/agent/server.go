@@ -212,24 +212,18 @@ func spawn(st Start, rp *reaper) (sp spawned, refusal string, err error) {
 	if len(st.Env) > 0 {
 		cmd.Env = append(os.Environ(), st.Env...)
 	}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: runAs}
 	tree := st.Tree
 	if w := st.Wrap; w != nil {
-		dir, code := jail(w.Root, w.Dir)
+		env := cmd.Environ()
+		var dir, prog, code string
+		asCommands(func() { dir, prog, code = locate(w, st.Args[0], lastEnv(env, "PATH")) })
 		if code != "" {
 			return sp, code, nil
 		}
-		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
-			return sp, failNotFound, nil
-		}
-		env := cmd.Environ()
-		prog, ok := lookExec(st.Args[0], dir, lastEnv(env, "PATH"))
-		if !ok {
-			return sp, failNoExec, nil
-		}
 		cmd.Path, cmd.Err, cmd.Dir = prog, nil, dir
 		cmd.Env = append(env, "SANDBOXER_EXEC_ID="+w.ID)
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Credential: runAs}
 		tree = w.ID
 	}
 	var files []*os.File // every pipe end, closed on failure
@@ -275,6 +269,23 @@ func spawn(st Start, rp *reaper) (sp spawned, refusal string, err error) {
 		inR.Close()
 	}
 	return spawned{cmd: cmd, tree: tree, outR: outR, errR: errR, stdin: inW}, "", nil
+}
+
+// locate is the directory and program of a wrapped command, or why it is refused (a Wrap failure
+// code).
+func locate(w *Wrap, name, pathEnv string) (dir, prog, code string) {
+	dir, code = jail(w.Root, w.Dir)
+	if code != "" {
+		return "", "", code
+	}
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		return "", "", failNotFound
+	}
+	prog, ok := lookExec(name, dir, pathEnv)
+	if !ok {
+		return "", "", failNoExec
+	}
+	return dir, prog, ""
 }
 
 // feed writes stdin chunks to the process and acknowledges each, written or not (a process that
@@ -436,7 +447,8 @@ func killMarked(trees map[string]bool, sig syscall.Signal) {
 		if err != nil || pid == self || pid == 1 {
 			continue
 		}
-		env, err := os.ReadFile("/proc/" + e.Name() + "/environ")
+		var env []byte
+		asCommands(func() { env, err = os.ReadFile("/proc/" + e.Name() + "/environ") })
 		if err != nil {
 			continue
 		}

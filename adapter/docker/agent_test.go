@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/moby/moby/client"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -31,6 +32,19 @@ func TestConformanceWithoutAgent(t *testing.T) {
 
 // agentPids lists the pids of the container's agents: the main one (docker-init's child, PID 1's)
 // and the execs (whose parent is outside the container: 0).
+// hostKill kills process pid of sb's container from the host, by a daemon exec as the container's
+// root: no command of the sandbox can (TestAgentUntouchable).
+func hostKill(t *testing.T, sb *docker.Sandbox, pid string) {
+	t.Helper()
+	c, err := client.New(client.FromEnv, client.WithAPIVersionNegotiation())
+	require.NoError(t, err)
+	defer c.Close()
+	cr, err := c.ExecCreate(ctxT(t), sb.ContainerID(), client.ExecCreateOptions{User: "0", Cmd: []string{"kill", "-9", pid}})
+	require.NoError(t, err)
+	_, err = c.ExecStart(ctxT(t), cr.ID, client.ExecStartOptions{Detach: true})
+	require.NoError(t, err)
+}
+
 func agentPids(t *testing.T, sb adapter.Sandbox) (main, execs []string) {
 	t.Helper()
 	res := sh(t, sb, `ps -o pid,ppid,args | grep '[s]andboxer-agent'`)
@@ -95,7 +109,16 @@ func TestAttachedHandleHasItsOwnAgent(t *testing.T) {
 	_, execs := agentPids(t, sb)
 	require.Len(t, execs, 1, "one agent exec, for the attached handle")
 
-	_, err = other.ExecuteCommand(ctx, adapter.Command{Args: []string{"kill", "-9", execs[0]}})
+	done := make(chan error, 1)
+	go func() {
+		_, err := other.ExecuteCommand(ctx, adapter.Command{Args: []string{"sleep", "60"}})
+		done <- err
+	}()
+	require.Eventually(t, func() bool {
+		return strings.Contains(string(sh(t, sb, "ps -o args").Stdout), "sleep 60")
+	}, 30*time.Second, 50*time.Millisecond)
+	hostKill(t, sb, execs[0])
+	err = <-done
 	require.ErrorIs(t, err, errs.SandboxUnavailable, "the agent running the call died")
 	assert.Contains(t, err.Error(), "agent exited")
 	res, err := other.ExecuteCommand(ctx, adapter.Command{Args: []string{"echo", "again"}})
@@ -104,8 +127,8 @@ func TestAttachedHandleHasItsOwnAgent(t *testing.T) {
 	assert.Equal(t, "alive\n", string(sh(t, sb, "echo alive").Stdout), "the creator's agent is untouched")
 }
 
-// A command that kills the main agent stops the container, as killing the main process of any
-// container does: the next call says the sandbox is unavailable instead of hanging.
+// Killing the main agent (from the host: no command can, see TestAgentUntouchable) stops the
+// container, as killing the main process of any container does: the next call says the sandbox is unavailable instead of hanging.
 func TestKillingTheMainAgentStopsTheSandbox(t *testing.T) {
 	t.Parallel()
 	sb := newSandbox(t, docker.Config{})
@@ -113,7 +136,8 @@ func TestKillingTheMainAgentStopsTheSandbox(t *testing.T) {
 	main, _ := agentPids(t, sb)
 	require.Len(t, main, 1)
 	start := time.Now()
-	_, err := sb.ExecuteCommand(ctx, adapter.Command{Args: []string{"kill", "-9", main[0]}})
+	hostKill(t, sb, main[0])
+	_, err := sb.ExecuteCommand(ctx, adapter.Command{Args: []string{"true"}})
 	require.ErrorIs(t, err, errs.SandboxUnavailable)
 	_, err = sb.ExecuteCommand(ctx, adapter.Command{Args: []string{"true"}})
 	require.ErrorIs(t, err, errs.SandboxUnavailable)
@@ -152,4 +176,14 @@ func TestAgentThatBreaksTheProtocolIsNotReplaced(t *testing.T) {
 	_, err = sb.DialPort(ctx, 80)
 	assert.Equal(t, errs.SandboxUnavailable, errs.CodeOf(err), "dial: %v", err)
 	assert.Less(t, time.Since(start), time.Second, "the calls reached the sandbox")
+}
+
+// A command cannot stop, signal, trace or read the agents of its sandbox (the container's and an
+// attached handle's), nor reach their hub: it could answer the host in their place (issue 34).
+func TestAgentUntouchable(t *testing.T) {
+	t.Parallel()
+	sb := newSandbox(t, docker.Config{})
+	other, err := docker.Attach(ctxT(t), docker.Config{}, sb.ID())
+	require.NoError(t, err)
+	adaptertest.CheckAgentUntouchable(t, sb, other)
 }

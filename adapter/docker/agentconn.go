@@ -94,7 +94,7 @@ func (s *Sandbox) agentClient(ctx context.Context, op string) (*agentConn, error
 	cr, err := s.eng.ExecCreate(ctx, s.containerID, client.ExecCreateOptions{
 		AttachStdin: true, AttachStdout: true, AttachStderr: true,
 		WorkingDir: adapter.DefaultWorkspace,
-		Cmd:        []string{agent.Path},
+		Cmd:        agent.Argv(s.cfg.user()), // as the container's user: the agent's (see create)
 	})
 	if err == nil {
 		var att client.ExecAttachResult

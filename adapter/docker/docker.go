@@ -46,6 +46,7 @@ const (
 	LabelOwner   = "org.sandboxer.owner"   // "hostname:pid" of the process that created it
 	LabelPersist = "org.sandboxer.persist" // "true": outlives its creator, Prune leaves it
 	LabelPool    = "org.sandboxer.pool"    // id of the warm pool that started it, if any
+	LabelUser    = "org.sandboxer.user"    // the user commands run as, when the container's is the agent's
 )
 
 // Defaults of the zero Config.
@@ -335,10 +336,20 @@ func create(ctx context.Context, eng engine, cfg Config, pool string) (*Sandbox,
 		// container: a sandbox whose owner died, even by SIGKILL, goes with it. Nothing of the
 		// stream goes to the daemon's log.
 		labels[LabelAgent] = agent.Version
-		cc.Cmd = []string{agent.Path}
+		var flags []string
 		if cfg.Persist {
-			cc.Cmd = append(cc.Cmd, "-idle")
-		} else {
+			flags = append(flags, "-idle")
+		}
+		cc.Cmd = agent.Argv(cfg.user(), flags...)
+		if agent.SeparateUser(cfg.user()) {
+			// The agent runs as the container's root with the capabilities to start commands as
+			// the sandbox user, who has none and cannot touch the agent (agent.RunAs). Daemon
+			// execs name the sandbox user.
+			cc.User = "0"
+			labels[LabelUser] = cfg.user()
+			hc.CapAdd = append(append([]string{}, agent.Caps...), hc.CapAdd...)
+		}
+		if !cfg.Persist {
 			hc.AutoRemove = true
 		}
 		cc.OpenStdin, cc.StdinOnce = true, true
@@ -425,6 +436,9 @@ func attach(ctx context.Context, eng engine, cfg Config, id string) (*Sandbox, e
 	}
 	cfg.Image = c.Config.Image
 	cfg.User = c.Config.User
+	if u := c.Config.Labels[LabelUser]; u != "" {
+		cfg.User = u // the container's user is the agent's
+	}
 	if c.HostConfig != nil { // as made, whatever this handle's caller asks for
 		cfg.AllowNetwork = c.HostConfig.NetworkMode != "none"
 	}

@@ -76,6 +76,7 @@ func (s *Sandbox) runExec(ctx context.Context, op string, e rawExec) (int, error
 		Env:          e.env,
 		WorkingDir:   adapter.DefaultWorkspace,
 		Cmd:          e.args,
+		User:         s.cfg.user(), // the container's is the agent's (see create)
 	})
 	if err != nil {
 		return 0, s.unavailable(op, err)

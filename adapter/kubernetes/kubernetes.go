@@ -188,6 +188,9 @@ func (c Config) uid() int64 {
 	return c.UID
 }
 
+// user is the user commands run as, as the agent takes it (agent.RunAs).
+func (c Config) user() string { return fmt.Sprintf("%d:%d", c.uid(), c.uid()) }
+
 func (c Config) startTimeout() time.Duration {
 	if c.StartTimeout == 0 {
 		return DefaultStartTimeout

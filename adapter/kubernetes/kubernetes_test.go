@@ -18,6 +18,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sandboxer/sandboxer/adapter"
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/sandboxer/sandboxer/adapter/adaptertest"
 	"github.com/sandboxer/sandboxer/adapter/kubernetes"
 	"github.com/sandboxer/sandboxer/errs"
@@ -92,7 +94,8 @@ func TestHardenedPod(t *testing.T) {
 	c := spec.Containers[0]
 	assert.False(t, *spec.AutomountServiceAccountToken)
 	assert.False(t, *spec.EnableServiceLinks) // no other service's variables (the apiserver's own are always set)
-	assert.True(t, *spec.SecurityContext.RunAsNonRoot)
+	assert.EqualValues(t, 0, *spec.SecurityContext.RunAsUser, "the agent is root of the container (agent.RunAs)")
+	assert.ElementsMatch(t, []corev1.Capability{"SETUID", "SETGID", "KILL"}, c.SecurityContext.Capabilities.Add)
 	assert.EqualValues(t, "RuntimeDefault", spec.SecurityContext.SeccompProfile.Type)
 	assert.False(t, *c.SecurityContext.AllowPrivilegeEscalation)
 	assert.True(t, *c.SecurityContext.ReadOnlyRootFilesystem)
@@ -323,4 +326,11 @@ func TestBadImage(t *testing.T) {
 	assert.Less(t, time.Since(start), 90*time.Second)
 	var e *errs.Error
 	assert.True(t, errors.As(err, &e))
+}
+
+// A command cannot stop, signal, trace or read the agents of its pod (PID 1 and the exec'd one
+// serving the call), nor reach their hub: it could answer the host in their place (issue 34).
+func TestAgentUntouchable(t *testing.T) {
+	sb := newSandbox(t, base)
+	adaptertest.CheckAgentUntouchable(t, sb, nil)
 }

@@ -54,6 +54,15 @@ func (c Config) labels(id, pool string) map[string]string {
 	return l
 }
 
+// agentCaps are agent.Caps as a pod names them.
+func agentCaps() []corev1.Capability {
+	caps := make([]corev1.Capability, len(agent.Caps))
+	for i, c := range agent.Caps {
+		caps[i] = corev1.Capability(c)
+	}
+	return caps
+}
+
 // podSpec is the hardened pod of a sandbox.
 func (c Config) podSpec(id, pool string) *corev1.Pod {
 	yes, no := true, false
@@ -92,10 +101,12 @@ func (c Config) podSpec(id, pool string) *corev1.Pod {
 			AutomountServiceAccountToken:  &no,
 			EnableServiceLinks:            &no,
 			TerminationGracePeriodSeconds: &zero,
+			// The agent runs as the container's root with only the capabilities to start the
+			// commands as uid, who has none and cannot touch the agent (agent.RunAs): the pod
+			// meets the baseline Pod Security Standard, not the restricted one.
 			SecurityContext: &corev1.PodSecurityContext{
-				RunAsNonRoot:   &yes,
-				RunAsUser:      &uid,
-				RunAsGroup:     &uid,
+				RunAsUser:      &zero,
+				RunAsGroup:     &zero,
 				FSGroup:        &uid,
 				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
 			},
@@ -105,7 +116,7 @@ func (c Config) podSpec(id, pool string) *corev1.Pod {
 				ImagePullPolicy: corev1.PullPolicy(c.pullPolicy()),
 				// PID 1 serves no stream (its stdin is empty) but the hub that exec'd agents relay
 				// to, reaps orphans and stays until the pod is deleted.
-				Command:    []string{agent.Path, "-init", "-idle"},
+				Command:    agent.Argv(c.user(), "-init", "-idle"),
 				WorkingDir: adapter.DefaultWorkspace,
 				Env:        env,
 				Resources:  corev1.ResourceRequirements{Limits: limits, Requests: requests},
@@ -113,8 +124,7 @@ func (c Config) podSpec(id, pool string) *corev1.Pod {
 					Privileged:               &no,
 					AllowPrivilegeEscalation: &no,
 					ReadOnlyRootFilesystem:   &yes,
-					RunAsNonRoot:             &yes,
-					Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+					Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}, Add: agentCaps()},
 				},
 				VolumeMounts: []corev1.VolumeMount{
 					{Name: "workspace", MountPath: adapter.DefaultWorkspace},

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sandboxer/sandboxer/adapter"
+	"github.com/sandboxer/sandboxer/adapter/adaptertest"
 	"github.com/sandboxer/sandboxer/adapter/oci"
 	"github.com/sandboxer/sandboxer/errs"
 )
@@ -48,7 +49,9 @@ func TestHardeningFromInside(t *testing.T) {
 		assert.Contains(t, out, "1000\n1000\n", "a non-root user")
 		assert.Contains(t, out, "CapEff:\t0000000000000000")
 		assert.Contains(t, out, "CapPrm:\t0000000000000000")
-		assert.Contains(t, out, "CapBnd:\t0000000000000000")
+		// The bounding set keeps what the agent needs (agent.Caps): no-new-privileges keeps a
+		// command from gaining any of it.
+		assert.Contains(t, out, "CapBnd:\t00000000000000e0")
 		assert.Contains(t, out, "writable\n", "workspace and /tmp are writable")
 		assert.Regexp(t, `(?m)^\S+ / \S+ ro[ ,]`, out, "the root is mounted read-only")
 		assert.Regexp(t, `(?m)^\S+ /tmp tmpfs rw`, out, "a private tmpfs on /tmp")
@@ -356,5 +359,22 @@ func TestCPULimit(t *testing.T) {
 			assert.Positive(t, ticks)
 			assert.Less(t, ticks, 60, "a tenth of a CPU for 2 s is 20 ticks; two unlimited loops take up to 400")
 		}
+	})
+}
+
+// A command cannot stop, signal, trace or read the agents of its sandbox (the container's and an
+// attached handle's), nor reach their hub: it could answer the host in their place (issue 34).
+func TestAgentUntouchable(t *testing.T) {
+	eachRuntime(t, func(t *testing.T, rt string) {
+		t.Parallel()
+		sb := newSandbox(t, rt, oci.Config{})
+		other, err := oci.Attach(ctxT(t), oci.Config{StateDir: stateDir}, sb.ID())
+		require.NoError(t, err)
+		assert.Contains(t, layers(sb, t), "agent:own-user")
+		var seen []string
+		if rt == oci.Runsc {
+			seen = []string{"open environ", "list fd"} // gVisor's /proc (see CheckAgentUntouchable)
+		}
+		adaptertest.CheckAgentUntouchable(t, sb, other, seen...)
 	})
 }

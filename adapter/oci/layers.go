@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/sandboxer/sandboxer/adapter/agent"
 	"github.com/sandboxer/sandboxer/errs"
 )
 
@@ -286,8 +287,11 @@ func (s *Sandbox) observeLayers(pid int) []string {
 			layers = append(layers, "network:none")
 		}
 		if sp := s.spec; sp != nil && sp.Process != nil {
-			if sp.Process.Capabilities != nil && len(sp.Process.Capabilities.Effective) == 0 {
+			if c := sp.Process.Capabilities; c != nil && (len(c.Effective) == 0 || agent.Separates(sp.Process.Args) && len(c.Effective) == len(agent.Caps)) {
 				layers = append(layers, "caps:none")
+			}
+			if agent.Separates(sp.Process.Args) {
+				layers = append(layers, "agent:own-user")
 			}
 			if sp.Process.NoNewPrivileges {
 				layers = append(layers, "no-new-privileges")
@@ -307,7 +311,14 @@ func (s *Sandbox) observeLayers(pid int) []string {
 		if uidMapped(pid) {
 			layers = append(layers, "userns")
 		}
-		if status["CapEff"] == "0000000000000000" && status["CapPrm"] == "0000000000000000" {
+		// The container's process is the agent: with its own user (agent.RunAs), it holds
+		// agent.Caps and the commands none.
+		var agentCaps uint64
+		if sp := s.spec; sp != nil && sp.Process != nil && agent.Separates(sp.Process.Args) && procUID(status) == s.rootHostUID() {
+			agentCaps = agent.CapsMask
+			layers = append(layers, "agent:own-user")
+		}
+		if capsWithin(status["CapEff"], agentCaps) && capsWithin(status["CapPrm"], agentCaps) {
 			layers = append(layers, "caps:none")
 		}
 		if status["NoNewPrivs"] == "1" {
@@ -324,6 +335,34 @@ func (s *Sandbox) observeLayers(pid int) []string {
 		}
 	}
 	return append(layers, cgroupLayers(pid, s.cfg)...)
+}
+
+// rootHostUID is the host uid of the container's root.
+func (s *Sandbox) rootHostUID() int {
+	if s.rec.UserNS {
+		return int(s.cfg.uidBase())
+	}
+	return 0
+}
+
+// capsWithin reports whether set, a capability set as /proc/PID/status shows it, holds no
+// capability outside mask.
+func capsWithin(set string, mask uint64) bool {
+	v, err := strconv.ParseUint(set, 16, 64)
+	return err == nil && v&^mask == 0
+}
+
+// procUID is the real uid of a /proc/PID/status, -1 if unknown.
+func procUID(status map[string]string) int {
+	f := strings.Fields(status["Uid"])
+	if len(f) == 0 {
+		return -1
+	}
+	uid, err := strconv.Atoi(f[0])
+	if err != nil {
+		return -1
+	}
+	return uid
 }
 
 // waitExec waits, up to limit, until process pid runs program (its comm is the program's base

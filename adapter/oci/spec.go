@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
@@ -58,9 +59,16 @@ type bundle struct {
 // namespace unless the network is allowed, and a user namespace when b.userns is set.
 func (b bundle) spec() (*specs.Spec, error) {
 	c := b.cfg
-	args := []string{agent.Path, "-init"}
+	flags := []string{"-init"}
 	if b.persist {
-		args = append(args, "-idle")
+		flags = append(flags, "-idle")
+	}
+	// The agent runs as the container's root with the capabilities to start the commands as the
+	// sandbox user, who has none and cannot touch the agent (agent.RunAs).
+	args := agent.Argv(sandboxUser, flags...)
+	agentCaps := make([]string, len(agent.Caps))
+	for i, c := range agent.Caps {
+		agentCaps[i] = "CAP_" + c
 	}
 	s := &specs.Spec{
 		Version:  specVersion,
@@ -70,9 +78,9 @@ func (b bundle) spec() (*specs.Spec, error) {
 			Args: args,
 			Env:  append(append([]string{}, baseEnv...), c.Env...),
 			Cwd:  adapter.DefaultWorkspace,
-			User: specs.User{UID: rootfs.UID, GID: rootfs.GID},
+			User: specs.User{UID: 0, GID: 0},
 			Capabilities: &specs.LinuxCapabilities{
-				Bounding: []string{}, Effective: []string{}, Permitted: []string{},
+				Bounding: agentCaps, Effective: slices.Clone(agentCaps), Permitted: slices.Clone(agentCaps),
 				Inheritable: []string{}, Ambient: []string{},
 			},
 			NoNewPrivileges: !c.AllowPrivilegeEscalation,
@@ -154,11 +162,14 @@ func (b bundle) resources() *specs.LinuxResources {
 	return r
 }
 
+// sandboxUser is the user the commands run as: the image's (see rootfs).
+var sandboxUser = fmt.Sprintf("%d:%d", rootfs.UID, rootfs.GID)
+
 // execProcess is the process of a `runtime exec` of the agent (another handle on a running
 // sandbox): the same user, capabilities and environment as the container's own process.
 func execProcess(s *specs.Spec) *specs.Process {
 	p := *s.Process
-	p.Args = []string{agent.Path}
+	p.Args = agent.Argv(sandboxUser)
 	return &p
 }
 
@@ -215,7 +226,11 @@ func Bundle(cfg Config, dir string, args []string) (argv []string, cleanup func(
 	if err != nil {
 		return nil, nil, errs.Wrap(errs.Internal, op, "", err)
 	}
+	// args run as a command of the sandbox would: as the sandbox user, without capabilities.
 	s.Process.Args = args
+	s.Process.User = specs.User{UID: rootfs.UID, GID: rootfs.GID}
+	none := []string{}
+	s.Process.Capabilities = &specs.LinuxCapabilities{Bounding: none, Effective: none, Permitted: none, Inheritable: none, Ambient: none}
 	data, err := json.MarshalIndent(s, "", "  ")
 	if err == nil {
 		err = os.WriteFile(filepath.Join(dir, "config.json"), data, 0o600)

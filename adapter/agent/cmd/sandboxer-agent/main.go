@@ -8,6 +8,10 @@
 //	sandboxer-agent -init [-idle] serve as PID 1 of an oci container (see agent.ServeInit): deaf
 //	                              to signals from inside, reaping orphans; with -idle stay when
 //	                              stdin ends (until the runtime kills the container)
+//
+// -user USER[:GROUP] (before the others) starts every command as that user (agent.RunAs): the
+// adapters run the agent as the container's root with the capabilities to switch, and the
+// commands as the sandbox user. Every agent makes itself not dumpable (agent.Protect).
 package main
 
 import (
@@ -22,13 +26,24 @@ import (
 
 func main() {
 	args := os.Args[1:]
+	if err := agent.Protect(); err != nil {
+		fmt.Fprintln(os.Stderr, "sandboxer-agent:", err)
+		os.Exit(1)
+	}
+	if len(args) >= 2 && args[0] == "-user" {
+		if err := agent.RunAs(args[1]); err != nil {
+			fmt.Fprintln(os.Stderr, "sandboxer-agent:", err)
+			os.Exit(2)
+		}
+		args = args[2:]
+	}
 	init := len(args) > 0 && args[0] == "-init"
 	if init {
 		args = args[1:]
 	}
 	idle := len(args) == 1 && args[0] == "-idle"
 	if len(args) > 0 && !idle {
-		fmt.Fprintln(os.Stderr, "usage: sandboxer-agent [-init] [-idle]")
+		fmt.Fprintln(os.Stderr, "usage: sandboxer-agent [-user USER[:GROUP]] [-init] [-idle]")
 		os.Exit(2)
 	}
 	a := agent.New(init)
