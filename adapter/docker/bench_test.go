@@ -21,6 +21,10 @@ import (
 // The figures of the docker adapter, each next to its baseline measured in the same run:
 //
 //	go test -run '^$' -bench . -count 5 ./adapter/docker/ | benchstat -
+// commandsUser is the user the sandbox's commands run as (the container's is the agent's): the
+// baselines run as it too.
+const commandsUser = "1000:1000"
+
 func BenchmarkExecTrue(b *testing.B) {
 	sb := newSandbox(b, docker.Config{})
 	ctx := context.Background()
@@ -31,7 +35,7 @@ func BenchmarkExecTrue(b *testing.B) {
 	defer c.Close()
 	b.Run("baseline=moby-exec", func(b *testing.B) {
 		for b.Loop() {
-			cr, err := c.ExecCreate(ctx, sb.ContainerID(), client.ExecCreateOptions{AttachStdout: true, AttachStderr: true, Cmd: []string{"true"}})
+			cr, err := c.ExecCreate(ctx, sb.ContainerID(), client.ExecCreateOptions{AttachStdout: true, AttachStderr: true, Cmd: []string{"true"}, User: commandsUser})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -52,7 +56,7 @@ func BenchmarkExecTrue(b *testing.B) {
 			b.Skip("docker CLI not installed")
 		}
 		for b.Loop() {
-			if err := exec.Command("docker", "exec", sb.ContainerID(), "true").Run(); err != nil {
+			if err := exec.Command("docker", "exec", "--user", commandsUser, sb.ContainerID(), "true").Run(); err != nil {
 				b.Fatal(err)
 			}
 		}

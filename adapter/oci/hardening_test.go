@@ -1,6 +1,7 @@
 package oci_test
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"os"
@@ -376,5 +377,34 @@ func TestAgentUntouchable(t *testing.T) {
 			seen = []string{"open environ", "list fd"} // gVisor's /proc (see CheckAgentUntouchable)
 		}
 		adaptertest.CheckAgentUntouchable(t, sb, other, seen...)
+	})
+}
+
+// Sandboxes in the host's network namespace (AllowNetwork) share no hub: each agent serves its own
+// in its container's /tmp, nothing is an abstract name of the host's namespace, and a process
+// started in one sandbox is not another's (issue 34, item 4: calls for B ran in A).
+func TestNoSharedHubWithHostNetwork(t *testing.T) {
+	eachRuntime(t, func(t *testing.T, rt string) {
+		t.Parallel()
+		ctx := ctxT(t)
+		a := newSandbox(t, rt, oci.Config{AllowNetwork: true})
+		b := newSandbox(t, rt, oci.Config{AllowNetwork: true})
+		p, err := a.Start(ctx, adapter.Command{Args: []string{"sleep", "60"}})
+		require.NoError(t, err)
+		t.Cleanup(func() { p.Signal(context.Background(), "KILL") })
+		// B's second handle relays to B's hub, not to whichever bound a shared name first.
+		other, err := oci.Attach(ctx, oci.Config{StateDir: stateDir}, b.ID())
+		require.NoError(t, err)
+		for _, h := range []adapter.Sandbox{b, other} {
+			ps, err := h.(adapter.Starter).Processes(ctx)
+			require.NoError(t, err)
+			assert.Empty(t, ps, "A's process is not B's")
+		}
+		ps, err := a.Processes(ctx)
+		require.NoError(t, err)
+		assert.Len(t, ps, 1)
+		unix, err := os.ReadFile("/proc/net/unix")
+		require.NoError(t, err)
+		assert.NotContains(t, string(unix), "@sandboxer-agent", "no agent name in the host's namespace")
 	})
 }
