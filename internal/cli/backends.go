@@ -270,7 +270,7 @@ func vetRoot(s Settings) error {
 		}
 	}
 	if err != nil {
-		return usage(fmt.Errorf("%w\n(the workspace of the local adapter, and the directory one-shot docker, oci and kubernetes calls copy in and sync back, is --root, else the current directory: cd into a project, or pass --root DIR)", err))
+		return usage(fmt.Errorf("%w\n(the workspace, which one-shot docker, oci and kubernetes calls copy in and sync back, is --root, else the current directory: cd into a project, or pass --root DIR)", err))
 	}
 	return nil
 }
