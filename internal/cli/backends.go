@@ -162,10 +162,12 @@ func openSession(ctx context.Context, s Settings) (*session, error) {
 		if !ok {
 			return nil, usage(unknownAdapter(s.Adapter))
 		}
-		if s.Adapter == "local" {
+		if s.Adapter == "local" || copiesRoot(s) {
 			if err := vetRoot(s); err != nil {
 				return nil, err
 			}
+		}
+		if s.Adapter == "local" {
 			if w := s.inv.warm; w != nil {
 				return openWarmLocal(w, s)
 			}
@@ -258,8 +260,8 @@ func ownFiles(s Settings) []string {
 // holding the front would let a command replace the program the next call runs.
 const frontVar = "SANDBOXER_FRONT"
 
-// vetRoot refuses a workspace (--root, or the current directory) that must not be one, before
-// any sandbox exists, with a usage error that says how to pick another.
+// vetRoot refuses a workspace (--root, or the current directory) that must not be one (of the
+// local adapter, or copied into a one-shot container: copiesRoot), before any sandbox exists, with a usage error that says how to pick another.
 func vetRoot(s Settings) error {
 	err := workspace.Vet(s.Root, ownFiles(s)...)
 	if err == nil {
@@ -268,7 +270,7 @@ func vetRoot(s Settings) error {
 		}
 	}
 	if err != nil {
-		return usage(fmt.Errorf("%w\n(the local adapter's workspace is --root, else the current directory: cd into a project, or pass --root DIR)", err))
+		return usage(fmt.Errorf("%w\n(the workspace, which one-shot docker, oci and kubernetes calls copy in and sync back, is --root, else the current directory: cd into a project, or pass --root DIR)", err))
 	}
 	return nil
 }

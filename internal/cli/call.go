@@ -295,7 +295,10 @@ func (c *caller) call(ctx context.Context, t *tools.Tool, input json.RawMessage,
 		if astack, aerr := safely(meta.Name, func() error { return c.after(ctx, t) }); astack != nil {
 			c.warnf("%v\n%s", aerr, astack)
 		} else if aerr != nil {
+			// A flush that failed or left conflicts: said on stderr and in the reply, whose
+			// result stands (the sandbox did what it said).
 			c.warnf("%v", aerr)
+			reply.Warning = strings.TrimPrefix(reply.Warning+"\n"+aerr.Error(), "\n")
 		}
 	}
 	if c.j != nil {

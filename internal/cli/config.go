@@ -530,8 +530,8 @@ func checkConfigFile(inv invocation, s Settings, flags *pflag.FlagSet, keys map[
 	if real, err := filepath.EvalSymlinks(file); err == nil {
 		file = real
 	}
-	writable := []string{s.StateDir} // local long-lived sandboxes' workspaces live here
-	if s.Adapter == "local" {
+	writable := []string{s.StateDir}           // local long-lived sandboxes' workspaces live here
+	if s.Adapter == "local" || copiesRoot(s) { // a container's changes are synced back to it
 		writable = append(writable, s.Root)
 	}
 	for _, dir := range writable {

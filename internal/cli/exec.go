@@ -9,7 +9,6 @@ import (
 
 	"github.com/sandboxer/sandboxer/adapter"
 	"github.com/sandboxer/sandboxer/errs"
-	"github.com/sandboxer/sandboxer/sync/filesync"
 )
 
 // Exit statuses of `sandboxer exec` when the command did not produce one (as timeout(1) and env(1)).
@@ -61,14 +60,12 @@ executable could not be started). Standard input is passed only with --stdin.`,
 			if err := checkPolicy(sess.Sandbox, args, s.AllowNetwork, s.AllowHosts); err != nil {
 				return &exitError{code: ExitExecFailed, err: err}
 			}
-			var fsync *filesync.Sync
-			if s.Store != "" {
-				f, stop, err := hydrateStore(c.Context(), s, sess, std.Err)
-				if err != nil {
-					return &exitError{code: ExitExecFailed, err: err}
-				}
-				defer stop()
-				fsync = f
+			wsync, err := openWorkSync(c.Context(), s, sess, std.Err)
+			if err != nil {
+				return &exitError{code: ExitExecFailed, err: err}
+			}
+			if wsync != nil {
+				defer wsync.close()
 			}
 			var res adapter.Result
 			stack, err := safely("exec", func() error {
@@ -81,8 +78,8 @@ executable could not be started). Standard input is passed only with --stdin.`,
 				fmt.Fprintf(std.Err, "sandboxer: %v\nsandboxer: the stack of the panic (a bug: please report it):\n%s", err, stack)
 				return exit(ExitExecFailed)
 			}
-			if fsync != nil {
-				if ferr := flushStore(c.Context(), s, fsync, "after exec"); ferr != nil {
+			if wsync != nil {
+				if ferr := wsync.flush(c.Context(), "after exec"); ferr != nil {
 					fmt.Fprintf(std.Err, "sandboxer: warning: %v\n", ferr)
 				}
 			}

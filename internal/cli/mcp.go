@@ -54,13 +54,11 @@ completed) and the server exits 0.`,
 			// A call's reply does not wait for its journal row to be completed: the row is
 			// running until then, and every row is completed before the server exits.
 			cl.finishLater = true
-			if s.Store != "" {
-				stop, err := attachStore(ctx, s, sess, cl, std.Err)
-				if err != nil {
-					return err
-				}
-				defer stop()
+			stop, err := attachWorkSync(ctx, s, sess, cl, std.Err)
+			if err != nil {
+				return err
 			}
+			defer stop()
 			// A client that goes away closes the server's stdout: a write to it must fail (and
 			// end the session) rather than kill the process before its journal rows are
 			// complete. Notify, unlike Ignore, leaves SIGPIPE's default to the commands run.

@@ -9,12 +9,10 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/sandboxer/sandboxer/errs"
 	"github.com/sandboxer/sandboxer/internal/progress"
 	"github.com/sandboxer/sandboxer/sync/dirstore"
 	"github.com/sandboxer/sandboxer/sync/filesync"
 	"github.com/sandboxer/sandboxer/sync/sqlitestore"
-	"github.com/sandboxer/sandboxer/tools"
 )
 
 // DefaultCollection is the collection new files go to when the store holds none yet.
@@ -50,39 +48,10 @@ func storePath(inv invocation, spec string) (kind, path string, err error) {
 	return kind, path, err
 }
 
-// attachStore hydrates the session's workspace from --store and makes cl flush it back after
-// every write, edit and bash. Every collection of the store is synced, in name order (a new file
-// goes to the first; DefaultCollection when the store is empty). The sync state (base hashes and
-// stat cache) is kept in the state directory, per sandbox and store, so that separate invocations
-// flush base-aware. A flush error or conflict is reported on warn; the call's result stands.
-func attachStore(ctx context.Context, s Settings, sess *session, cl *caller, warn io.Writer) (func(), error) {
-	fsync, stop, err := hydrateStore(ctx, s, sess, warn)
-	if err != nil {
-		return nil, err
-	}
-	cl.after = func(ctx context.Context, t *tools.Tool) error {
-		switch t.Name() {
-		case "write", "edit", "bash":
-			return flushStore(ctx, s, fsync, "after "+t.Name())
-		}
-		return nil
-	}
-	return stop, nil
-}
-
-// flushStore flushes the workspace to --store; a conflict is an error naming the paths.
-func flushStore(ctx context.Context, s Settings, fsync *filesync.Sync, when string) error {
-	rep, err := fsync.Flush(context.WithoutCancel(ctx))
-	if err != nil {
-		if e := errs.As(err); e.Code == errs.Conflict {
-			return fmt.Errorf("--store %s: flush %s: %d conflict(s), not overwritten: %v", s.Store, when, len(rep.Conflicts), rep.Conflicts)
-		}
-		return fmt.Errorf("--store %s: flush %s: %w", s.Store, when, err)
-	}
-	return nil
-}
-
-// hydrateStore opens --store and hydrates the session's workspace from it (see attachStore).
+// hydrateStore opens --store and hydrates the session's workspace from it. Every collection of
+// the store is synced, in name order (a new file goes to the first; DefaultCollection when the
+// store is empty). The sync state (base hashes and stat cache) is kept in the state directory, per
+// sandbox and store, so that separate invocations flush base-aware.
 func hydrateStore(ctx context.Context, s Settings, sess *session, warn io.Writer) (*filesync.Sync, func(), error) {
 	store, err := openStore(s.inv, s.Store)
 	if err != nil {

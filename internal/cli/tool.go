@@ -86,13 +86,11 @@ the journal (--journal). Exit status: 0 ok, 1 tool error, 2 usage error (unknown
 				return fail(err)
 			}
 			defer done()
-			if s.Store != "" {
-				stop, err := attachStore(ctx, s, sess, cl, std.Err)
-				if err != nil {
-					return fail(err)
-				}
-				defer stop()
+			stop, err := attachWorkSync(ctx, s, sess, cl, std.Err)
+			if err != nil {
+				return fail(err)
 			}
+			defer stop()
 			reply := cl.call(ctx, t, raw)
 			if err := printJSON(std, reply); err != nil {
 				return err
