@@ -213,3 +213,25 @@ func TestOneShotLinksStayInside(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "ok\n", string(got), "the other changes land")
 }
+
+// A one-shot kubernetes call works on the project as docker's and oci's do: the pod sees the files
+// of --root, and what it changes lands there, the caller's. Run by CI's kubernetes stage.
+func TestKubernetesOneShotWorksOnTheProject(t *testing.T) {
+	t.Parallel()
+	vars, _ := k8sEnv(t)
+	e := newEnv(t)
+	e.vars = append(e.vars, vars...)
+	project(e)
+	t.Cleanup(func() { e.run("", nil, "sandbox", "prune") })
+	r := e.run("", nil, "exec", "--adapter", "kubernetes", "--", "sh", "-c", "cat go.mod sub/deep/f.txt; rm a; echo new > b")
+	require.Equal(t, 0, r.code, r.stdout+r.stderr)
+	assert.Equal(t, "module example.com/p\n\ngo 1.22\ndeep\n", r.stdout)
+	assert.NoFileExists(t, filepath.Join(e.work, "a"))
+	got, err := os.ReadFile(filepath.Join(e.work, "b"))
+	require.NoError(t, err)
+	assert.Equal(t, "new\n", string(got))
+	ownedByCaller(t, filepath.Join(e.work, "b"))
+	r = e.run("", nil, "tool", "write", "--adapter", "kubernetes", "--input", `{"path":"notes/todo.md","content":"x"}`)
+	require.Equal(t, 0, r.code, r.stdout+r.stderr)
+	assert.FileExists(t, filepath.Join(e.work, "notes", "todo.md"))
+}
