@@ -516,3 +516,33 @@ func TestMCPCancelOneOfTwoCalls(t *testing.T) {
 	res = callTool(t, cs, "read", map[string]any{"path": "go"})
 	require.False(t, res.IsError, text(t, res))
 }
+
+// A client that writes its calls and closes its end at once (a pipe, `printf ... | sandboxer mcp`)
+// gets every answer before the server exits: the input's end does not drop calls in flight, a
+// slow one included.
+func TestMCPAnswersEveryCallBeforeItsInputsEnd(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	in := strings.Join([]string{
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"pipe","version":"1"}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"bash","arguments":{"cmd":"sh","args":["-c","sleep 1; echo slow"]}}}`,
+		`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"write","arguments":{"path":"f","content":"x"}}}`,
+	}, "\n") + "\n"
+	r := e.run(in, nil, "mcp")
+	require.Equal(t, 0, r.code, r.stderr)
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	require.Len(t, lines, 3, "%s", r.stdout)
+	ids := map[float64]string{}
+	for _, l := range lines {
+		var m struct {
+			ID     float64         `json:"id"`
+			Result json.RawMessage `json:"result"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(l), &m), l)
+		ids[m.ID] = string(m.Result)
+	}
+	assert.Contains(t, ids[1], "capabilities")
+	assert.Contains(t, ids[2], `slow\n`)
+	assert.Contains(t, ids[3], `"ok":true`)
+}

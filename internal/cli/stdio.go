@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -25,10 +26,10 @@ const DefaultMCPMaxMessageBytes = mcp.DefaultMaxLineLength
 // for the session. done releases what the transport opened; call it after the server has stopped.
 func mcpTransport(in io.Reader, out io.Writer, limit int) (t mcp.Transport, done func()) {
 	if f := pollable(in); f != nil {
-		return &lineTransport{in: f, out: out, limit: limit}, func() { f.Close() }
+		return &lineTransport{in: f, out: out, limit: limit, drain: true}, func() { f.Close() }
 	}
 	r := pumped(in)
-	return &lineTransport{in: r, out: out, limit: limit}, func() { r.Close() }
+	return &lineTransport{in: r, out: out, limit: limit, drain: true}, func() { r.Close() }
 }
 
 // pumped returns a reader of in whose Close ends a Read in progress. The goroutine copying in
@@ -58,6 +59,10 @@ type lineTransport struct {
 	in    io.ReadCloser
 	out   io.Writer
 	limit int // the longest message, in bytes, without its newline; 0 is DefaultMCPMaxMessageBytes
+	// drain makes the input's end wait until every call read is answered: the SDK drops what is
+	// unanswered when Read fails, so a client that writes its calls and closes its end (a pipe)
+	// would get nothing. The framing's own tests read calls without answering them.
+	drain bool
 }
 
 // Connect implements mcp.Transport.
@@ -67,10 +72,13 @@ func (t *lineTransport) Connect(context.Context) (mcp.Connection, error) {
 		limit = DefaultMCPMaxMessageBytes
 	}
 	return &lineConn{
-		in:    t.in,
-		r:     bufio.NewReaderSize(t.in, 64<<10),
-		out:   t.out,
-		limit: limit,
+		in:      t.in,
+		r:       bufio.NewReaderSize(t.in, 64<<10),
+		out:     t.out,
+		limit:   limit,
+		drain:   t.drain,
+		answers: make(chan struct{}, 1),
+		closed:  make(chan struct{}),
 	}, nil
 }
 
@@ -81,6 +89,7 @@ type lineConn struct {
 	r     *bufio.Reader
 	line  []byte // the line being read, reused
 	limit int
+	drain bool // see lineTransport
 
 	queue []jsonrpc.Message // the rest of the batch last read
 
@@ -89,6 +98,11 @@ type lineConn struct {
 
 	batchMu sync.Mutex
 	batches map[jsonrpc.ID]*lineBatch // incoming batch calls, by ID, until their batch is answered
+
+	callsMu sync.Mutex
+	calls   map[jsonrpc.ID]bool // ids of the calls read and not answered yet (an id used twice, once)
+	answers chan struct{}       // a call was answered (buffered: one is enough to look again)
+	closed  chan struct{}       // closed by Close: nothing more will be answered
 
 	closeOnce sync.Once
 	closeErr  error
@@ -117,9 +131,17 @@ func (c *lineConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		if len(c.queue) > 0 {
 			m := c.queue[0]
 			c.queue = c.queue[1:]
-			return m, nil
+			return c.counted(m), nil
 		}
 		line, over, err := c.readLine()
+		if errors.Is(err, io.EOF) && c.drain {
+			// The client said all it had to say: its calls are answered before the connection
+			// ends (the SDK drops what is unanswered when Read fails), as a filter's would be.
+			if err := c.awaitAnswers(ctx); err != nil {
+				return nil, err
+			}
+			return nil, io.EOF
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -146,7 +168,62 @@ func (c *lineConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 			}
 			continue
 		}
-		return m, nil
+		return c.counted(m), nil
+	}
+}
+
+// drainLimit bounds how long the input's end waits for answers (see lineTransport.drain): longer
+// than a call's longest timeout.
+const drainLimit = 10 * time.Minute
+
+// counted returns m, counting it among the calls to answer when it is one.
+func (c *lineConn) counted(m jsonrpc.Message) jsonrpc.Message {
+	if req, ok := m.(*jsonrpc.Request); ok && req.ID.IsValid() {
+		c.callsMu.Lock()
+		if c.calls == nil {
+			c.calls = map[jsonrpc.ID]bool{}
+		}
+		c.calls[req.ID] = true
+		c.callsMu.Unlock()
+	}
+	return m
+}
+
+// answered counts the response to call id.
+func (c *lineConn) answered(id jsonrpc.ID) {
+	c.callsMu.Lock()
+	delete(c.calls, id)
+	c.callsMu.Unlock()
+	select {
+	case c.answers <- struct{}{}:
+	default:
+	}
+}
+
+// awaitAnswers waits until every call read so far is answered, ctx ends, the connection is closed,
+// the client stops reading (both its pipes closed: it went away, and its calls are cancelled), or
+// drainLimit passed (a call the server never answers must not keep it alive).
+func (c *lineConn) awaitAnswers(ctx context.Context) error {
+	limit := time.After(drainLimit)
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		c.callsMu.Lock()
+		n := len(c.calls)
+		c.callsMu.Unlock()
+		if n == 0 || readerGone(c.out) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-c.closed:
+			return nil
+		case <-limit:
+			return nil
+		case <-tick.C:
+		case <-c.answers:
+		}
 	}
 }
 
@@ -257,6 +334,7 @@ func (c *lineConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 		return err
 	}
 	if resp, ok := msg.(*jsonrpc.Response); ok && resp.ID.IsValid() {
+		defer c.answered(resp.ID)
 		if batch, inBatch := c.answer(resp.ID, data); inBatch {
 			if batch == nil {
 				return nil
@@ -313,6 +391,9 @@ func joinBatch(replies []json.RawMessage) []byte {
 // Close closes the input, which ends a Read in progress. The output stays open: it is the
 // process's standard output.
 func (c *lineConn) Close() error {
-	c.closeOnce.Do(func() { c.closeErr = c.in.Close() })
+	c.closeOnce.Do(func() {
+		close(c.closed)
+		c.closeErr = c.in.Close()
+	})
 	return c.closeErr
 }

@@ -423,8 +423,25 @@ func TestMCPTransportChoice(t *testing.T) {
 	require.NoError(t, err, "a regular file, with the same answers")
 	assert.Equal(t, "ping", m.(*jsonrpc.Request).Method)
 	assert.Contains(t, out.String(), `"code":-32700`)
-	_, err = conn.Read(context.Background())
-	assert.ErrorIs(t, err, io.EOF)
+	// The input ends once the call read is answered (not before: its answer would be dropped).
+	ended := make(chan error, 1)
+	go func() {
+		_, err := conn.Read(context.Background())
+		ended <- err
+	}()
+	select {
+	case err := <-ended:
+		t.Fatalf("the input ended with a call unanswered: %v", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	id := m.(*jsonrpc.Request).ID
+	require.NoError(t, conn.Write(context.Background(), &jsonrpc.Response{ID: id, Result: json.RawMessage(`{}`)}))
+	select {
+	case err := <-ended:
+		assert.ErrorIs(t, err, io.EOF)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the input did not end once its call was answered")
+	}
 }
 
 // cycle reads line over and over.

@@ -40,3 +40,23 @@ func pollable(in io.Reader) *os.File {
 	}
 	return os.NewFile(uintptr(fd), f.Name())
 }
+
+// readerGone reports whether w is a pipe or socket whose reading end is closed: the client went
+// away, so nothing more written would reach it.
+func readerGone(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	sc, err := f.SyscallConn() // not Fd, which would make the file blocking
+	if err != nil {
+		return false
+	}
+	gone := false
+	sc.Control(func(fd uintptr) {
+		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLOUT}}
+		n, err := unix.Poll(fds, 0)
+		gone = err == nil && n == 1 && fds[0].Revents&(unix.POLLERR|unix.POLLHUP) != 0
+	})
+	return gone
+}
