@@ -353,7 +353,9 @@ func create(ctx context.Context, eng engine, cfg Config, pool string) (*Sandbox,
 		Env:        baseEnv,
 		Volumes:    map[string]struct{}{adapter.DefaultWorkspace: {}},
 	}
-	d, diskErr := newDisk(ctx, eng, cfg, id, !cfg.Persist)
+	// The janitor releases the disk of a sandbox that goes with its owner (the agent's); one
+	// without the agent outlives its owner until Prune, which releases it then.
+	d, diskErr := newDisk(ctx, eng, cfg, id, useAgent && !cfg.Persist)
 	d.bind(cc, hc)
 	if d.dir != "" {
 		labels[LabelDisk] = strconv.FormatInt(cfg.workspaceBytes(), 10)
@@ -397,19 +399,19 @@ func create(ctx context.Context, eng engine, cfg Config, pool string) (*Sandbox,
 	if err == nil && ctx.Err() != nil {
 		eng.ContainerRemove(context.WithoutCancel(ctx), res.ID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
 		removeStreamsDir(streams)
-		releaseDisk(d, !cfg.Persist)
+		releaseDisk(d, useAgent && !cfg.Persist)
 		return nil, ctx.Err()
 	}
 	if err != nil {
 		removeStreamsDir(streams)
-		releaseDisk(d, !cfg.Persist)
+		releaseDisk(d, useAgent && !cfg.Persist)
 		if cerrdefs.IsNotFound(err) {
 			return nil, missingImage(cfg.image())
 		}
 		return nil, classify("docker create", err)
 	}
 	s := &Sandbox{cfg: cfg, eng: eng, id: id, containerID: res.ID, streams: streams, lookedAfter: streams != "" && !cfg.Persist,
-		disk: d, diskBytes: cfg.workspaceBytes(), diskLookedAfter: d.dir != "" && !cfg.Persist, diskErr: diskErr}
+		disk: d, diskBytes: cfg.workspaceBytes(), diskLookedAfter: d.dir != "" && useAgent && !cfg.Persist, diskErr: diskErr}
 	if useAgent {
 		s.agentVersion = agent.Version
 		att, err := eng.ContainerAttach(ctx, res.ID, client.ContainerAttachOptions{Stream: true, Stdin: true, Stdout: true, Stderr: true})
