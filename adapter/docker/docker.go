@@ -2,8 +2,8 @@
 // Engine, driven through its API (github.com/moby/moby/client) with the workspace at /workspace.
 //
 // Containers are hardened by default (see Config): no network, every capability dropped,
-// no-new-privileges, a read-only root file system with a writable /workspace (an anonymous volume)
-// and /tmp (tmpfs), a non-root user, memory, CPU and pids limits, the daemon's default seccomp
+// no-new-privileges, a read-only root file system with a writable /workspace (a 10 GiB file system
+// of its own where the host allows it, see disk.go; else an anonymous volume) and /tmp (tmpfs), a non-root user, memory, CPU and pids limits, the daemon's default seccomp
 // profile, docker-init as PID 1, and labels that mark them as sandboxer's. The Docker socket is
 // never mounted.
 //

@@ -8,7 +8,8 @@
 // agent) and shared read-only by every sandbox (rootfs/); the runtime's own state (runtime/NAME,
 // its --root, never the runtime's global default); one directory per sandbox with its bundle and
 // a record of who owns it (sandboxes/ID); and the workspaces the sandboxes made (workspaces/ID),
-// host directories mounted read-write at /workspace.
+// host directories mounted read-write at /workspace, each a file system of Config.WorkspaceBytes
+// where the host allows it.
 //
 // The sandbox agent (package agent) is the container's PID 1: it reaps orphans and serves every
 // command over the container's stdio, so a command costs a fork in the container and a round
