@@ -2,8 +2,8 @@
 // Engine, driven through its API (github.com/moby/moby/client) with the workspace at /workspace.
 //
 // Containers are hardened by default (see Config): no network, every capability dropped,
-// no-new-privileges, a read-only root file system with a writable /workspace (an anonymous volume)
-// and /tmp (tmpfs), a non-root user, memory, CPU and pids limits, the daemon's default seccomp
+// no-new-privileges, a read-only root file system with a writable /workspace (a 10 GiB file system
+// of its own where the host allows it, see disk.go; else an anonymous volume) and /tmp (tmpfs), a non-root user, memory, CPU and pids limits, the daemon's default seccomp
 // profile, docker-init as PID 1, and labels that mark them as sandboxer's. The Docker socket is
 // never mounted.
 //
@@ -21,8 +21,10 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"time"
@@ -34,6 +36,7 @@ import (
 	"github.com/sandboxer/sandboxer/adapter"
 	"github.com/sandboxer/sandboxer/adapter/agent"
 	"github.com/sandboxer/sandboxer/adapter/docker/image"
+	"github.com/sandboxer/sandboxer/adapter/internal/diskcap"
 	"github.com/sandboxer/sandboxer/adapter/internal/shellfs"
 	"github.com/sandboxer/sandboxer/egress"
 	"github.com/sandboxer/sandboxer/errs"
@@ -47,6 +50,7 @@ const (
 	LabelPersist = "org.sandboxer.persist" // "true": outlives its creator, Prune leaves it
 	LabelPool    = "org.sandboxer.pool"    // id of the warm pool that started it, if any
 	LabelUser    = "org.sandboxer.user"    // the user commands run as, when the container's is the agent's
+	LabelDisk    = "org.sandboxer.disk"    // the size in bytes of the capped file system at /workspace
 )
 
 // Defaults of the zero Config.
@@ -95,6 +99,17 @@ type Config struct {
 	Pids int64 `mapstructure:"pids"`
 	// TmpBytes is the size of the /tmp tmpfs; 0 is DefaultTmpBytes.
 	TmpBytes int64 `mapstructure:"tmp_bytes"`
+	// WorkspaceBytes caps /workspace: with a daemon on this host, the workspace is an ext4 file
+	// system of that size in a sparse file under StateDir, loop-mounted on the host and bound at
+	// /workspace instead of the anonymous volume (see disk.go), so that a command writing past it
+	// gets ENOSPC and the host's disk loses at most that much. 0 is DefaultWorkspaceBytes (10
+	// GiB), -1 is no cap. It needs root, a loop device, mkfs.ext4 and a numeric User; without
+	// them, or with a remote daemon, the sandbox keeps the volume, without a cap, and its results
+	// leave the layer "disk:SIZE" out (WorkspaceCap says why).
+	WorkspaceBytes int64 `mapstructure:"workspace_bytes"`
+	// StateDir holds the workspaces' file systems (docker/disks/ID); "" is
+	// $XDG_STATE_HOME/sandboxer or ~/.local/state/sandboxer, as the CLI's and the oci adapter's.
+	StateDir string `mapstructure:"state_dir"`
 	// WritableRootfs makes the root file system writable (read-only by default).
 	WritableRootfs bool `mapstructure:"writable_rootfs"`
 	// CapAdd gives capabilities back (all are dropped by default), e.g. "NET_BIND_SERVICE".
@@ -122,7 +137,7 @@ type Config struct {
 // Validate reports a configuration that cannot be used, as errs.InvalidInput.
 func (c Config) Validate() error {
 	bad := func(f string, a ...any) error { return errs.New(errs.InvalidInput, "docker config", "", f, a...) }
-	for name, v := range map[string]int64{"MemoryBytes": c.MemoryBytes, "NanoCPUs": c.NanoCPUs, "Pids": c.Pids} {
+	for name, v := range map[string]int64{"MemoryBytes": c.MemoryBytes, "NanoCPUs": c.NanoCPUs, "Pids": c.Pids, "WorkspaceBytes": c.WorkspaceBytes} {
 		if v < -1 {
 			return bad("%s must be -1 (unlimited), 0 (default) or positive, not %d", name, v)
 		}
@@ -132,6 +147,12 @@ func (c Config) Validate() error {
 	}
 	if c.TmpBytes < 0 {
 		return bad("TmpBytes must not be negative")
+	}
+	if c.WorkspaceBytes > 0 && c.WorkspaceBytes < diskcap.MinBytes {
+		return bad("WorkspaceBytes must be at least %d", diskcap.MinBytes)
+	}
+	if c.StateDir != "" && !filepath.IsAbs(c.StateDir) {
+		return bad("StateDir %q must be an absolute path", c.StateDir)
 	}
 	if c.AllowNetwork && c.Network == "host" {
 		return bad("Network \"host\" would share the host's network stack; use a bridge network")
@@ -208,6 +229,13 @@ type Sandbox struct {
 	agentBroken  error      // the protocol violation of an agent: no other is started
 	streams      string     // host directory of the agent's direct streams ("": none)
 	lookedAfter  bool       // the janitor removes streams if this process dies before Stop
+
+	disk            disk  // the capped workspace, or none
+	diskBytes       int64 // its size
+	diskLookedAfter bool  // the janitor releases it if this process dies before Stop
+	diskErr         error // why the workspace is not capped (set by create)
+	diskOnce        sync.Once
+	diskLayer       string // diskcap.Layer(diskBytes) once checked in force, else ""
 
 	egress egress.Holder // the proxy of cfg.AllowHosts
 }
@@ -325,6 +353,13 @@ func create(ctx context.Context, eng engine, cfg Config, pool string) (*Sandbox,
 		Env:        baseEnv,
 		Volumes:    map[string]struct{}{adapter.DefaultWorkspace: {}},
 	}
+	// The janitor releases the disk of a sandbox that goes with its owner (the agent's); one
+	// without the agent outlives its owner until Prune, which releases it then.
+	d, diskErr := newDisk(ctx, eng, cfg, id, useAgent && !cfg.Persist)
+	d.bind(cc, hc)
+	if d.dir != "" {
+		labels[LabelDisk] = strconv.FormatInt(cfg.workspaceBytes(), 10)
+	}
 	streams := ""
 	if useAgent {
 		if streams = newStreamsDir(eng, id, !cfg.Persist); streams != "" {
@@ -364,16 +399,19 @@ func create(ctx context.Context, eng engine, cfg Config, pool string) (*Sandbox,
 	if err == nil && ctx.Err() != nil {
 		eng.ContainerRemove(context.WithoutCancel(ctx), res.ID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
 		removeStreamsDir(streams)
+		releaseDisk(d, useAgent && !cfg.Persist)
 		return nil, ctx.Err()
 	}
 	if err != nil {
 		removeStreamsDir(streams)
+		releaseDisk(d, useAgent && !cfg.Persist)
 		if cerrdefs.IsNotFound(err) {
 			return nil, missingImage(cfg.image())
 		}
 		return nil, classify("docker create", err)
 	}
-	s := &Sandbox{cfg: cfg, eng: eng, id: id, containerID: res.ID, streams: streams, lookedAfter: streams != "" && !cfg.Persist}
+	s := &Sandbox{cfg: cfg, eng: eng, id: id, containerID: res.ID, streams: streams, lookedAfter: streams != "" && !cfg.Persist,
+		disk: d, diskBytes: cfg.workspaceBytes(), diskLookedAfter: d.dir != "" && useAgent && !cfg.Persist, diskErr: diskErr}
 	if useAgent {
 		s.agentVersion = agent.Version
 		att, err := eng.ContainerAttach(ctx, res.ID, client.ContainerAttachOptions{Stream: true, Stdin: true, Stdout: true, Stderr: true})
@@ -444,8 +482,13 @@ func attach(ctx context.Context, eng engine, cfg Config, id string) (*Sandbox, e
 	}
 	// The container's own stream belongs to its creator: this handle starts an agent exec of its
 	// own at its first call.
-	return &Sandbox{cfg: cfg, eng: eng, id: id, containerID: c.ID, agentVersion: c.Config.Labels[LabelAgent],
-		streams: streamsDirOf(ins)}, nil
+	s := &Sandbox{cfg: cfg, eng: eng, id: id, containerID: c.ID, agentVersion: c.Config.Labels[LabelAgent],
+		streams: streamsDirOf(ins), disk: diskOf(ins)}
+	s.diskBytes, _ = strconv.ParseInt(c.Config.Labels[LabelDisk], 10, 64)
+	if s.disk.dir == "" || s.diskBytes <= 0 {
+		s.disk, s.diskErr = disk{}, errors.New("the sandbox was made without a cap")
+	}
+	return s, nil
 }
 
 // ID returns the sandbox id: Attach finds the sandbox again by it; the container is named
@@ -485,7 +528,7 @@ func (s *Sandbox) errStopped(op string) error {
 	return errs.New(errs.SandboxUnavailable, op, "", "sandbox %s is stopped", s.id)
 }
 
-// Stop removes the container and its workspace volume. It is idempotent; every other call fails
+// Stop removes the container and its workspace (the volume, or the capped file system). It is idempotent; every other call fails
 // with errs.SandboxUnavailable afterwards. A container that is already gone is not an error.
 func (s *Sandbox) Stop(ctx context.Context) error {
 	s.mu.Lock()
@@ -534,17 +577,17 @@ func (s *Sandbox) remove(ctx context.Context) error {
 	}
 	switch {
 	case err == nil, cerrdefs.IsNotFound(err):
-		return nil
+		return releaseDisk(s.disk, s.diskLookedAfter)
 	case cerrdefs.IsConflict(err):
 		// Removal already in progress: the daemon's own (AutoRemove, when the agent exited).
 		// Stop returns once the container is gone, as it does after its own removal.
 		for i := 0; i < 100 && ctx.Err() == nil; i++ {
 			if _, err := s.eng.ContainerInspect(ctx, s.containerID, client.ContainerInspectOptions{}); cerrdefs.IsNotFound(err) {
-				return nil
+				break
 			}
 			time.Sleep(100 * time.Millisecond)
 		}
-		return nil
+		return releaseDisk(s.disk, s.diskLookedAfter)
 	}
 	return classify("docker stop", err)
 }

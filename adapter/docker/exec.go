@@ -228,6 +228,9 @@ func (s *Sandbox) isolation() adapter.Isolation {
 	if !s.cfg.AllowNetwork {
 		layers = append(layers, "network:none")
 	}
+	if l := s.diskInForce(); l != "" {
+		layers = append(layers, l)
+	}
 	return adapter.Isolation{Network: !s.cfg.AllowNetwork, Filesystem: true, ProcessTree: false, Layers: layers}
 }
 

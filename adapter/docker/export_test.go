@@ -1,6 +1,12 @@
 package docker
 
-import "github.com/sandboxer/sandboxer/adapter/agent"
+import (
+	"os"
+	"path/filepath"
+
+	"github.com/sandboxer/sandboxer/adapter/agent"
+	"github.com/sandboxer/sandboxer/adapter/internal/diskcap"
+)
 
 // UseAgent makes c the handle's agent stream in place of the real one (a test's hostile agent);
 // the returned function closes the real one.
@@ -15,3 +21,26 @@ func UseAgent(s *Sandbox, c *agent.Client) func() {
 		}
 	}
 }
+
+// DiskLeftovers lists what is left of the capped workspace in directory dir
+// (STATE/docker/disks/ID): its mount, its loop devices, its file, the directory.
+func DiskLeftovers(dir string) []string {
+	d := disk{dir: dir}
+	var out []string
+	if diskcap.MountedAt(d.mount()) {
+		out = append(out, "mount "+d.mount())
+	}
+	for _, dev := range diskcap.Loops(d.image()) {
+		out = append(out, "loop device "+dev)
+	}
+	if _, err := os.Stat(d.dir); err == nil {
+		out = append(out, d.dir)
+	}
+	return out
+}
+
+// DiskDir is the directory of sandbox s's capped workspace ("" when it has none).
+func DiskDir(s *Sandbox) string { return s.disk.dir }
+
+// DiskDirOf is where sandbox id of cfg's state directory has its capped workspace.
+func DiskDirOf(cfg Config, id string) string { return filepath.Join(cfg.disksBase(), id) }

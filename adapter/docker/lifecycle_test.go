@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/sandboxer/sandboxer/adapter"
 	"github.com/sandboxer/sandboxer/adapter/docker"
+	"github.com/sandboxer/sandboxer/adapter/internal/diskcap"
 	"github.com/sandboxer/sandboxer/errs"
 )
 
@@ -124,6 +126,10 @@ func TestPrune(t *testing.T) {
 	_, rest, ok := strings.Cut(string(out), "ORPHAN ")
 	require.True(t, ok, string(out))
 	orphan := strings.Fields(rest)[0]
+	orphanDisk := docker.DiskDirOf(docker.Config{}, orphan)
+	if diskcap.Check() == nil {
+		assert.Contains(t, docker.DiskLeftovers(orphanDisk), "mount "+filepath.Join(orphanDisk, "workspace"), "a capped workspace")
+	}
 
 	// This process is alive: nothing of it is pruned, even a container it stopped; the orphan is.
 	c, err := client.New(client.FromEnv, client.WithAPIVersionNegotiation())
@@ -138,6 +144,9 @@ func TestPrune(t *testing.T) {
 	assert.NotContains(t, removed, persist.ID())
 	_, err = docker.Attach(ctx, docker.Config{}, orphan)
 	assert.ErrorIs(t, err, errs.NotFound, "the pruned container is gone")
+	// Its loop device goes a moment after its container and the host's mount.
+	assert.Eventually(t, func() bool { return len(docker.DiskLeftovers(orphanDisk)) == 0 }, 10*time.Second, 50*time.Millisecond,
+		"its capped workspace is released: %v", docker.DiskLeftovers(orphanDisk))
 
 	list, err := docker.List(ctx, docker.Config{})
 	require.NoError(t, err)
@@ -233,12 +242,21 @@ func TestOwnerKilled(t *testing.T) {
 	ins, err := c.ContainerInspect(ctx, containerID, client.ContainerInspectOptions{})
 	require.NoError(t, err, "the container runs while its owner lives")
 	var volumes []string
+	diskDir := ""
 	for _, m := range ins.Container.Mounts {
-		if m.Type == "volume" {
+		switch {
+		case m.Type == "volume":
 			volumes = append(volumes, m.Name)
+		case m.Type == "bind" && m.Destination == "/workspace":
+			diskDir = filepath.Dir(m.Source)
 		}
 	}
-	require.NotEmpty(t, volumes, "the workspace volume")
+	if diskcap.Check() == nil {
+		require.NotEmpty(t, diskDir, "the capped workspace")
+		require.NotEmpty(t, docker.DiskLeftovers(diskDir))
+	} else {
+		require.NotEmpty(t, volumes, "the workspace volume")
+	}
 
 	require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
 	_ = cmd.Wait()
@@ -250,6 +268,11 @@ func TestOwnerKilled(t *testing.T) {
 		}
 		require.Less(t, time.Since(killed), 5*time.Second, "the container outlived its killed owner by 5 s (inspect: %v)", err)
 		time.Sleep(100 * time.Millisecond)
+	}
+	// The janitor releases the capped workspace: no mount, loop device or file.
+	if diskDir != "" {
+		assert.Eventually(t, func() bool { return len(docker.DiskLeftovers(diskDir)) == 0 },
+			10*time.Second, 100*time.Millisecond, "the capped workspace outlived its killed owner: %v", docker.DiskLeftovers(diskDir))
 	}
 	// The daemon removes an anonymous volume after its container, a moment later on a loaded
 	// machine.

@@ -190,8 +190,9 @@ func list(ctx context.Context, eng engine) ([]Info, error) {
 
 // Prune removes sandboxer containers left behind by processes that ended without Stop: those not
 // marked Persist whose creating process (hostname:pid) is gone from this host, and those that
-// are not running. Containers created on another host are left alone unless o.All. It returns the
-// ids of the removed sandboxes.
+// are not running. Containers created on another host are left alone unless o.All. The capped
+// workspaces (under cfg.StateDir) of the removed containers, and of containers gone, are released.
+// It returns the ids of the removed sandboxes.
 func Prune(ctx context.Context, cfg Config, o PruneOptions) ([]string, error) {
 	eng, err := newEngine(ctx, cfg.Host)
 	if err != nil {
@@ -216,6 +217,7 @@ func Prune(ctx context.Context, cfg Config, o PruneOptions) ([]string, error) {
 		removed = append(removed, c.ID)
 	}
 	sweepStreams(ctx, eng)
+	sweepDisks(ctx, eng, cfg, removed)
 	return removed, classify("docker prune", errors.Join(errList...))
 }
 

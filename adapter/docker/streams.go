@@ -27,14 +27,15 @@ import (
 // it when this process dies without Stop (the daemon removes the container itself then: its agent
 // saw its stream end). Prune removes those of containers that are gone.
 
-// janitor removes the directories registered with it (Register(DIR)) and not released
-// (Release(DIR)) when this process is gone.
+// janitor removes the directories registered with it (Register(DIR): a sandbox's streams, or
+// its capped workspace, see disk.go) and not released (Release(DIR)) when this process is gone.
 var janitor = janitorpkg.New("sandboxer-docker-janitor", "SANDBOXER_DOCKER_JANITOR")
 
 func init() {
 	janitor.Serve(func(left []string) {
 		for _, dir := range left {
 			removeStreamsDir(dir)
+			releaseOrphanDisk(dir)
 		}
 	})
 }

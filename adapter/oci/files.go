@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sandboxer/sandboxer/adapter"
+	"github.com/sandboxer/sandboxer/adapter/internal/diskcap"
 	"github.com/sandboxer/sandboxer/errs"
 )
 
@@ -472,6 +473,9 @@ func (s *Sandbox) prepareWorkspace(ctx context.Context, copyFrom *os.Root) error
 		if err := os.Lchown(ws, uid, uid); err != nil {
 			return err
 		}
+		if err := s.capWorkspace(ctx); err != nil {
+			return err
+		}
 	} else if err := os.MkdirAll(ws, 0o755); err != nil {
 		return err
 	}
@@ -499,6 +503,43 @@ func (s *Sandbox) prepareWorkspace(ctx context.Context, copyFrom *os.Root) error
 		}
 	}
 	return nil
+}
+
+// capWorkspace mounts a file system of Config.WorkspaceBytes at the workspace the sandbox made,
+// owned by the sandbox user, where the host allows it (diskcap.Check); elsewhere s.diskErr says
+// why not and the workspace stays a directory of the host's file system. The record names the
+// file before it is made, so that every removal releases it.
+func (s *Sandbox) capWorkspace(ctx context.Context) error {
+	size := s.cfg.workspaceBytes()
+	switch {
+	case size <= 0:
+		s.diskErr = errors.New("no cap asked for (WorkspaceBytes -1)")
+		return nil
+	case s.rec.KeepWorkspace:
+		s.diskErr = errors.New("a kept workspace is a host directory, not capped")
+		return nil
+	}
+	if s.diskErr = diskcap.Check(); s.diskErr != nil {
+		return nil
+	}
+	s.rec.Disk = s.lay.disk(s.rec.ID)
+	if err := s.lay.writeRecord(s.rec); err != nil {
+		return err
+	}
+	s.diskErr = diskcap.Mount(ctx, s.rec.Disk, s.rec.Workspace, size, s.rec.HostUID, s.rec.HostUID)
+	return nil
+}
+
+// WorkspaceCap returns the size of the file system at /workspace (Config.WorkspaceBytes), or 0
+// and why the workspace is not capped.
+func (s *Sandbox) WorkspaceCap() (int64, error) {
+	if s.rec.Disk == "" || !diskcap.Mounted(s.rec.Disk, s.rec.Workspace) {
+		if s.diskErr == nil {
+			return 0, errors.New("the workspace is not capped (not made by this sandbox)")
+		}
+		return 0, s.diskErr
+	}
+	return s.cfg.workspaceBytes(), nil
 }
 
 // ForkSkipped is what the copy that made this sandbox (Fork) left out: FIFOs, sockets and devices

@@ -12,7 +12,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/sandboxer/sandboxer/adapter"
 	"github.com/sandboxer/sandboxer/adapter/agent"
+	"github.com/sandboxer/sandboxer/adapter/internal/diskcap"
 	"github.com/sandboxer/sandboxer/errs"
 )
 
@@ -334,7 +336,26 @@ func (s *Sandbox) observeLayers(pid int) []string {
 			layers = append(layers, "network:none")
 		}
 	}
+	if s.diskInForce(pid) {
+		layers = append(layers, diskcap.Layer(s.cfg.workspaceBytes()))
+	}
 	return append(layers, cgroupLayers(pid, s.cfg)...)
+}
+
+// diskInForce reports whether the workspace's file system of Config.WorkspaceBytes is mounted
+// on the host where the bundle binds it, and, for runc and crun, whether the container's
+// /workspace is that file system (runsc's gofer serves the host's directory to its kernel).
+func (s *Sandbox) diskInForce(pid int) bool {
+	if s.rec.Disk == "" || !diskcap.Mounted(s.rec.Disk, s.rec.Workspace) {
+		return false
+	}
+	if s.rt.name == Runsc {
+		return true
+	}
+	var host, inside syscall.Stat_t
+	return syscall.Stat(s.rec.Workspace, &host) == nil &&
+		syscall.Stat("/proc/"+strconv.Itoa(pid)+"/root"+adapter.DefaultWorkspace, &inside) == nil &&
+		host.Dev == inside.Dev
 }
 
 // rootHostUID is the host uid of the container's root.

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sandboxer/sandboxer/adapter"
+	"github.com/sandboxer/sandboxer/adapter/internal/diskcap"
 	"github.com/sandboxer/sandboxer/adapter/oci"
 	"github.com/sandboxer/sandboxer/errs"
 )
@@ -243,7 +244,11 @@ func TestJanitor(t *testing.T) {
 			}
 		}
 		require.NotEmpty(t, id, "the helper made no sandbox")
-		require.NotEmpty(t, oci.Leftovers(ctx, oci.Config{StateDir: stateDir}, id), "the sandbox is there while its owner lives")
+		left := oci.Leftovers(ctx, oci.Config{StateDir: stateDir}, id)
+		require.NotEmpty(t, left, "the sandbox is there while its owner lives")
+		if diskcap.Check() == nil {
+			assert.True(t, hasPrefix(left, "mount "), "its workspace is a capped file system: %v", left)
+		}
 		require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
 		_ = cmd.Wait()
 		require.Eventually(t, func() bool {
@@ -273,6 +278,10 @@ func TestPrune(t *testing.T) {
 		f := strings.Fields(rest)
 		orphan, orphanWS := f[0], f[1]
 		track(orphan)
+		if diskcap.Check() == nil {
+			left := oci.Leftovers(ctx, oci.Config{StateDir: state}, orphan)
+			assert.True(t, hasPrefix(left, "mount "), "its workspace is a capped file system: %v", left)
+		}
 
 		// Its agent saw its stream end: the container stopped by itself.
 		require.Eventually(t, func() bool {
@@ -381,12 +390,31 @@ func TestUserNamespaceBehindUnsearchableDir(t *testing.T) {
 		require.NoError(t, err)
 		for _, task := range tasks {
 			mi, err := os.ReadFile("/proc/self/task/" + task.Name() + "/mountinfo")
-			if err == nil {
-				assert.NotContains(t, string(mi), private, "thread %s sees a mount of the start", task.Name())
+			if err != nil {
+				continue
+			}
+			// The workspace's own file system (WorkspaceBytes) is the sandbox's, not the start's.
+			for _, line := range strings.Split(string(mi), "\n") {
+				if f := strings.Fields(line); len(f) > 4 && f[4] != sb.HostWorkspace() {
+					assert.NotContains(t, line, private, "thread %s sees a mount of the start", task.Name())
+				}
 			}
 		}
 		require.NoError(t, sb.Stop(ctx))
+		mi, err := os.ReadFile("/proc/self/mountinfo")
+		require.NoError(t, err)
+		assert.NotContains(t, string(mi), private, "Stop left a mount")
 	}
 	off := newSandbox(t, oci.Runc, oci.Config{StateDir: state, UserNamespace: oci.UserNSOff})
 	assert.NotContains(t, layers(off, t), "userns")
+}
+
+// hasPrefix reports whether an entry of list starts with prefix.
+func hasPrefix(list []string, prefix string) bool {
+	for _, e := range list {
+		if strings.HasPrefix(e, prefix) {
+			return true
+		}
+	}
+	return false
 }

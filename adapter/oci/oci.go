@@ -8,7 +8,8 @@
 // agent) and shared read-only by every sandbox (rootfs/); the runtime's own state (runtime/NAME,
 // its --root, never the runtime's global default); one directory per sandbox with its bundle and
 // a record of who owns it (sandboxes/ID); and the workspaces the sandboxes made (workspaces/ID),
-// host directories mounted read-write at /workspace.
+// host directories mounted read-write at /workspace, each a file system of Config.WorkspaceBytes
+// where the host allows it.
 //
 // The sandbox agent (package agent) is the container's PID 1: it reaps orphans and serves every
 // command over the container's stdio, so a command costs a fork in the container and a round
@@ -47,6 +48,7 @@ import (
 
 	"github.com/sandboxer/sandboxer/adapter"
 	"github.com/sandboxer/sandboxer/adapter/agent"
+	"github.com/sandboxer/sandboxer/adapter/internal/diskcap"
 	"github.com/sandboxer/sandboxer/adapter/rootfs"
 	"github.com/sandboxer/sandboxer/egress"
 	"github.com/sandboxer/sandboxer/errs"
@@ -68,6 +70,8 @@ const (
 	DefaultMilliCPUs   = 1000
 	DefaultPids        = 256
 	DefaultTmpBytes    = 64 << 20
+	// DefaultWorkspaceBytes caps the workspace a sandbox makes (Config.WorkspaceBytes).
+	DefaultWorkspaceBytes = 10 << 30
 	// DefaultUIDBase is the host uid the container's root is mapped to in the user namespace;
 	// container uids 0..65535 are host uids DefaultUIDBase..DefaultUIDBase+65535, a range no
 	// account and no systemd convention uses.
@@ -131,6 +135,14 @@ type Config struct {
 	Pids int64 `mapstructure:"pids"`
 	// TmpBytes is the size of the /tmp tmpfs; 0 is DefaultTmpBytes.
 	TmpBytes int64 `mapstructure:"tmp_bytes"`
+	// WorkspaceBytes caps the workspace the sandbox makes (Workspace ""): it is an ext4 file
+	// system of that size in a sparse file of the sandbox's directory, loop-mounted on the host
+	// (package adapter/internal/diskcap), so that a command writing past it gets ENOSPC and the
+	// host's disk loses at most that much. 0 is DefaultWorkspaceBytes, -1 is no cap. It needs
+	// root, a loop device and mkfs.ext4; without them, and for a given or kept workspace (a host
+	// directory the sandbox does not own), the sandbox runs without the cap and its results leave
+	// the layer "disk:SIZE" out (WorkspaceCap says why).
+	WorkspaceBytes int64 `mapstructure:"workspace_bytes"`
 	// WritableRootfs makes the root file system writable. The tree is shared by every sandbox:
 	// only with a user namespace (where the sandbox user cannot write it anyway) is this harmless.
 	WritableRootfs bool `mapstructure:"writable_rootfs"`
@@ -191,7 +203,7 @@ func (c Config) Validate() error {
 	if c.UIDBase != 0 && (c.UIDBase < idRange || uint64(c.UIDBase)+idRange > 1<<31-1) {
 		return bad("UIDBase %d: want at least %d (not a host account) and below 2^31-%d", c.UIDBase, idRange, idRange)
 	}
-	for name, v := range map[string]int64{"MemoryBytes": c.MemoryBytes, "MilliCPUs": c.MilliCPUs, "Pids": c.Pids, "ForkMaxFileBytes": c.ForkMaxFileBytes} {
+	for name, v := range map[string]int64{"MemoryBytes": c.MemoryBytes, "MilliCPUs": c.MilliCPUs, "Pids": c.Pids, "ForkMaxFileBytes": c.ForkMaxFileBytes, "WorkspaceBytes": c.WorkspaceBytes} {
 		if v < -1 {
 			return bad("%s must be -1 (unlimited), 0 (default) or positive, not %d", name, v)
 		}
@@ -204,6 +216,9 @@ func (c Config) Validate() error {
 	}
 	if c.TmpBytes < 0 {
 		return bad("TmpBytes must not be negative")
+	}
+	if c.WorkspaceBytes > 0 && c.WorkspaceBytes < diskcap.MinBytes {
+		return bad("WorkspaceBytes must be at least %d", diskcap.MinBytes)
 	}
 	if c.Workspace != "" && !filepath.IsAbs(c.Workspace) {
 		return bad("Workspace %q must be an absolute path", c.Workspace)
@@ -299,6 +314,9 @@ func (c Config) tmpBytes() int64 {
 	return c.TmpBytes
 }
 
+// workspaceBytes is the cap of a workspace the sandbox makes, 0 for none.
+func (c Config) workspaceBytes() int64 { return orDefault(c.WorkspaceBytes, DefaultWorkspaceBytes) }
+
 func (c Config) rootfsOptions() rootfs.Options {
 	return rootfs.Options{Busybox: c.Busybox, Ripgrep: c.Ripgrep, Agent: c.Agent}
 }
@@ -335,6 +353,9 @@ func (l layout) sandboxes() string              { return filepath.Join(l.dir, "s
 func (l layout) sandbox(id string) string       { return filepath.Join(l.sandboxes(), id) }
 func (l layout) workspace(id string) string     { return filepath.Join(l.dir, "workspaces", id) }
 
+// disk is the file holding the file system of sandbox id's capped workspace (WorkspaceBytes).
+func (l layout) disk(id string) string { return filepath.Join(l.sandbox(id), diskcap.ImageName) }
+
 // streams is the host directory of a sandbox's direct streams (see package agent), mounted
 // read-only at agent.DirectSandboxDir: a dialled port or an accepted connection is a unix
 // connection of its own instead of a stream multiplexed over the runtime's pipes.
@@ -348,19 +369,22 @@ func containerID(id string) string { return "sandboxer-" + id }
 
 // record is what a sandbox's directory says about it (record.json), for Attach, List and Prune.
 type record struct {
-	ID            string    `json:"id"`
-	Runtime       string    `json:"runtime"`
-	RuntimePath   string    `json:"runtimePath"`
-	Owner         string    `json:"owner"`      // hostname:pid of the creator
-	OwnerStart    uint64    `json:"ownerStart"` // the creator's start time (clock ticks after boot)
-	Persist       bool      `json:"persist"`
-	Workspace     string    `json:"workspace"`
-	OwnWorkspace  bool      `json:"ownWorkspace"` // made by the sandbox, removed with it unless kept
-	KeepWorkspace bool      `json:"keepWorkspace"`
-	UserNS        bool      `json:"userns"`
-	HostUID       int       `json:"hostUid"` // host uid (and gid) of the sandbox user
-	AllowNetwork  bool      `json:"allowNetwork"`
-	Created       time.Time `json:"created"`
+	ID            string `json:"id"`
+	Runtime       string `json:"runtime"`
+	RuntimePath   string `json:"runtimePath"`
+	Owner         string `json:"owner"`      // hostname:pid of the creator
+	OwnerStart    uint64 `json:"ownerStart"` // the creator's start time (clock ticks after boot)
+	Persist       bool   `json:"persist"`
+	Workspace     string `json:"workspace"`
+	OwnWorkspace  bool   `json:"ownWorkspace"` // made by the sandbox, removed with it unless kept
+	KeepWorkspace bool   `json:"keepWorkspace"`
+	// Disk is the file of the file system mounted at Workspace (see Config.WorkspaceBytes),
+	// set before it is made: removal unmounts and removes it.
+	Disk         string    `json:"disk,omitempty"`
+	UserNS       bool      `json:"userns"`
+	HostUID      int       `json:"hostUid"` // host uid (and gid) of the sandbox user
+	AllowNetwork bool      `json:"allowNetwork"`
+	Created      time.Time `json:"created"`
 	// Config is the configuration the sandbox was made with: an attached handle and a fork use
 	// it (limits, environment, mounts), whatever configuration Attach was given.
 	Config Config `json:"config"`
@@ -443,6 +467,7 @@ type Sandbox struct {
 	egress egress.Holder // the proxy of cfg.AllowHosts
 
 	forkSkipped adapter.CopyReport // set by create for a fork, then only read
+	diskErr     error              // why the workspace is not capped (set by create, then only read)
 }
 
 var (
@@ -716,8 +741,9 @@ func (s *Sandbox) destroy(ctx context.Context) error {
 	return err
 }
 
-// removeSandbox kills and deletes the container of rec, removes its cgroups, its workspace (when
-// the sandbox made it and was not asked to keep it) and its directory.
+// removeSandbox kills and deletes the container of rec, removes its cgroups, the file system of
+// its capped workspace (unmounted, its file removed), its workspace (when the sandbox made it and
+// was not asked to keep it) and its directory.
 func removeSandbox(ctx context.Context, rt *runtimeBin, lay layout, rec record) error {
 	var errList []error
 	if err := rt.delete(ctx, containerID(rec.ID)); err != nil {
@@ -725,6 +751,11 @@ func removeSandbox(ctx context.Context, rt *runtimeBin, lay layout, rec record) 
 	}
 	if err := removeCgroups(cgroupPath(rec.ID)); err != nil {
 		errList = append(errList, err)
+	}
+	if len(errList) == 0 && rec.Disk != "" {
+		if err := diskcap.Release(rec.Disk, rec.Workspace); err != nil {
+			errList = append(errList, err)
+		}
 	}
 	if len(errList) == 0 && rec.OwnWorkspace && !rec.KeepWorkspace {
 		if err := os.RemoveAll(rec.Workspace); err != nil {

@@ -16,6 +16,7 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"github.com/sandboxer/sandboxer/adapter"
+	"github.com/sandboxer/sandboxer/adapter/internal/diskcap"
 	"github.com/sandboxer/sandboxer/errs"
 )
 
@@ -256,7 +257,7 @@ func Probe(ctx context.Context, cfg Config) []RuntimeReport {
 }
 
 // leftovers reports what of sandbox id is left on the host (its directory, its runtime state,
-// its cgroups); the tests check that Stop and Prune leave nothing.
+// the mount and loop device of its workspace's file system, its cgroups); the tests check that Stop and Prune leave nothing.
 func leftovers(ctx context.Context, cfg Config, id string) []string {
 	lay := layoutOf(cfg.stateDir())
 	var out []string
@@ -274,6 +275,12 @@ func leftovers(ctx context.Context, cfg Config, id string) []string {
 				out = append(out, name+" container "+containerID(id))
 			}
 		}
+	}
+	if diskcap.MountedAt(lay.workspace(id)) {
+		out = append(out, "mount "+lay.workspace(id))
+	}
+	for _, dev := range diskcap.Loops(lay.disk(id)) {
+		out = append(out, "loop device "+dev+" of "+lay.disk(id))
 	}
 	return append(out, leftoverCgroups(cgroupPath(id))...)
 }

@@ -303,5 +303,8 @@ func localConfig(s Settings, root string) local.Config {
 	if cfg.Pids == 0 {
 		cfg.Pids = local.NoLimit
 	}
+	if cfg.Disk < 0 { // "none"
+		cfg.Disk = 0
+	}
 	return cfg
 }

@@ -12,7 +12,8 @@ import (
 )
 
 func dockerConfig(s Settings, persist bool) docker.Config {
-	return docker.Config{Image: s.Image, AllowNetwork: s.AllowNetwork, AllowHosts: s.AllowHosts, Persist: persist}
+	return docker.Config{Image: s.Image, AllowNetwork: s.AllowNetwork, AllowHosts: s.AllowHosts, Persist: persist,
+		WorkspaceBytes: s.Disk, StateDir: s.StateDir}
 }
 
 // dockerBackend: one container per sandbox. An ephemeral sandbox's container is removed when the
@@ -21,7 +22,8 @@ func dockerConfig(s Settings, persist bool) docker.Config {
 var dockerBackend = backend{
 	enforces: "each sandbox is a container: network mode none unless --allow-network, all " +
 		"capabilities dropped, no-new-privileges, read-only root file system, non-root user, " +
-		"memory/CPU/pids limits, the daemon's default seccomp profile; the process tree is killed " +
+		"memory/CPU/pids limits, the daemon's default seccomp profile, a workspace of --disk (10 GiB " +
+		"by default; a loop-mounted file system, root with a local daemon); the process tree is killed " +
 		"inside the container on timeout.",
 	open: func(ctx context.Context, s Settings) (adapter.Sandbox, error) {
 		return docker.New(ctx, dockerConfig(s, false))

@@ -12,7 +12,7 @@ import (
 
 func ociConfig(s Settings, persist bool) oci.Config {
 	return oci.Config{Runtime: s.Runtime, StateDir: s.StateDir, AllowNetwork: s.AllowNetwork, AllowHosts: s.AllowHosts, Persist: persist,
-		ForkMaxFileBytes: s.SyncMaxFileBytes}
+		ForkMaxFileBytes: s.SyncMaxFileBytes, WorkspaceBytes: s.Disk}
 }
 
 // ociBackend: one OCI container per sandbox, run by runc, runsc or crun (--runtime) without a
@@ -27,7 +27,8 @@ var ociBackend = backend{
 		"(then the host's network namespace, weaker than docker's bridge), a user namespace mapping the " +
 		"container's root to an unprivileged host uid (runc, crun), a non-root user, all capabilities " +
 		"dropped, no-new-privileges, the default seccomp profile (runc, crun), a read-only root file " +
-		"system with a private /tmp, masked /proc paths, memory/CPU/pids cgroup limits; each result " +
+		"system with a private /tmp, masked /proc paths, memory/CPU/pids cgroup limits, a workspace of " +
+		"--disk (10 GiB by default; a loop-mounted file system, root); each result " +
 		"lists the layers checked in force.",
 	open: func(ctx context.Context, s Settings) (adapter.Sandbox, error) {
 		return oci.New(ctx, ociConfig(s, false))

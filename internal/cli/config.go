@@ -133,7 +133,9 @@ type Settings struct {
 	Memory int64
 	Pids   int
 	CPUs   float64
-	// Disk caps how much a local sandbox's workspace may grow, in bytes; 0 is no cap.
+	// Disk caps the workspace, in bytes: how much a local sandbox's may grow (0: no cap), the size
+	// of a docker or oci sandbox's (0: the adapter's default, 10 GiB), a kubernetes pod's emptyDir
+	// (0: none); -1 ("none") is no cap on any adapter.
 	Disk int64
 	// ROBind and RWBind are host paths a local sandbox's commands also see, read-only or
 	// read-write (absolute).
@@ -207,7 +209,7 @@ func addCommonFlags(f *pflag.FlagSet) {
 	f.String(keyMemory, "2GiB", "local adapter: memory limit of the sandbox's commands together (bytes, or with KiB, MiB, GiB); 0 = none")
 	f.Int(keyPids, 1024, "local adapter: limit of processes and threads of the sandbox's commands together; 0 = none")
 	f.Float64(keyCPUs, 0, "local adapter: CPU time of the sandbox's commands together, in CPUs; 0 = no cap")
-	f.String(keyDisk, "0", "local adapter: how much the workspace may grow (bytes, or with KiB, MiB, GiB), a project quota: root, on ext4 or xfs with project quotas enforced; 0 = no cap")
+	f.String(keyDisk, "0", "workspace cap (bytes, or with KiB, MiB, GiB; none = no cap): docker and oci, a file system of that size (root, a loop device), 0 = 10 GiB; local, how much it may grow, a project quota (root, ext4 or xfs with project quotas), 0 = no cap; kubernetes, the emptyDir's size, 0 = none")
 	f.StringArray(keyROBind, nil, "local adapter: a host path commands also see, read-only (repeatable; refused when it holds a unix socket)")
 	f.StringArray(keyRWBind, nil, "local adapter: a host directory commands may also write (repeatable; refused when it holds a unix socket)")
 	f.String(keyRuntime, oci.Runc, "OCI runtime of the oci adapter: "+strings.Join(oci.Runtimes, "|"))
@@ -364,7 +366,9 @@ func loadIn(inv invocation, flags *pflag.FlagSet) (Settings, error) {
 		if s.CPUs = v.GetFloat64(keyCPUs); s.CPUs < 0 {
 			return Settings{}, fmt.Errorf("--%s %v: want a positive number, 0 for no cap", keyCPUs, v.Get(keyCPUs))
 		}
-		if s.Disk, err = sizeSetting(v, keyDisk); err != nil {
+		if strings.TrimSpace(fmt.Sprint(v.Get(keyDisk))) == "none" {
+			s.Disk = -1
+		} else if s.Disk, err = sizeSetting(v, keyDisk); err != nil {
 			return Settings{}, err
 		}
 		for _, b := range []struct {

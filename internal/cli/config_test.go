@@ -87,8 +87,9 @@ func TestSyncMaxFileBytesSetting(t *testing.T) { // not parallel: it sets the en
 	}
 }
 
-// disk: 0 (no cap) by default; a size from the config file, the environment or the flag, in
-// that order of precedence, reaches the local adapter's Config.Disk; garbage is a usage error.
+// disk: 0 (each adapter's default) by default; a size from the config file, the environment or
+// the flag, in that order of precedence, reaches the local adapter's Config.Disk and the docker,
+// oci and kubernetes adapters' WorkspaceBytes; "none" is no cap on any; garbage is a usage error.
 func TestDiskSetting(t *testing.T) { // not parallel: it sets the environment
 	cfg := filepath.Join(t.TempDir(), "sandboxer.yaml")
 	load := func(args ...string) (Settings, error) {
@@ -117,6 +118,15 @@ func TestDiskSetting(t *testing.T) { // not parallel: it sets the environment
 	require.NoError(t, err)
 	assert.EqualValues(t, int64(2<<30), s.Disk, "flag over environment")
 	assert.EqualValues(t, int64(2<<30), localConfig(s, t.TempDir()).Disk)
+	assert.EqualValues(t, int64(2<<30), dockerConfig(s, false).WorkspaceBytes)
+	assert.EqualValues(t, int64(2<<30), ociConfig(s, false).WorkspaceBytes)
+	assert.EqualValues(t, int64(2<<30), kubeConfig(s, false).WorkspaceBytes)
+	s, err = load("--config", cfg, "--disk", "none")
+	require.NoError(t, err)
+	assert.Zero(t, localConfig(s, t.TempDir()).Disk, "none: no cap on local")
+	assert.EqualValues(t, -1, dockerConfig(s, false).WorkspaceBytes, "none: no cap on docker")
+	assert.EqualValues(t, -1, ociConfig(s, false).WorkspaceBytes, "none: no cap on oci")
+	assert.Zero(t, kubeConfig(s, false).WorkspaceBytes, "none: no limit on kubernetes")
 	for _, bad := range []string{"-1", "lots"} {
 		t.Setenv("SANDBOXER_DISK", bad)
 		_, err = load("--config", cfg)
