@@ -53,9 +53,6 @@ trap 'rm -rf "$work"' EXIT
 if [ -z "$share" ]; then share=$work/share; mkdir "$share"; fi
 share=$(cd "$share" && pwd)
 
-# The command, as stage 2 (below) runs it: every argument quoted for the shell.
-cmd=""
-for a in "$@"; do cmd+=" $(printf '%q' "$a")"; done
 
 # ---- initramfs: busybox, the modules the VM needs, and init (stage 1) ----
 mkdir -p "$work/initrd/bin" "$work/initrd/modules" "$work/initrd/proc" "$work/initrd/sys" "$work/initrd/dev"
@@ -95,7 +92,7 @@ mount -t tmpfs tmpfs /newroot/run
 mkdir -p /newroot/dev/shm && mount -t tmpfs -o mode=1777 tmpfs /newroot/dev/shm
 mkdir -p /newroot/dev/pts && mount -t devpts devpts /newroot/dev/pts
 mount -t cgroup2 cgroup2 /newroot/sys/fs/cgroup
-exec switch_root /newroot /bin/sh "$share/.vm/stage2"
+exec switch_root /newroot /bin/bash "$share/.vm/stage2"
 EOF
 chmod +x "$work/initrd/init"
 (cd "$work/initrd" && find . | busybox cpio -o -H newc 2>/dev/null | gzip -1) >"$work/initrd.gz"
@@ -103,8 +100,9 @@ chmod +x "$work/initrd/init"
 # ---- stage 2: in the host's root; sets up the cgroups and runs the command ----
 mkdir -p "$share/.vm"
 rm -f "$share/.vm/status"
+printf '%q ' "$@" >"$share/.vm/command" # every argument quoted for bash
 cat >"$share/.vm/stage2" <<EOF
-#!/bin/sh
+#!/bin/bash
 # Stage 2 (as pid 1, in the VM's root): pure cgroup v2, then the command, then power off.
 cg=/sys/fs/cgroup
 echo "+memory +pids +cpu" >\$cg/cgroup.subtree_control
@@ -127,9 +125,9 @@ ip link set lo up 2>/dev/null
 echo "vm: booted in \$(cut -d' ' -f1 /proc/uptime) s; kernel \$(uname -r); cgroup \$(cat /proc/self/cgroup)"
 cd $(printf '%q' "$PWD") || exit 1
 if [ $(printf '%q' "$cgroup") = service ]; then
-	sh -c 'echo \$\$ >/sys/fs/cgroup/system.slice/sandboxer.service/cgroup.procs && exec "\$@"' sh $cmd </dev/null
+	bash -c 'echo \$\$ >/sys/fs/cgroup/system.slice/sandboxer.service/cgroup.procs && eval exec "\$(cat "\$0")"' $(printf '%q' "$share/.vm/command") </dev/null
 else
-	$cmd </dev/null
+	eval "\$(cat $(printf '%q' "$share/.vm/command"))" </dev/null
 fi
 echo \$? >$(printf '%q' "$share")/.vm/status
 sync
