@@ -239,9 +239,16 @@ func cgroupsOf(pid int) []string {
 		if len(parts) != 3 {
 			continue
 		}
+		// Beside this process's own cgroup, or (cgroup v2, where that cannot pass the limits'
+		// controllers on) beside an ancestor's.
 		for _, mnt := range cgroupMounts(parts[1]) {
-			m, _ := filepath.Glob(filepath.Join(mnt, parts[2], fmt.Sprintf("sandboxer-%d-*", pid)))
-			found = append(found, m...)
+			for dir := parts[2]; ; dir = filepath.Dir(dir) {
+				m, _ := filepath.Glob(filepath.Join(mnt, dir, fmt.Sprintf("sandboxer-%d-*", pid)))
+				found = append(found, m...)
+				if dir == "/" || dir == "." {
+					break
+				}
+			}
 		}
 	}
 	return found

@@ -1101,13 +1101,20 @@ func cgroup2Mount() (string, error) {
 // removeStale removes, once per process, the cgroups that processes which have since died left
 // behind (killed, or never stopped their sandboxes).
 var removeStale = sync.OnceFunc(func() {
-	base, err := cgroupBase()
+	base, err := cgroupParent()
 	if err != nil {
 		return
 	}
 	entries, _ := os.ReadDir(base)
 	for _, e := range entries {
 		if !e.IsDir() {
+			continue
+		}
+		if p, ok := strings.CutPrefix(e.Name(), mainLeafPrefix); ok {
+			// A dead process's own leaf (moveToLeaf): removed only when empty, never killed.
+			if pid, err := strconv.Atoi(p); err == nil && pid > 0 && !alive(pid) {
+				_ = os.Remove(filepath.Join(base, e.Name()))
+			}
 			continue
 		}
 		pid, ok := stalePID(e.Name())
@@ -1150,7 +1157,7 @@ func alive(pid int) bool { return !errors.Is(syscall.Kill(pid, 0), syscall.ESRCH
 // none) is the host uid of the helper's root: it may move processes into the sandbox's cgroups
 // (cgroup.procs of each), as the helper does when it starts a command in one, and nothing else.
 func newCgroupPool(owner int) *cgroupPool {
-	base, err := cgroupBase()
+	base, err := cgroupParent()
 	if err != nil {
 		return nil
 	}
@@ -1392,27 +1399,32 @@ func probe() Report {
 	} else {
 		set(LayerLandlockNet, false, fmt.Sprintf("landlock ABI %d cannot restrict TCP (needs 4)", abi))
 	}
-	if base, err := cgroupBase(); err != nil {
+	// The limits are judged on a sandbox's cgroup as prepare makes it: on cgroup v2 where it has
+	// the controllers, else on the v1 hierarchies.
+	var pool *cgroupPool
+	if base, err := cgroupParent(); err != nil {
 		set(LayerCgroup, false, err.Error())
-	} else if p := newCgroupPool(-1); p == nil {
+	} else if pool = newCgroupPool(-1); pool == nil {
 		set(LayerCgroup, false, "cannot create a cgroup under "+base)
 	} else {
-		d, err := p.get()
+		d, err := pool.get()
 		if err == nil {
 			_, err = os.Stat(filepath.Join(d.path, "cgroup.kill"))
 		}
-		p.close()
 		if err != nil {
 			set(LayerCgroup, false, "cgroup.kill unavailable (needs Linux 5.14): "+err.Error())
 		} else {
 			set(LayerCgroup, true, "")
 		}
 	}
-	if l, err := newLimitGroups(Config{}.limitValues(), nil); err != nil {
+	if l, err := newLimitGroups(Config{}.limitValues(), pool); err != nil {
 		set(LayerLimits, false, err.Error())
 	} else {
 		l.release()
 		set(LayerLimits, true, "")
+	}
+	if pool != nil {
+		pool.close()
 	}
 	// The disk layer depends on the workspace's file system: judged here for the current
 	// directory, the default workspace.

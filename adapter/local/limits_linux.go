@@ -13,15 +13,17 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // A sandbox's resource limits live in cgroups that hold its helpers, so every command (and all
-// it starts) counts against them: memory, process count and, when set, CPU. Where the cgroup v2
-// tree of this process has the memory and pids controllers, they are set on the sandbox's own v2
-// cgroup (the parent of its per-command cgroups). Otherwise, on hybrid hosts (cgroup v2 without
-// those controllers, v1 hierarchies for memory, pids and cpu), the sandbox gets a cgroup in each
-// v1 hierarchy, and each helper is moved into them as it starts, before it runs anything. The
-// limits are per sandbox: its commands share them.
+// it starts) counts against them: memory, process count and, when set, CPU. Where cgroup v2 has
+// the memory and pids controllers, they are set on the sandbox's own v2 cgroup (the parent of its
+// per-command cgroups), made where the controllers reach it (see cgroupParent). Otherwise, on
+// hybrid hosts (cgroup v2 without those controllers, v1 hierarchies for memory, pids and cpu), the
+// sandbox gets a cgroup in each v1 hierarchy, and each helper is moved into them as it starts,
+// before it runs anything. The limits are per sandbox: its commands share them.
 
 // limitGroups are the cgroups holding one sandbox's limits.
 type limitGroups struct {
@@ -65,13 +67,116 @@ func (v limitValues) none() bool { return v.memory == 0 && v.pids == 0 && v.cpuQ
 // newLimitGroups makes the cgroups of a sandbox's limits, on v2 under pool (nil without one) or on
 // the v1 hierarchies. An error says why the limits cannot be set here.
 func newLimitGroups(v limitValues, pool *cgroupPool) (*limitGroups, error) {
+	var v2err error
 	if pool != nil {
-		if l, err := v2Limits(v, pool.base); err == nil {
+		l, err := v2Limits(v, pool.base)
+		if err == nil {
 			return l, nil
 		}
+		v2err = err
 	}
-	return v1Limits(v)
+	l, err := v1Limits(v)
+	if err != nil && v2err != nil {
+		return nil, fmt.Errorf("%w (and %w)", v2err, err)
+	}
+	return l, err
 }
+
+// v2Controllers are the cgroup v2 controllers the limits need; cpu is enabled with them where
+// it can be, and needed only by a CPU limit.
+var v2Controllers = []string{"memory", "pids"}
+
+// cgroupParent is the cgroup v2 directory the sandboxes' cgroups are made in, chosen once per
+// process so that the limits' controllers reach them:
+//   - this process's own cgroup where they are enabled in its subtree, or can be enabled now;
+//   - where its own cgroup has them but holds processes, none may be enabled there (cgroup v2's
+//     "no internal processes" rule; the root cgroup excepted): if this process is alone in it (a
+//     service's main process, a container's init), it moves into a leaf of its own first;
+//   - else (a login session's scope, where the shell that started it lives too) the nearest
+//     ancestor that passes the controllers to its children and where this process may make
+//     cgroups: a delegated subtree's, or the root's for root.
+//
+// Where cgroup v2 has none of them (hybrid hosts, where the limits come from v1), or none of
+// this can be done, it is the own cgroup: per-command cgroups without limits.
+var cgroupParent = sync.OnceValues(func() (string, error) {
+	own, err := cgroupBase()
+	if err != nil {
+		return "", err
+	}
+	mnt, err := cgroup2Mount()
+	if err != nil || !controllersIn(filepath.Join(mnt, "cgroup.controllers")) {
+		return own, nil
+	}
+	if controllersIn(filepath.Join(own, "cgroup.subtree_control")) {
+		return own, nil
+	}
+	if controllersIn(filepath.Join(own, "cgroup.controllers")) {
+		if enableControllers(own) == nil {
+			return own, nil
+		}
+		if aloneIn(own) && moveToLeaf(own) == nil && enableControllers(own) == nil {
+			return own, nil
+		}
+	}
+	for dir := own; dir != mnt && strings.HasPrefix(dir, mnt); {
+		dir = filepath.Dir(dir)
+		if controllersIn(filepath.Join(dir, "cgroup.subtree_control")) && unix.Access(dir, unix.W_OK) == nil {
+			return dir, nil
+		}
+	}
+	return own, nil
+})
+
+// controllersIn reports whether the controllers file (cgroup.controllers or
+// cgroup.subtree_control) lists every controller the limits need.
+func controllersIn(file string) bool {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return false
+	}
+	have := strings.Fields(string(data))
+	for _, c := range v2Controllers {
+		if !slices.Contains(have, c) {
+			return false
+		}
+	}
+	return true
+}
+
+// enableControllers enables the limits' controllers in the subtree of the cgroup dir, and cpu
+// too where it is available.
+func enableControllers(dir string) error {
+	file := filepath.Join(dir, "cgroup.subtree_control")
+	if err := os.WriteFile(file, []byte("+"+strings.Join(v2Controllers, " +")), 0); err != nil {
+		return err
+	}
+	_ = os.WriteFile(file, []byte("+cpu"), 0)
+	return nil
+}
+
+// aloneIn reports whether this process is the only one in the cgroup dir.
+func aloneIn(dir string) bool {
+	data, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
+	return err == nil && strings.TrimSpace(string(data)) == strconv.Itoa(os.Getpid())
+}
+
+// moveToLeaf moves this process (all its threads) from the cgroup dir into a new child of it,
+// "sandboxer-main-PID", so that dir holds no process and may enable controllers. The leaf is
+// removed, once empty, by removeStale of a later process.
+func moveToLeaf(dir string) error {
+	leaf := filepath.Join(dir, mainLeafPrefix+strconv.Itoa(os.Getpid()))
+	if err := os.Mkdir(leaf, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(leaf, "cgroup.procs"), []byte(strconv.Itoa(os.Getpid())), 0); err != nil {
+		_ = os.Remove(leaf)
+		return err
+	}
+	return nil
+}
+
+// mainLeafPrefix names the cgroup a sandboxer process moved itself into (see moveToLeaf).
+const mainLeafPrefix = "sandboxer-main-"
 
 // v2Limits sets the limits on the sandbox's v2 cgroup, when its controllers are enabled there.
 func v2Limits(v limitValues, dir string) (*limitGroups, error) {
