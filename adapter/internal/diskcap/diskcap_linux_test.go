@@ -26,7 +26,7 @@ func needCap(t *testing.T) {
 func free(t *testing.T, dir string) int64 {
 	var st syscall.Statfs_t
 	require.NoError(t, syscall.Statfs(dir, &st))
-	return int64(st.Bavail) * st.Bsize
+	return int64(st.Bavail) * int64(st.Bsize)
 }
 
 // A write past the cap fails with ENOSPC, the host loses at most about the cap, and Release
