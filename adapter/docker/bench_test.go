@@ -21,6 +21,7 @@ import (
 // The figures of the docker adapter, each next to its baseline measured in the same run:
 //
 //	go test -run '^$' -bench . -count 5 ./adapter/docker/ | benchstat -
+//
 // commandsUser is the user the sandbox's commands run as (the container's is the agent's): the
 // baselines run as it too.
 const commandsUser = "1000:1000"

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -122,8 +123,16 @@ func loopFS(t *testing.T, kinds [][2]string) string {
 				t.Errorf("unmount %s: %v", mnt, err)
 				_ = unix.Unmount(mnt, unix.MNT_DETACH)
 			}
-			// mount(8) made the loop device with autoclear: the unmount detaches it.
-			if out, _ := exec.Command("losetup", "-j", img).Output(); len(bytes.TrimSpace(out)) > 0 {
+			// mount(8) made the loop device with autoclear: the unmount detaches it, maybe a
+			// moment after it returned (Linux 6.x closes a block device's file late).
+			attached := func() []byte {
+				out, _ := exec.Command("losetup", "-j", img).Output()
+				return bytes.TrimSpace(out)
+			}
+			for deadline := time.Now().Add(5 * time.Second); len(attached()) > 0 && time.Now().Before(deadline); {
+				time.Sleep(20 * time.Millisecond)
+			}
+			if out := attached(); len(out) > 0 {
 				t.Errorf("the loop device is still attached: %s", out)
 				_ = exec.Command("losetup", "-d", strings.SplitN(string(out), ":", 2)[0]).Run()
 			}

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -162,8 +163,17 @@ func Release(image, dir string) error {
 	if err := removeImage(image); err != nil {
 		errList = append(errList, err)
 	}
+	// The loop device goes with its last user (LO_FLAGS_AUTOCLEAR), which the kernel may close
+	// after the unmount returned (Linux 6.x releases a block device's file late): wait for it a
+	// little, so that a released workspace leaves nothing behind when Release returns.
+	for deadline := time.Now().Add(detachWait); len(Loops(image)) > 0 && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
 	return errors.Join(errList...)
 }
+
+// detachWait bounds how long Release waits for the loop device to detach itself.
+const detachWait = 5 * time.Second
 
 // Mounted reports whether the file system of image is mounted at dir in this process's mount
 // namespace: a mount at dir whose device is a loop device backed by image. Nothing else is
