@@ -177,33 +177,19 @@ func (d disk) bind(cc *container.Config, hc *container.HostConfig) {
 	hc.Binds = append(hc.Binds, d.mount()+":"+adapter.DefaultWorkspace)
 }
 
-// sweepDisks releases the disks of sandboxes that have no container any more, made more than a
-// minute ago (a sandbox being created has its disk before its container), and those of the ids
-// in gone.
-func sweepDisks(ctx context.Context, eng engine, cfg Config, gone []string) {
+// sweepDisks releases the disks of the ids in gone, and those of sandboxes without a container
+// in live (staleDirs); nil live (the containers could not be listed) sweeps nothing more.
+func sweepDisks(cfg Config, live map[string]bool, gone []string) {
 	for _, id := range gone {
 		if id != "" && !strings.ContainsAny(id, `/\`) && id != "." && id != ".." {
 			diskAt(filepath.Join(cfg.disksBase(), id)).release()
 		}
 	}
-	entries, err := os.ReadDir(cfg.disksBase())
-	if err != nil {
+	if live == nil {
 		return
 	}
-	all, err := list(ctx, eng)
-	if err != nil {
-		return
-	}
-	live := map[string]bool{}
-	for _, c := range all {
-		live[c.ID] = true
-	}
-	for _, e := range entries {
-		info, err := e.Info()
-		if err != nil || live[e.Name()] || time.Since(info.ModTime()) < time.Minute {
-			continue
-		}
-		diskAt(filepath.Join(cfg.disksBase(), e.Name())).release()
+	for _, dir := range staleDirs(cfg.disksBase(), live) {
+		diskAt(dir).release()
 	}
 }
 

@@ -216,8 +216,16 @@ func Prune(ctx context.Context, cfg Config, o PruneOptions) ([]string, error) {
 		}
 		removed = append(removed, c.ID)
 	}
-	sweepStreams(ctx, eng)
-	sweepDisks(ctx, eng, cfg, removed)
+	// What is left of sandboxes whose container is gone (their creator died and the daemon
+	// removed them): streams directories and disks.
+	if live, err := liveIDs(ctx, eng); err == nil {
+		for _, dir := range staleDirs(streamsBase(), live) {
+			removeStreamsDir(dir)
+		}
+		sweepDisks(cfg, live, removed)
+	} else {
+		sweepDisks(cfg, nil, removed)
+	}
 	return removed, classify("docker prune", errors.Join(errList...))
 }
 

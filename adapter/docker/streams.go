@@ -91,29 +91,36 @@ func removeStreamsDir(dir string) {
 	os.Remove(base)
 }
 
-// sweepStreams removes the directories of sandboxes that have no container any more (their
-// creator died and the daemon removed them), made more than a minute ago: a sandbox being created
-// has its directory before its container.
-func sweepStreams(ctx context.Context, eng engine) {
-	entries, err := os.ReadDir(streamsBase())
-	if err != nil {
-		return
-	}
+// liveIDs is the set of the ids of the sandboxes that have a container.
+func liveIDs(ctx context.Context, eng engine) (map[string]bool, error) {
 	all, err := list(ctx, eng)
 	if err != nil {
-		return
+		return nil, err
 	}
 	live := map[string]bool{}
 	for _, c := range all {
 		live[c.ID] = true
 	}
+	return live, nil
+}
+
+// staleDirs lists the directories in base (one per sandbox id, streams' or disks') of sandboxes
+// that have no container in live, made more than a minute ago: a sandbox being created has its
+// directories before its container.
+func staleDirs(base string, live map[string]bool) []string {
+	entries, err := os.ReadDir(base)
+	if err != nil {
+		return nil
+	}
+	var out []string
 	for _, e := range entries {
 		info, err := e.Info()
 		if err != nil || live[e.Name()] || time.Since(info.ModTime()) < time.Minute {
 			continue
 		}
-		removeStreamsDir(filepath.Join(streamsBase(), e.Name()))
+		out = append(out, filepath.Join(base, e.Name()))
 	}
+	return out
 }
 
 // DirectStreams reports whether this handle's port streams are direct (false until its first
