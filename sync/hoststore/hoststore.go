@@ -209,8 +209,8 @@ func (s *Store) readFile(root *os.Root, p string, fi fs.FileInfo, keep bool) (st
 	if now, err := f.Stat(); err != nil || !now.Mode().IsRegular() || !os.SameFile(now, fi) {
 		return "", nil, errs.New(errs.Conflict, "hoststore.read", p, "the file changed while it was read")
 	}
-	h := sha256.New()
 	if !keep {
+		h := sha256.New()
 		if _, err := io.Copy(h, f); err != nil {
 			return "", nil, mapErr("hoststore.read", p, err)
 		}
@@ -220,8 +220,7 @@ func (s *Store) readFile(root *os.Root, p string, fi fs.FileInfo, keep bool) (st
 	if err != nil {
 		return "", nil, mapErr("hoststore.read", p, err)
 	}
-	h.Write(data)
-	return hex.EncodeToString(h.Sum(nil)), data, nil
+	return filesync.Hash(data), data, nil
 }
 
 // List implements filesync.Store: every file and link, hashed.
