@@ -46,11 +46,11 @@ func CheckAgentUntouchable(t *testing.T, sb, relay adapter.Sandbox, seen ...stri
 	m := regexp.MustCompile(`(?m)^agents: (\d+)$`).FindStringSubmatch(out)
 	require.NotNil(t, m, "the probe ran to its end")
 	n, _ := strconv.Atoi(m[1])
-	min := 1
+	agents := 1
 	if relay != sb {
-		min = 2 // the main agent and the one serving relay's call
+		agents = 2 // the main agent and the one serving relay's call
 	}
-	assert.GreaterOrEqual(t, n, min, "the probe saw the sandbox's agents: it is not vacuous")
+	assert.GreaterOrEqual(t, n, agents, "the probe saw the sandbox's agents: it is not vacuous")
 	for _, line := range strings.Split(out, "\n") {
 		what, ok := strings.CutSuffix(line, ": ok")
 		if !ok {
