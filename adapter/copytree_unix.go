@@ -116,7 +116,7 @@ func (c *treeCopy) dir(sd, dd *os.File, rel string, depth int) error {
 				return err
 			}
 		}
-		if err == io.EOF {
+		if err == io.EOF || errors.Is(err, unix.ENOENT) { // ENOENT: removed while copying
 			return nil
 		}
 		if err != nil {

@@ -67,6 +67,7 @@ func Run(t *testing.T, h Harness) {
 	t.Run("Files/PathEscape", s.testPathEscape)
 	t.Run("Files/SymlinkInsideIsAllowed", s.testSymlinkInside)
 	t.Run("Files/Optional", s.testOptionalFileInterfaces)
+	t.Run("Files/ListWhileFilesChurn", s.testListWhileFilesChurn)
 	t.Run("Files/KindsAndExecutableBit", s.testKindsAndModes)
 	t.Run("Files/ModeWriter", s.testModeWriter)
 	t.Run("Exec/ExitCodes", s.testExitCodes)
@@ -356,6 +357,55 @@ func (s *suite) testSymlinkInside(t *testing.T) {
 	res, err = sb.ExecuteCommand(ctx, adapter.Command{Args: []string{"cat", "target.txt"}, Dir: "dirlink"})
 	require.NoError(t, err)
 	assert.Equal(t, "updated", string(res.Stdout))
+}
+
+// testListWhileFilesChurn lists the workspace while a command creates and removes files and
+// directories in it as fast as it can (what a build or a concurrent write does): an entry that
+// disappears during the walk is left out, never an error, and what stays put is always listed (by
+// ListFiles, and by ReadTree where the adapter has it).
+func (s *suite) testListWhileFilesChurn(t *testing.T) {
+	t.Parallel()
+	sb := s.sandbox(t)
+	l, ok := sb.(adapter.Lister)
+	if !ok {
+		t.Skip("adapter.Lister not implemented")
+	}
+	ctx := ctxT(t)
+	require.NoError(t, sb.WriteFile(ctx, "keep/k.txt", []byte("k")))
+	churn := `i=0; while [ $i -lt 150 ]; do mkdir -p c/d$i/e; echo x >c/d$i/e/f; echo y >c/g$i; echo z >c/.sandboxer-tmp-$i; rm -rf c/d$i c/g$i c/.sandboxer-tmp-$i; i=$((i+1)); done`
+	done := make(chan error, 1)
+	go func() {
+		res, err := sb.ExecuteCommand(ctx, adapter.Command{Args: []string{"sh", "-c", churn}})
+		if err == nil && res.ExitCode != 0 {
+			err = fmt.Errorf("churn exited %d: %s", res.ExitCode, res.Stderr)
+		}
+		done <- err
+	}()
+	lists := 0
+	for finished := false; !finished; lists++ {
+		select {
+		case err := <-done:
+			require.NoError(t, err)
+			finished = true
+		default:
+		}
+		files, err := l.ListFiles(ctx, "")
+		require.NoError(t, err, "listing %d while files churn", lists)
+		var kept bool
+		for _, f := range files {
+			kept = kept || f.Path == "keep/k.txt"
+		}
+		require.True(t, kept, "listing %d lost a file nobody touched", lists)
+		if tr, ok := sb.(adapter.TreeReader); ok {
+			kept = false
+			require.NoError(t, tr.ReadTree(ctx, "", 2, nil, func(f adapter.FileInfo, data []byte) error {
+				kept = kept || f.Path == "keep/k.txt" && string(data) == "k"
+				return nil
+			}), "reading the tree %d while files churn", lists)
+			require.True(t, kept, "reading the tree %d lost a file nobody touched", lists)
+		}
+	}
+	t.Logf("%d listings during the churn", lists)
 }
 
 func (s *suite) testOptionalFileInterfaces(t *testing.T) {

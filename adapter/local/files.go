@@ -5,7 +5,6 @@ import (
 	"errors"
 	"io/fs"
 	"os"
-	"path"
 	"sync"
 	"syscall"
 	"time"
@@ -82,97 +81,20 @@ func (s *Sandbox) openWalk(dir string) (*os.File, string, error) {
 	return f, r, err
 }
 
-// ListFiles walks dir with directory file descriptors (openat, fstatat, never following a
-// symlink), so the walk can neither leave the workspace nor be redirected mid-way.
+// ListFiles walks dir with directory file descriptors (adapter.ListFilesAt).
 func (s *Sandbox) ListFiles(ctx context.Context, dir string) ([]adapter.FileInfo, error) {
 	f, prefix, err := s.openWalk(dir)
 	if err != nil {
 		return nil, err
 	}
-	var out []adapter.FileInfo
-	if err := walkFD(ctx, f, prefix, &out); err != nil {
+	out, err := adapter.ListFilesAt(ctx, f, prefix, nil)
+	if err != nil {
 		return nil, mapErr("list", dir, err)
 	}
 	return out, nil
 }
 
-// walkFD lists the regular files and symbolic links under the open directory d (closed on
-// return).
-func walkFD(ctx context.Context, d *os.File, prefix string, out *[]adapter.FileInfo) error {
-	defer d.Close()
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	names, err := d.Readdirnames(-1)
-	if err != nil {
-		return err
-	}
-	fd := int(d.Fd())
-	for _, name := range names {
-		var st unix.Stat_t
-		if err := unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
-			if errors.Is(err, unix.ENOENT) { // removed while walking: it is simply gone
-				continue
-			}
-			return &fs.PathError{Op: "fstatat", Path: path.Join(prefix, name), Err: err}
-		}
-		rel := name
-		if prefix != "" {
-			rel = prefix + "/" + name
-		}
-		switch st.Mode & unix.S_IFMT {
-		case unix.S_IFREG:
-			*out = append(*out, adapter.FileInfo{
-				Path:    rel,
-				Size:    st.Size,
-				Mode:    fs.FileMode(st.Mode & 0o777),
-				ModTime: timespec(st.Mtim),
-				Inode:   st.Ino,
-			})
-		case unix.S_IFLNK:
-			info, err := linkInfo(fd, name, rel, &st)
-			if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.EINVAL) { // gone, or no longer a link
-				continue
-			}
-			if err != nil {
-				return err
-			}
-			*out = append(*out, info)
-		case unix.S_IFDIR:
-			cfd, err := unix.Openat(fd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-			if err != nil {
-				if errors.Is(err, unix.ENOENT) {
-					continue
-				}
-				return &fs.PathError{Op: "openat", Path: rel, Err: err}
-			}
-			if err := walkFD(ctx, os.NewFile(uintptr(cfd), rel), rel, out); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
 func timespec(ts unix.Timespec) time.Time { return time.Unix(ts.Unix()) }
-
-// linkInfo reports the symbolic link name of the directory open as fd, whose lstat is st.
-func linkInfo(fd int, name, rel string, st *unix.Stat_t) (adapter.FileInfo, error) {
-	buf := make([]byte, 256)
-	for {
-		n, err := unix.Readlinkat(fd, name, buf)
-		if err != nil {
-			return adapter.FileInfo{}, &fs.PathError{Op: "readlinkat", Path: rel, Err: err}
-		}
-		if n < len(buf) {
-			return adapter.FileInfo{Path: rel, Size: st.Size, Mode: fs.ModeSymlink | 0o777, ModTime: timespec(st.Mtim), Inode: st.Ino, Link: string(buf[:n])}, nil
-		}
-		if len(buf) > 1<<16 {
-			return adapter.FileInfo{}, &fs.PathError{Op: "readlinkat", Path: rel, Err: unix.ENAMETOOLONG}
-		}
-		buf = make([]byte, 2*len(buf))
-	}
-}
 
 // treeQueueMax bounds the directories queued (each holding an open descriptor) during ReadTree;
 // past it a worker walks a subdirectory itself, depth first.
@@ -402,7 +324,7 @@ func (w *treeWorker) entry(d treeDir, fd int, name []byte, typ byte) error {
 		if st.Mode&unix.S_IFMT != unix.S_IFLNK {
 			return nil // replaced since getdents; the next walk sees what it is
 		}
-		info, err := linkInfo(fd, string(name), rel, &st)
+		info, err := adapter.LinkInfoAt(fd, string(name), rel, &st)
 		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.EINVAL) {
 			return nil
 		}

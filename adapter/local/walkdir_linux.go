@@ -20,6 +20,9 @@ func (w *treeWorker) walkDir(d treeDir, dbuf []byte) error {
 		if err == unix.EINTR {
 			continue
 		}
+		if err == unix.ENOENT { // removed while walking: it is simply gone, with what it held
+			return nil
+		}
 		if err != nil {
 			return &fs.PathError{Op: "getdents", Path: d.prefix, Err: err}
 		}

@@ -24,7 +24,7 @@ func (w *treeWorker) walkDir(d treeDir, _ []byte) error {
 				return err
 			}
 		}
-		if errors.Is(err, io.EOF) {
+		if errors.Is(err, io.EOF) || errors.Is(err, unix.ENOENT) { // ENOENT: removed while walking
 			return nil
 		}
 		if err != nil {

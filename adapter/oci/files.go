@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
-	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -385,76 +384,11 @@ func (s *Sandbox) ListFiles(ctx context.Context, dir string) ([]adapter.FileInfo
 	if start == "." {
 		start = ""
 	}
-	var out []adapter.FileInfo
-	if err := walkFD(ctx, d, start, &out); err != nil {
+	out, err := adapter.ListFilesAt(ctx, d, start, func(name string) bool { return strings.HasPrefix(name, tmpPrefix) })
+	if err != nil {
 		return nil, mapErr(op, dir, err)
 	}
 	return out, nil
-}
-
-// walkFD lists the regular files and symbolic links under the open directory d (closed on
-// return).
-func walkFD(ctx context.Context, d *os.File, prefix string, out *[]adapter.FileInfo) error {
-	defer d.Close()
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	names, err := d.Readdirnames(-1)
-	if err != nil {
-		return err
-	}
-	fd := int(d.Fd())
-	for _, name := range names {
-		var st unix.Stat_t
-		if err := unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
-			if errors.Is(err, unix.ENOENT) { // removed while walking: it is simply gone
-				continue
-			}
-			return &fs.PathError{Op: "fstatat", Path: path.Join(prefix, name), Err: err}
-		}
-		rel := name
-		if prefix != "" {
-			rel = prefix + "/" + name
-		}
-		switch st.Mode & unix.S_IFMT {
-		case unix.S_IFREG:
-			if strings.HasPrefix(name, tmpPrefix) {
-				continue
-			}
-			*out = append(*out, adapter.FileInfo{
-				Path:    rel,
-				Size:    st.Size,
-				Mode:    fs.FileMode(st.Mode & 0o777),
-				ModTime: time.Unix(st.Mtim.Unix()),
-				Inode:   st.Ino,
-			})
-		case unix.S_IFLNK:
-			if strings.HasPrefix(name, tmpPrefix) {
-				continue
-			}
-			target, err := readlinkat(fd, name)
-			if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.EINVAL) { // gone, or no longer a link
-				continue
-			}
-			if err != nil {
-				return &fs.PathError{Op: "readlinkat", Path: rel, Err: err}
-			}
-			*out = append(*out, adapter.FileInfo{Path: rel, Size: st.Size, Mode: fs.ModeSymlink | 0o777,
-				ModTime: time.Unix(st.Mtim.Unix()), Inode: st.Ino, Link: target})
-		case unix.S_IFDIR:
-			cfd, err := unix.Openat(fd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-			if err != nil {
-				if errors.Is(err, unix.ENOENT) {
-					continue
-				}
-				return &fs.PathError{Op: "openat", Path: rel, Err: err}
-			}
-			if err := walkFD(ctx, os.NewFile(uintptr(cfd), rel), rel, out); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
 }
 
 // prepareWorkspace makes the workspace directory (or takes the given one), owned by the sandbox

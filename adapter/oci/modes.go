@@ -12,24 +12,6 @@ import (
 	"github.com/sandboxer/sandboxer/errs"
 )
 
-// readlinkat returns the target text of the symbolic link name of the directory open as fd.
-func readlinkat(fd int, name string) (string, error) {
-	buf := make([]byte, 256)
-	for {
-		n, err := unix.Readlinkat(fd, name, buf)
-		if err != nil {
-			return "", err
-		}
-		if n < len(buf) {
-			return string(buf[:n]), nil
-		}
-		if len(buf) > 1<<16 {
-			return "", unix.ENAMETOOLONG
-		}
-		buf = make([]byte, 2*len(buf))
-	}
-}
-
 // openParent opens the directory of r (workspace-relative) through the root, creating it (owned
 // by the sandbox user) when create is set.
 func (s *Sandbox) openParent(op, p, dir string, create bool) (*os.File, error) {

@@ -115,24 +115,32 @@ if [ -d "$R" ] && [ ! -L "$R" ]; then rmdir -- "$R" || exit 8; else rm -f -- "$R
 
 // listScript: argv dir. stdout: NUL-terminated names of regular files and symbolic links (not
 // following them), each link's name followed by its NUL-terminated target text; stderr: one
-// "size rawmode inode date time zone" line per name, in the same order. A file that disappears
-// between the walk and its stat (a concurrent write's temporary file, a removal) is left out;
-// the adapter's own temporary files are never listed.
+// "size rawmode inode date time zone" line per name, in the same order. A file or directory that
+// disappears during the walk (a concurrent write's temporary file, a removal) is left out: find
+// reports it as "No such file or directory" and exits 1, which is not an error here; any other
+// message of find's is. The adapter's own temporary files and directories are never walked.
 const listScript = JailFn + `
 jail "$1" || exit $?
 [ -d "$R" ] || exit 4
 cd /workspace || exit 8
 _r=${R#/workspace}; _r=.${_r}
-exec find "$_r" \( -type f -o -type l \) ! -name '.sandboxer-tmp-*' -exec sh -c '
+exec 3>&2 4>&1
+_e=$(find "$_r" -name '.sandboxer-tmp-*' -prune -o \( -type f -o -type l \) -exec sh -c '
 for _f; do
 	if [ -L "$_f" ]; then
 		_t=$(readlink -- "$_f") || continue
-		stat -c "%s %f %i %y" -- "$_f" >&2 2>/dev/null && printf "%s\0%s\0" "$_f" "$_t"
+		stat -c "%s %f %i %y" -- "$_f" >&3 2>/dev/null && printf "%s\0%s\0" "$_f" "$_t"
 	else
-		stat -c "%s %f %i %y" -- "$_f" >&2 2>/dev/null && printf "%s\0" "$_f"
+		stat -c "%s %f %i %y" -- "$_f" >&3 2>/dev/null && printf "%s\0" "$_f"
 	fi
 done
-' sh {} +
+exit 0
+' sh {} + 2>&1 >&4)
+_rc=$?
+[ $_rc = 0 ] && exit 0
+printf '%s\n' "$_e" | grep -qv 'No such file or directory$' || exit 0
+printf '%s\n' "$_e" >&2
+exit $_rc
 `
 
 // readManyScript: argv paths. stderr: the real path of each, NUL-terminated, in order; stdout: a
