@@ -100,6 +100,8 @@ up() {
 	echo "export SANDBOXER_TEST_K8S_NAMESPACE=$NAMESPACE"
 	echo "export SANDBOXER_TEST_K8S_IMAGE=$IMAGE"
 	echo "export SANDBOXER_TEST_K8S_PULL=Never"
+	# The node's file system (the kubelet's root directory): the disk-fill test watches its free space.
+	echo "export SANDBOXER_TEST_K8S_NODE_DIR=$K8S_FIXTURE_DIR/kubelet/root"
 }
 
 down() {

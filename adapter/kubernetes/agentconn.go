@@ -173,11 +173,17 @@ func (s *Sandbox) runSpec(ctx context.Context, op string, spec agent.Spec) (int,
 		why := a.why()
 		gctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		defer cancel()
+		// An eviction kills the containers before the pod's status says so: look again for a
+		// few seconds before calling it a broken stream.
 		p, gerr := s.k.getPod(gctx, s.pod)
+		for i := 0; i < 15 && gerr == nil && !podEnding(p); i++ {
+			time.Sleep(200 * time.Millisecond)
+			p, gerr = s.k.getPod(gctx, s.pod)
+		}
 		switch {
 		case gerr != nil:
 			return 0, errs.New(errs.SandboxUnavailable, op, "", "sandbox %s: its pod is gone (%v)", s.id, s.k.classify(op, gerr))
-		case p.DeletionTimestamp != nil || p.Status.Phase != "Running":
+		case podEnding(p):
 			return 0, errs.New(errs.SandboxUnavailable, op, "", "sandbox %s: its pod is %s", s.id, podState(p))
 		}
 		return 0, errs.Wrap(errs.SandboxUnavailable, op, "", fmt.Errorf("the stream to the sandbox agent ended during the call (the next call starts another): %s", why))

@@ -54,15 +54,18 @@ const (
 
 // Defaults of the zero Config.
 const (
-	DefaultNamespace    = "default"
-	DefaultMemoryBytes  = 512 << 20
-	DefaultMilliCPUs    = 1000
-	DefaultTmpBytes     = 64 << 20
-	DefaultStartTimeout = 2 * time.Minute
-	DefaultPullPolicy   = "IfNotPresent"
-	DefaultUID          = 1000
-	namePrefix          = "sandboxer-"
-	containerName       = "sandbox"
+	DefaultNamespace   = "default"
+	DefaultMemoryBytes = 512 << 20
+	DefaultMilliCPUs   = 1000
+	DefaultTmpBytes    = 64 << 20
+	// DefaultWorkspaceBytes caps the workspace, as on docker and oci (issue 34: a command filled
+	// the host's disk).
+	DefaultWorkspaceBytes = 10 << 30
+	DefaultStartTimeout   = 2 * time.Minute
+	DefaultPullPolicy     = "IfNotPresent"
+	DefaultUID            = 1000
+	namePrefix            = "sandboxer-"
+	containerName         = "sandbox"
 )
 
 // Config configures a Kubernetes sandbox. The zero value is the hardened default against the
@@ -99,7 +102,10 @@ type Config struct {
 	MilliCPUs int64 `mapstructure:"milli_cpus"`
 	// TmpBytes is the size of the memory-backed /tmp; 0 is DefaultTmpBytes.
 	TmpBytes int64 `mapstructure:"tmp_bytes"`
-	// WorkspaceBytes limits the workspace emptyDir (evicted past it); 0 is no limit.
+	// WorkspaceBytes is the workspace emptyDir's size limit and the container's ephemeral-storage
+	// limit: the kubelet evicts the pod once the workspace holds more (a write does not fail with
+	// ENOSPC; the sandbox ends, its calls fail with SANDBOX_UNAVAILABLE naming the eviction; see
+	// docs/kubernetes.md). 0 is DefaultWorkspaceBytes, -1 is no limit.
 	WorkspaceBytes int64 `mapstructure:"workspace_bytes"`
 	// ProbeTargets are addresses ("host:port") that a pod of this namespace reaches when nothing
 	// cuts its network, for the verification of the cut when none of the usual ones (the node's
@@ -146,8 +152,11 @@ func (c Config) Validate() error {
 	if c.MilliCPUs < -1 || (c.MilliCPUs > 0 && c.MilliCPUs < 10) {
 		return bad("CPU limit %dm: at least 10m, 0 for the default or -1 for none", c.MilliCPUs)
 	}
-	if c.TmpBytes < 0 || c.WorkspaceBytes < 0 || c.StartTimeout < 0 {
+	if c.TmpBytes < 0 || c.StartTimeout < 0 {
 		return bad("negative size or timeout")
+	}
+	if c.WorkspaceBytes < -1 || (c.WorkspaceBytes > 0 && c.WorkspaceBytes < 16<<20) {
+		return bad("workspace limit %d: at least 16 MiB, 0 for the default or -1 for none", c.WorkspaceBytes)
 	}
 	for _, t := range c.ProbeTargets {
 		if h, p, err := net.SplitHostPort(t); err != nil || h == "" || p == "" {

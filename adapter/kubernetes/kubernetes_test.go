@@ -32,7 +32,7 @@ func TestConfigValidate(t *testing.T) {
 	for _, c := range []kubernetes.Config{
 		{ImagePullPolicy: "Sometimes"}, {AllowNetwork: true, AllowHosts: []string{"example.com"}},
 		{AllowHosts: []string{"bad host"}}, {UID: -1}, {MemoryBytes: 1024}, {MemoryBytes: -2},
-		{MilliCPUs: 1}, {TmpBytes: -1}, {Env: []string{"NOEQUALS"}},
+		{MilliCPUs: 1}, {TmpBytes: -1}, {WorkspaceBytes: -2}, {WorkspaceBytes: 1 << 20}, {Env: []string{"NOEQUALS"}},
 		{Labels: map[string]string{kubernetes.LabelID: "x"}}, {Labels: map[string]string{kubernetes.LabelManaged: "x"}},
 	} {
 		assert.ErrorIs(t, c.Validate(), errs.InvalidInput, "%+v", c)
@@ -102,6 +102,7 @@ func TestHardenedPod(t *testing.T) {
 	assert.Equal(t, []string{"ALL"}, []string{string(c.SecurityContext.Capabilities.Drop[0])})
 	assert.False(t, c.Resources.Limits.Memory().IsZero())
 	assert.False(t, c.Resources.Limits.Cpu().IsZero())
+	assert.Equal(t, int64(kubernetes.DefaultWorkspaceBytes), c.Resources.Limits.StorageEphemeral().Value(), "the workspace is capped by default")
 	assert.Equal(t, "sandboxer", p.Labels[kubernetes.LabelManaged])
 	assert.Equal(t, sb.ID(), p.Labels[kubernetes.LabelID])
 	assert.NotEmpty(t, p.Annotations[kubernetes.AnnotOwner])

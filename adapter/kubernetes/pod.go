@@ -82,8 +82,8 @@ func (c Config) podSpec(id, pool string) *corev1.Pod {
 	}
 	tmp := resource.NewQuantity(orDefault(c.TmpBytes, DefaultTmpBytes), resource.BinarySI)
 	var ws *resource.Quantity
-	if c.WorkspaceBytes > 0 {
-		ws = resource.NewQuantity(c.WorkspaceBytes, resource.BinarySI)
+	if b := orDefault(c.WorkspaceBytes, DefaultWorkspaceBytes); b > 0 {
+		ws = resource.NewQuantity(b, resource.BinarySI)
 	}
 	env := make([]corev1.EnvVar, 0, len(baseEnv))
 	for _, e := range baseEnv {
@@ -265,12 +265,29 @@ func (k *kube) waitRunning(ctx context.Context, name string, timeout time.Durati
 	return nil, ctx.Err()
 }
 
+// podEnding reports whether the pod is gone or going: deleted, no longer running, or marked for
+// termination (the kubelet's eviction sets the DisruptionTarget condition before it kills).
+func podEnding(p *corev1.Pod) bool {
+	if p.DeletionTimestamp != nil || p.Status.Phase != corev1.PodRunning {
+		return true
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.DisruptionTarget && c.Status == corev1.ConditionTrue {
+			return true
+		}
+	}
+	return false
+}
+
 // podState says where a pod is, for messages.
 func podState(p *corev1.Pod) string {
 	if p.DeletionTimestamp != nil {
 		return "being deleted"
 	}
 	s := strings.ToLower(string(p.Status.Phase))
+	if p.Status.Reason != "" { // "Evicted": the message says why (the workspace over its limit)
+		s += fmt.Sprintf(" (%s: %s)", p.Status.Reason, strings.TrimSpace(p.Status.Message))
+	}
 	for _, cs := range p.Status.ContainerStatuses {
 		switch {
 		case cs.State.Waiting != nil:
@@ -282,6 +299,9 @@ func podState(p *corev1.Pod) string {
 	for _, c := range p.Status.Conditions {
 		if c.Type == corev1.PodScheduled && c.Status != corev1.ConditionTrue && c.Message != "" {
 			s += " (unschedulable: " + c.Message + ")"
+		}
+		if c.Type == corev1.DisruptionTarget && c.Status == corev1.ConditionTrue && p.Status.Reason == "" {
+			s += fmt.Sprintf(" (being ended, %s: %s)", c.Reason, c.Message) // the kubelet evicts it
 		}
 	}
 	return s

@@ -29,7 +29,7 @@ func kubeConfig(s Settings, persist bool) kubernetes.Config {
 		Kubeconfig: s.Kubeconfig, Context: s.KubeContext, Namespace: s.Namespace,
 		Image: s.KubernetesImage, ImagePullPolicy: s.ImagePullPolicy, RuntimeClassName: s.RuntimeClass,
 		AllowNetwork: s.AllowNetwork, AllowHosts: s.AllowHosts, RequireIsolation: s.RequireIsolation,
-		Persist: persist, WorkspaceBytes: max(s.Disk, 0),
+		Persist: persist, WorkspaceBytes: s.Disk,
 	}
 }
 

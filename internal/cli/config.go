@@ -209,7 +209,7 @@ func addCommonFlags(f *pflag.FlagSet) {
 	f.String(keyMemory, "2GiB", "local adapter: memory limit of the sandbox's commands together (bytes, or with KiB, MiB, GiB); 0 = none")
 	f.Int(keyPids, 1024, "local adapter: limit of processes and threads of the sandbox's commands together; 0 = none")
 	f.Float64(keyCPUs, 0, "local adapter: CPU time of the sandbox's commands together, in CPUs; 0 = no cap")
-	f.String(keyDisk, "0", "workspace cap (bytes, or with KiB, MiB, GiB; none = no cap): docker and oci, a file system of that size (root, a loop device), 0 = 10 GiB; local, how much it may grow, a project quota (root, ext4 or xfs with project quotas), 0 = no cap; kubernetes, the emptyDir's size, 0 = none")
+	f.String(keyDisk, "0", "workspace cap (bytes, or with KiB, MiB, GiB; none = no cap): docker and oci, a file system of that size (root, a loop device), 0 = 10 GiB; local, how much it may grow, a project quota (root, ext4 or xfs with project quotas), 0 = no cap; kubernetes, the workspace's size past which the pod is evicted, 0 = 10 GiB")
 	f.StringArray(keyROBind, nil, "local adapter: a host path commands also see, read-only (repeatable; refused when it holds a unix socket)")
 	f.StringArray(keyRWBind, nil, "local adapter: a host directory commands may also write (repeatable; refused when it holds a unix socket)")
 	f.String(keyRuntime, oci.Runc, "OCI runtime of the oci adapter: "+strings.Join(oci.Runtimes, "|"))
