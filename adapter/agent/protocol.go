@@ -78,6 +78,10 @@ const Version = "4"
 // Path is where the image build installs the agent.
 const Path = "/usr/local/bin/sandboxer-agent"
 
+// BroughtPath is where an adapter mounts the host's agent, read-only, into a container whose
+// image has none (any image: Debian, python, a user's own). It is a path no image uses.
+const BroughtPath = "/.sandboxer-agent"
+
 // Frame types.
 const (
 	FrameStart    byte = 'S'

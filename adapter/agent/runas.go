@@ -93,8 +93,12 @@ func SeparateUser(user string) bool {
 
 // Argv is the agent's command line at Path for a sandbox whose commands run as user (see
 // SeparateUser), with the agent's own flags after.
-func Argv(user string, flags ...string) []string {
-	argv := []string{Path}
+func Argv(user string, flags ...string) []string { return ArgvAt(Path, user, flags...) }
+
+// ArgvAt is Argv for an agent at bin: one an adapter brought into an image that has none
+// (BroughtPath).
+func ArgvAt(bin, user string, flags ...string) []string {
+	argv := []string{bin}
 	if SeparateUser(user) {
 		argv = append(argv, "-user", user)
 	}

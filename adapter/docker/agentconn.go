@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/moby/moby/api/pkg/stdcopy"
@@ -13,11 +15,16 @@ import (
 	"github.com/sandboxer/sandboxer/adapter"
 	"github.com/sandboxer/sandboxer/adapter/agent"
 	"github.com/sandboxer/sandboxer/adapter/internal/agentproc"
+	"github.com/sandboxer/sandboxer/adapter/rootfs"
 	"github.com/sandboxer/sandboxer/errs"
 )
 
 // LabelAgent marks a container whose image has the agent (value: the protocol version).
 const LabelAgent = "org.sandboxer.agent"
+
+// LabelAgentPath names where the container's agent is when it is not agent.Path: the host's agent
+// mounted read-only (agent.BroughtPath) into an image that has none.
+const LabelAgentPath = "org.sandboxer.agent-path"
 
 // agentConn is one stream to an agent in the container: the container's own stdio (the agent is
 // its main process) or an exec of the agent.
@@ -94,7 +101,7 @@ func (s *Sandbox) agentClient(ctx context.Context, op string) (*agentConn, error
 	cr, err := s.eng.ExecCreate(ctx, s.containerID, client.ExecCreateOptions{
 		AttachStdin: true, AttachStdout: true, AttachStderr: true,
 		WorkingDir: adapter.DefaultWorkspace,
-		Cmd:        agent.Argv(s.cfg.user()), // as the container's user: the agent's (see create)
+		Cmd:        agent.ArgvAt(s.agentPath(), s.cfg.user()), // as the container's user: the agent's (see create)
 	})
 	if err == nil {
 		var att client.ExecAttachResult
@@ -155,4 +162,22 @@ func (s *Sandbox) runAgent(ctx context.Context, op string, a *agentConn, e rawEx
 		return 0, errs.Wrap(errs.SandboxUnavailable, op, "", fmt.Errorf("the sandbox agent exited during the call (the next call starts another): %s", msg))
 	}
 	return ex.Code, err // the context ended; the tree was killed
+}
+
+// agentPath is where the container's agent is.
+func (s *Sandbox) agentPath() string {
+	if s.agentBin != "" {
+		return s.agentBin
+	}
+	return agent.Path
+}
+
+// bringAgent returns the host's agent executable to mount into a container whose image has none
+// (compiled once, kept under the state directory): only with a daemon on this host, whose bind
+// mounts see this file system.
+func bringAgent(eng engine, cfg Config) (string, error) {
+	if !strings.HasPrefix(eng.DaemonHost(), "unix://") {
+		return "", errors.New("the daemon is not on this host")
+	}
+	return rootfs.AgentFile(filepath.Join(cfg.stateDir(), "docker", "agent"))
 }

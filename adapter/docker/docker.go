@@ -18,6 +18,7 @@
 package docker
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -221,8 +222,10 @@ type Sandbox struct {
 	mu      sync.Mutex
 	stopped bool
 
-	// agentVersion is the agent protocol version of the container ("" when its image has none).
+	// agentVersion is the agent protocol version of the container ("" when it has none).
 	agentVersion string
+	agentBin     string   // where the agent is in the container ("" is agent.Path)
+	imageEnv     []string // the environment the image sets (see commandEnv)
 	amu          sync.Mutex
 	agent        *agentConn // nil until started, or after it died
 	agentFailed  time.Time  // last failed start of an agent exec
@@ -325,8 +328,10 @@ func create(ctx context.Context, eng engine, cfg Config, pool string) (*Sandbox,
 		CapAdd:         cfg.CapAdd,
 		SecurityOpt:    sec,
 		ReadonlyRootfs: !cfg.WritableRootfs,
-		Tmpfs:          map[string]string{"/tmp": fmt.Sprintf("rw,nosuid,nodev,size=%d,mode=1777", tmp)},
-		Init:           &init,
+		// exec: docker's tmpfs is noexec unless told, and toolchains run what they build there
+		// (go test's test binaries); /workspace runs programs anyway.
+		Tmpfs: map[string]string{"/tmp": fmt.Sprintf("rw,exec,nosuid,nodev,size=%d,mode=1777", tmp)},
+		Init:  &init,
 		Resources: container.Resources{
 			Memory:    mem,
 			NanoCPUs:  orDefault(cfg.NanoCPUs, DefaultNanoCPUs),
@@ -343,14 +348,29 @@ func create(ctx context.Context, eng engine, cfg Config, pool string) (*Sandbox,
 		}
 		return nil, classify("docker create", err)
 	}
+	var imageEnv []string
+	if img.Config != nil {
+		imageEnv = img.Config.Env
+	}
 	useAgent := !cfg.NoAgent && img.Config != nil && img.Config.Labels[image.LabelAgent] == agent.Version
+	// An image without the agent (any image: Debian, python, a user's own) gets the host's,
+	// mounted read-only, where the daemon shares this host's file system.
+	agentBin := ""
+	if !cfg.NoAgent && !useAgent {
+		if host, err := bringAgent(eng, cfg); err == nil {
+			useAgent, agentBin = true, agent.BroughtPath
+			hc.Binds = append(hc.Binds, host+":"+agent.BroughtPath+":ro")
+			labels[LabelAgentPath] = agent.BroughtPath
+		}
+	}
 	cc := &container.Config{
 		Image:      cfg.image(),
 		User:       cfg.user(),
 		Labels:     labels,
+		Entrypoint: []string{}, // the image's would run first
 		Cmd:        []string{"/bin/sleep", "infinity"},
 		WorkingDir: adapter.DefaultWorkspace,
-		Env:        baseEnv,
+		Env:        commandEnv(imageEnv),
 		Volumes:    map[string]struct{}{adapter.DefaultWorkspace: {}},
 	}
 	// The janitor releases the disk of a sandbox that goes with its owner (the agent's); one
@@ -375,7 +395,7 @@ func create(ctx context.Context, eng engine, cfg Config, pool string) (*Sandbox,
 		if cfg.Persist {
 			flags = append(flags, "-idle")
 		}
-		cc.Cmd = agent.Argv(cfg.user(), flags...)
+		cc.Cmd = agent.ArgvAt(cmp.Or(agentBin, agent.Path), cfg.user(), flags...)
 		if agent.SeparateUser(cfg.user()) {
 			// The agent runs as the container's root with the capabilities to start commands as
 			// the sandbox user, who has none and cannot touch the agent (agent.RunAs). Daemon
@@ -410,7 +430,8 @@ func create(ctx context.Context, eng engine, cfg Config, pool string) (*Sandbox,
 		}
 		return nil, classify("docker create", err)
 	}
-	s := &Sandbox{cfg: cfg, eng: eng, id: id, containerID: res.ID, streams: streams, lookedAfter: streams != "" && !cfg.Persist,
+	s := &Sandbox{cfg: cfg, eng: eng, id: id, containerID: res.ID, agentBin: agentBin, imageEnv: imageEnv,
+		streams: streams, lookedAfter: streams != "" && !cfg.Persist,
 		disk: d, diskBytes: cfg.workspaceBytes(), diskLookedAfter: d.dir != "" && useAgent && !cfg.Persist, diskErr: diskErr}
 	if useAgent {
 		s.agentVersion = agent.Version
@@ -483,7 +504,7 @@ func attach(ctx context.Context, eng engine, cfg Config, id string) (*Sandbox, e
 	// The container's own stream belongs to its creator: this handle starts an agent exec of its
 	// own at its first call.
 	s := &Sandbox{cfg: cfg, eng: eng, id: id, containerID: c.ID, agentVersion: c.Config.Labels[LabelAgent],
-		streams: streamsDirOf(ins), disk: diskOf(ins)}
+		agentBin: c.Config.Labels[LabelAgentPath], imageEnv: c.Config.Env, streams: streamsDirOf(ins), disk: diskOf(ins)}
 	s.diskBytes, _ = strconv.ParseInt(c.Config.Labels[LabelDisk], 10, 64)
 	if s.disk.dir == "" || s.diskBytes <= 0 {
 		s.disk, s.diskErr = disk{}, errors.New("the sandbox was made without a cap")

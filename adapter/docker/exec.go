@@ -3,6 +3,7 @@ package docker
 import (
 	"context"
 	"io"
+	"strings"
 	"sync"
 	"time"
 
@@ -216,11 +217,34 @@ func (s *Sandbox) ExecuteCommand(ctx context.Context, cmd adapter.Command) (adap
 	})
 }
 
-// env is a command's environment: the base, the sandbox's, the command's.
+// env is a command's environment: the container's (commandEnv), the proxy's, the sandbox's, the
+// command's; a later entry wins.
 func (s *Sandbox) env(cmd adapter.Command) []string {
 	proxyEnv := egress.EnvOf(s.Egress())
-	env := make([]string, 0, len(baseEnv)+len(proxyEnv)+len(s.cfg.Env)+len(cmd.Env))
-	return append(append(append(append(env, baseEnv...), proxyEnv...), s.cfg.Env...), cmd.Env...)
+	base := commandEnv(s.imageEnv)
+	env := make([]string, 0, len(base)+len(proxyEnv)+len(s.cfg.Env)+len(cmd.Env))
+	return append(append(append(append(env, base...), proxyEnv...), s.cfg.Env...), cmd.Env...)
+}
+
+// commandEnv is the environment of the container and its commands: baseEnv, then what the image
+// sets (its PATH, say /usr/local/go/bin in a Go image), but HOME stays the workspace (an image's
+// is usually root's, which the sandbox user cannot write).
+func commandEnv(imageEnv []string) []string {
+	set := map[string]bool{"HOME": true}
+	var fromImage []string
+	for _, e := range imageEnv {
+		if k, _, _ := strings.Cut(e, "="); !set[k] {
+			set[k] = true
+			fromImage = append(fromImage, e)
+		}
+	}
+	var env []string
+	for _, e := range baseEnv {
+		if k, _, _ := strings.Cut(e, "="); k == "HOME" || !set[k] {
+			env = append(env, e)
+		}
+	}
+	return append(env, fromImage...)
 }
 
 func (s *Sandbox) isolation() adapter.Isolation {

@@ -15,6 +15,8 @@ package rootfs
 import (
 	"archive/tar"
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"debug/elf"
 	"fmt"
 	"io"
@@ -291,6 +293,43 @@ func agentBinary(path string) ([]byte, error) {
 		return nil, fmt.Errorf("agent: %w", err)
 	}
 	return data, checkStatic(path, data)
+}
+
+// AgentFile returns the path of the agent executable (compiled once per process, as
+// compiledAgent) kept in dir under a name of its content's hash, written atomically the first
+// time, mode 0755: what an adapter mounts read-only into a container whose image has no agent.
+func AgentFile(dir string) (string, error) {
+	data, err := compiledAgent()
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(data)
+	p := filepath.Join(dir, "sandboxer-agent-"+hex.EncodeToString(sum[:8]))
+	if fi, err := os.Lstat(p); err == nil && fi.Mode().IsRegular() && fi.Size() == int64(len(data)) {
+		return p, nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	f, err := os.CreateTemp(dir, ".agent-")
+	if err != nil {
+		return "", err
+	}
+	defer os.Remove(f.Name())
+	_, err = f.Write(data)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(f.Name(), 0o755)
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), p)
+	}
+	if err != nil {
+		return "", fmt.Errorf("agent: %w", err)
+	}
+	return p, nil
 }
 
 // compiledAgent compiles the embedded agent source the first time it is called and returns the
