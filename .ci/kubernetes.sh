@@ -85,6 +85,14 @@ up() {
 	docker tag sandboxer-sandbox:latest "$IMAGE"
 	docker save "$IMAGE" | $SUDO ctr -a "$F/containerd/containerd.sock" -n k8s.io images import - >&2
 	log "imported $IMAGE"
+	# The Debian toolchain image of the "any image" tests (.ci/debian-image.sh), when there is one.
+	local debian=""
+	if docker image inspect sandboxer-debian:test >/dev/null 2>&1; then
+		debian=localhost/sandboxer-debian:test
+		docker tag sandboxer-debian:test "$debian"
+		docker save "$debian" | $SUDO ctr -a "$F/containerd/containerd.sock" -n k8s.io images import - >&2
+		log "imported $debian"
+	fi
 
 	kubectl get namespace "$NAMESPACE" >/dev/null 2>&1 || kubectl create namespace "$NAMESPACE" >&2
 	# Pods are admitted once the namespace's default service account exists.
@@ -102,6 +110,7 @@ up() {
 	echo "export SANDBOXER_TEST_K8S_PULL=Never"
 	# The node's file system (the kubelet's root directory): the disk-fill test watches its free space.
 	echo "export SANDBOXER_TEST_K8S_NODE_DIR=$K8S_FIXTURE_DIR/kubelet/root"
+	if [ -n "$debian" ]; then echo "export SANDBOXER_TEST_K8S_DEBIAN_IMAGE=$debian"; fi
 }
 
 down() {

@@ -1,6 +1,7 @@
 package kubernetes
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -29,16 +30,16 @@ type agentConn struct {
 	outR      *io.PipeReader
 }
 
-// dialAgent starts an exec of the agent in the pod, for commands run as user (see agent.Argv);
-// the stream lives until Close or the pod goes.
-func (k *kube) dialAgent(pod, user string) *agentConn {
+// dialAgent starts an exec of the agent at bin in the pod, for commands run as user (see
+// agent.Argv); the stream lives until Close or the pod goes.
+func (k *kube) dialAgent(pod, bin, user string) *agentConn {
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	ctx, cancel := context.WithCancel(context.Background())
 	a := &agentConn{stderr: &headBuffer{n: 1024}, cancel: cancel, ended: make(chan struct{}), inW: inW, outR: outR}
 	a.Client = agent.NewClient(outR, inW, closerFunc(a.close))
 	go func() {
-		err := k.exec(ctx, pod, agent.Argv(user), inR, outW, a.stderr)
+		err := k.exec(ctx, pod, agent.ArgvAt(bin, user), inR, outW, a.stderr)
 		if err == nil {
 			err = io.EOF
 		}
@@ -114,7 +115,7 @@ func (s *Sandbox) agentClient(op string) (*agentConn, error) {
 	if s.agentBroken != nil {
 		return nil, agentproc.Broken(op, s.agentBroken)
 	}
-	s.agent = s.k.dialAgent(s.pod, s.cfg.user())
+	s.agent = s.k.dialAgent(s.pod, cmp.Or(s.agentBin, agent.Path), s.cfg.user())
 	return s.agent, nil
 }
 

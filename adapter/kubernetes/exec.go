@@ -39,8 +39,9 @@ func (s *Sandbox) ExecuteCommand(ctx context.Context, cmd adapter.Command) (adap
 // env is a command's environment: the base, the egress proxy's, the sandbox's, the command's.
 func (s *Sandbox) env(cmd adapter.Command) []string {
 	proxyEnv := egress.EnvOf(s.Egress())
-	env := make([]string, 0, len(baseEnv)+len(proxyEnv)+len(s.cfg.Env)+len(cmd.Env))
-	return append(append(append(append(env, baseEnv...), proxyEnv...), s.cfg.Env...), cmd.Env...)
+	base := commandEnv(s.agentBin != "")
+	env := make([]string, 0, len(base)+len(proxyEnv)+len(s.cfg.Env)+len(cmd.Env))
+	return append(append(append(append(env, base...), proxyEnv...), s.cfg.Env...), cmd.Env...)
 }
 
 // Isolation is what each result reports. The network is reported cut only when the probe at

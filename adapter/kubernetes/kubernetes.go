@@ -49,6 +49,7 @@ const (
 	LabelPool      = "sandboxer.dev/pool"           // the warm pool a ready, unclaimed pod belongs to
 	AnnotOwner     = "sandboxer.dev/owner"          // "hostname:pid" of the process that created or claimed it
 	AnnotNetwork   = "sandboxer.dev/network"        // the network verdict: "enforced", "unenforced", "unverified", "proxied" or "allowed"
+	AnnotAgentPath = "sandboxer.dev/agent-path"     // where the agent is when an init container brought it (agent.BroughtPath)
 	managedByValue = "sandboxer"
 )
 
@@ -83,6 +84,11 @@ type Config struct {
 	// `sandboxer image build` makes); "" is image.DefaultTag, which a cluster has to be given
 	// (docs/kubernetes.md: push it to the cluster's registry, or import it into its nodes).
 	Image string `mapstructure:"image"`
+	// AgentImage, when set, lets Image be any image (Debian, python, a user's own): an init
+	// container of AgentImage (the sandbox image, which holds the agent at agent.Path and cp)
+	// copies the agent into a memory-backed emptyDir that the sandbox container mounts read-only
+	// at agent.BroughtPath. The commands then get the image's environment (its PATH), HOME aside.
+	AgentImage string `mapstructure:"agent_image"`
 	// ImagePullPolicy is the pod's: "Always", "IfNotPresent" (the default) or "Never".
 	ImagePullPolicy string `mapstructure:"image_pull_policy"`
 	// RuntimeClassName runs the pod under a runtime class (gVisor's "gvisor", Kata's "kata").
@@ -220,6 +226,9 @@ type Sandbox struct {
 	cfg Config
 	id  string
 	pod string // the pod's name (namePrefix + id)
+	// agentBin is where the agent is in the pod when an init container brought it ("": the
+	// image's, agent.Path; AnnotAgentPath).
+	agentBin string
 	// network is the egress probe's verdict (AnnotNetwork).
 	network string
 	rv      string // the pod's resourceVersion when create finished (a pool's claim precondition)
@@ -286,7 +295,7 @@ func Attach(ctx context.Context, cfg Config, id string) (*Sandbox, error) {
 	if p.Status.Phase != "Running" || p.DeletionTimestamp != nil {
 		return nil, errs.New(errs.SandboxUnavailable, "attach", "", "sandbox %s: its pod is %s", id, podState(p))
 	}
-	return &Sandbox{k: k, cfg: cfg, id: id, pod: p.Name, network: p.Annotations[AnnotNetwork]}, nil
+	return &Sandbox{k: k, cfg: cfg, id: id, pod: p.Name, network: p.Annotations[AnnotNetwork], agentBin: p.Annotations[AnnotAgentPath]}, nil
 }
 
 // ID returns the sandbox id (the pod is namePrefix + id).

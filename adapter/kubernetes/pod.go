@@ -1,6 +1,7 @@
 package kubernetes
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -37,6 +38,48 @@ var baseEnv = []string{
 	"HOME=" + adapter.DefaultWorkspace,
 	"LANG=C.UTF-8",
 	"TZ=UTC",
+}
+
+// commandEnv is baseEnv, without its PATH in a pod of any image (AgentImage): the container's
+// environment, which the agent passes on, then has the image's.
+func commandEnv(anyImage bool) []string {
+	if !anyImage {
+		return baseEnv
+	}
+	return baseEnv[1:]
+}
+
+// agentBin is where the sandbox container finds the agent an init container brought, "" when
+// its image has it (agent.Path).
+func (c Config) agentBin() string {
+	if c.AgentImage == "" {
+		return ""
+	}
+	return agent.BroughtPath
+}
+
+// bringAgent adds to p the init container that copies the agent out of AgentImage into a
+// memory-backed emptyDir, mounted read-only (the file alone) at agent.BroughtPath.
+func (c Config) bringAgent(p *corev1.Pod, sc *corev1.SecurityContext, res corev1.ResourceRequirements) {
+	const vol, dir = "sandboxer-agent", "/sandboxer-agent"
+	size := resource.MustParse("64Mi")
+	p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: vol,
+		VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory, SizeLimit: &size}}})
+	uid := c.uid()
+	isc := sc.DeepCopy()
+	isc.RunAsUser, isc.RunAsGroup, isc.Capabilities = &uid, &uid, &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}
+	p.Spec.InitContainers = append(p.Spec.InitContainers, corev1.Container{
+		Name:            "agent",
+		Image:           c.AgentImage,
+		ImagePullPolicy: corev1.PullPolicy(c.pullPolicy()),
+		Command:         []string{"cp", agent.Path, dir + "/sandboxer-agent"},
+		Resources:       res,
+		SecurityContext: isc,
+		VolumeMounts:    []corev1.VolumeMount{{Name: vol, MountPath: dir}},
+	})
+	main := &p.Spec.Containers[0]
+	main.VolumeMounts = append(main.VolumeMounts, corev1.VolumeMount{Name: vol, MountPath: agent.BroughtPath, SubPath: "sandboxer-agent", ReadOnly: true})
+	p.Annotations[AnnotAgentPath] = agent.BroughtPath
 }
 
 // labels are a sandbox pod's labels.
@@ -86,7 +129,7 @@ func (c Config) podSpec(id, pool string) *corev1.Pod {
 		ws = resource.NewQuantity(b, resource.BinarySI)
 	}
 	env := make([]corev1.EnvVar, 0, len(baseEnv))
-	for _, e := range baseEnv {
+	for _, e := range commandEnv(c.agentBin() != "") {
 		k, v, _ := strings.Cut(e, "=")
 		env = append(env, corev1.EnvVar{Name: k, Value: v})
 	}
@@ -116,7 +159,7 @@ func (c Config) podSpec(id, pool string) *corev1.Pod {
 				ImagePullPolicy: corev1.PullPolicy(c.pullPolicy()),
 				// PID 1 serves no stream (its stdin is empty) but the hub that exec'd agents relay
 				// to, reaps orphans and stays until the pod is deleted.
-				Command:    agent.Argv(c.user(), "-init", "-idle"),
+				Command:    agent.ArgvAt(cmp.Or(c.agentBin(), agent.Path), c.user(), "-init", "-idle"),
 				WorkingDir: adapter.DefaultWorkspace,
 				Env:        env,
 				Resources:  corev1.ResourceRequirements{Limits: limits, Requests: requests},
@@ -144,6 +187,10 @@ func (c Config) podSpec(id, pool string) *corev1.Pod {
 	if ws != nil {
 		limits[corev1.ResourceEphemeralStorage] = *ws
 	}
+	if c.AgentImage != "" {
+		main := p.Spec.Containers[0]
+		c.bringAgent(p, main.SecurityContext, main.Resources)
+	}
 	return p
 }
 
@@ -163,7 +210,7 @@ func (c Config) denyPolicy(id string) *networkingv1.NetworkPolicy {
 // pool's (its probe result is then kept for the claimer). Whatever fails, nothing is left behind.
 func create(ctx context.Context, k *kube, cfg Config, pool string) (*Sandbox, error) {
 	id := newID()
-	s := &Sandbox{k: k, cfg: cfg, id: id, pod: namePrefix + id, network: netAllowed}
+	s := &Sandbox{k: k, cfg: cfg, id: id, pod: namePrefix + id, network: netAllowed, agentBin: cfg.agentBin()}
 	ok := false
 	defer func() {
 		if !ok {

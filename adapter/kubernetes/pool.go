@@ -188,7 +188,7 @@ func claim(ctx context.Context, k *kube, cfg Config, pool string) (*Sandbox, err
 		if err != nil {
 			return nil, k.classify("claim", err)
 		}
-		return &Sandbox{k: k, cfg: cfg, id: got.Labels[LabelID], pod: got.Name, network: got.Annotations[AnnotNetwork]}, nil
+		return &Sandbox{k: k, cfg: cfg, id: got.Labels[LabelID], pod: got.Name, network: got.Annotations[AnnotNetwork], agentBin: got.Annotations[AnnotAgentPath]}, nil
 	}
 	return nil, nil
 }

@@ -27,7 +27,7 @@ func recordConfig(s Settings, rec state.Record) kubernetes.Config {
 func kubeConfig(s Settings, persist bool) kubernetes.Config {
 	return kubernetes.Config{
 		Kubeconfig: s.Kubeconfig, Context: s.KubeContext, Namespace: s.Namespace,
-		Image: s.KubernetesImage, ImagePullPolicy: s.ImagePullPolicy, RuntimeClassName: s.RuntimeClass,
+		Image: s.KubernetesImage, AgentImage: s.KubernetesAgentImage, ImagePullPolicy: s.ImagePullPolicy, RuntimeClassName: s.RuntimeClass,
 		AllowNetwork: s.AllowNetwork, AllowHosts: s.AllowHosts, RequireIsolation: s.RequireIsolation,
 		Persist: persist, WorkspaceBytes: s.Disk,
 	}

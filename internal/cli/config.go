@@ -60,6 +60,7 @@ const (
 	keyKubeContext     = "kube-context"
 	keyNamespace       = "namespace"
 	keyKubeImage       = "kubernetes-image"
+	keyKubeAgentImage  = "kubernetes-agent-image"
 	keyImagePullPolicy = "image-pull-policy"
 	keyRuntimeClass    = "runtime-class"
 )
@@ -70,7 +71,7 @@ var knownKeys = map[string]bool{
 	keyIteration: true, keyAttempt: true, keySandbox: true, keyStore: true, keySyncMaxFile: true,
 	keyIsolation: true, keyRequireIso: true, keyMemory: true, keyPids: true, keyCPUs: true, keyDisk: true,
 	keyROBind: true, keyRWBind: true, keyMCPMaxMessage: true, keyRuntime: true, keyAllowHosts: true, keyDisableLayers: true,
-	keyKubeconfig: true, keyKubeContext: true, keyNamespace: true, keyKubeImage: true,
+	keyKubeconfig: true, keyKubeContext: true, keyNamespace: true, keyKubeImage: true, keyKubeAgentImage: true,
 	keyImagePullPolicy: true, keyRuntimeClass: true,
 }
 
@@ -148,9 +149,9 @@ type Settings struct {
 	// The kubernetes adapter's cluster and pods: the kubeconfig file ("" is KUBECONFIG, then
 	// ~/.kube/config, then in-cluster; absolute), its context, the namespace, the sandbox image,
 	// its pull policy and an optional runtime class; "" is the adapter's default for each.
-	Kubeconfig, KubeContext, Namespace             string
-	KubernetesImage, ImagePullPolicy, RuntimeClass string
-	ConfigFile                                     string // the file that was read, if any
+	Kubeconfig, KubeContext, Namespace                                   string
+	KubernetesImage, KubernetesAgentImage, ImagePullPolicy, RuntimeClass string
+	ConfigFile                                                           string // the file that was read, if any
 
 	inv invocation // where the settings were read: relative paths given later are resolved in its directory
 }
@@ -222,6 +223,7 @@ func addKubernetesFlags(f *pflag.FlagSet) {
 	f.String(keyKubeContext, "", "kubernetes adapter: kubeconfig context (default its current context)")
 	f.String(keyNamespace, "", "kubernetes adapter: namespace of the sandbox pods (default the context's, else default)")
 	f.String(keyKubeImage, "", "kubernetes adapter: sandbox image as the cluster pulls it, like <your-registry>/sandboxer-sandbox:TAG (default "+image.DefaultTag+")")
+	f.String(keyKubeAgentImage, "", "kubernetes adapter: the sandbox image, as the cluster pulls it, to bring the agent from (an init container): --kubernetes-image may then be any image (Debian, python, your own)")
 	f.String(keyImagePullPolicy, "", "kubernetes adapter: the pods' image pull policy: "+strings.Join(imagePullPolicies, "|")+" (default IfNotPresent)")
 	f.String(keyRuntimeClass, "", "kubernetes adapter: runtime class of the pods (gVisor's or Kata's, as the cluster names it; default none)")
 }
@@ -301,6 +303,7 @@ func loadIn(inv invocation, flags *pflag.FlagSet) (Settings, error) {
 	// cluster of the environment or the config file.
 	s.KubeContext, s.Namespace = v.GetString(keyKubeContext), v.GetString(keyNamespace)
 	s.KubernetesImage, s.RuntimeClass = v.GetString(keyKubeImage), v.GetString(keyRuntimeClass)
+	s.KubernetesAgentImage = v.GetString(keyKubeAgentImage)
 	if s.ImagePullPolicy = v.GetString(keyImagePullPolicy); s.ImagePullPolicy != "" && !slices.Contains(imagePullPolicies, s.ImagePullPolicy) {
 		return Settings{}, fmt.Errorf("--%s %q: want one of %v", keyImagePullPolicy, s.ImagePullPolicy, imagePullPolicies)
 	}

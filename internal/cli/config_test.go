@@ -126,7 +126,7 @@ func TestDiskSetting(t *testing.T) { // not parallel: it sets the environment
 	assert.Zero(t, localConfig(s, t.TempDir()).Disk, "none: no cap on local")
 	assert.EqualValues(t, -1, dockerConfig(s, false).WorkspaceBytes, "none: no cap on docker")
 	assert.EqualValues(t, -1, ociConfig(s, false).WorkspaceBytes, "none: no cap on oci")
-	assert.Zero(t, kubeConfig(s, false).WorkspaceBytes, "none: no limit on kubernetes")
+	assert.EqualValues(t, -1, kubeConfig(s, false).WorkspaceBytes, "none: no limit on kubernetes")
 	for _, bad := range []string{"-1", "lots"} {
 		t.Setenv("SANDBOXER_DISK", bad)
 		_, err = load("--config", cfg)
