@@ -1361,7 +1361,16 @@ func probe() Report {
 	set := func(name string, ok bool, reason string) {
 		rep.Layers = append(rep.Layers, LayerStatus{Name: name, Available: ok, Reason: reason})
 	}
-	probeIso := &isolation{rules: buildRules(DefaultReadPaths, DefaultDenyRead(), []string{os.TempDir()}, DefaultDevices, nil), disabled: map[string]bool{}}
+	// The probe's workspace is a directory of its own, as a sandbox's is: the system's temporary
+	// directory itself may hold mounts an idmapped mount cannot take (another tool's overlay or
+	// namespace files), which a workspace there never includes.
+	ws, err := os.MkdirTemp("", "sandboxer-probe-")
+	if err != nil {
+		ws = os.TempDir()
+	} else {
+		defer os.RemoveAll(ws)
+	}
+	probeIso := &isolation{rules: buildRules(DefaultReadPaths, DefaultDenyRead(), []string{ws}, DefaultDevices, nil), disabled: map[string]bool{}}
 	if os.Geteuid() == 0 {
 		probeIso.leaseUID()
 		defer probeIso.lease.release()
