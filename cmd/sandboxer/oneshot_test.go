@@ -235,3 +235,33 @@ func TestKubernetesOneShotWorksOnTheProject(t *testing.T) {
 	require.Equal(t, 0, r.code, r.stdout+r.stderr)
 	assert.FileExists(t, filepath.Join(e.work, "notes", "todo.md"))
 }
+
+// A long-lived docker sandbox made with --root starts with the project's files; what its calls
+// change stays in it (the project is as it was); a home directory is refused as --root and
+// leaves no sandbox.
+func TestSandboxCreateWithRoot(t *testing.T) {
+	t.Parallel()
+	requireDocker(t)
+	e := newEnv(t)
+	project(e)
+	r := e.run("", nil, "sandbox", "create", "--adapter", "docker", "--root", e.work)
+	require.Equal(t, 0, r.code, r.stderr)
+	id := strings.TrimSuffix(strings.TrimPrefix(strings.TrimSpace(r.stdout), `{"id":"`), `"}`)
+	require.NotEmpty(t, id, r.stdout)
+	t.Cleanup(func() { e.run("", nil, "sandbox", "rm", id) })
+	r = e.run("", nil, "exec", "--sandbox", id, "--", "sh", "-c", "cat sub/deep/f.txt go.mod; rm a; echo new > b")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Equal(t, "deep\nmodule example.com/p\n\ngo 1.22\n", r.stdout)
+	r = e.run("", nil, "exec", "--sandbox", id, "--", "sh", "-c", "ls")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Equal(t, "b\ngo.mod\nmain.go\nsub\n", r.stdout, "the sandbox keeps its changes")
+	assert.FileExists(t, filepath.Join(e.work, "a"), "nothing is synced back")
+	assert.NoFileExists(t, filepath.Join(e.work, "b"))
+
+	r = e.run("", nil, "sandbox", "create", "--adapter", "docker", "--root", filepath.Join(e.base, "home"))
+	assert.Equal(t, 2, r.code, r.stderr)
+	assert.Contains(t, r.stderr, "home")
+	r = e.run("", nil, "sandbox", "ls", "--json")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Equal(t, 1, strings.Count(r.stdout, `"id"`), "the refused create left no sandbox: %s", r.stdout)
+}

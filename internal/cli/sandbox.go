@@ -55,6 +55,12 @@ func newSandboxCreateCmd(std Streams) *cobra.Command {
 			if !ok {
 				return usage(unknownAdapter(s.Adapter))
 			}
+			seed := rootCopyAdapters[s.Adapter] && c.Flags().Changed(keyRoot)
+			if seed {
+				if err := vetRoot(s); err != nil {
+					return err
+				}
+			}
 			st := state.Open(s.StateDir)
 			rec := state.Record{ID: state.NewID(), Adapter: s.Adapter, CreatedAt: time.Now().UTC()}
 			if s.Adapter == "docker" {
@@ -70,6 +76,13 @@ func newSandboxCreateCmd(std Streams) *cobra.Command {
 			if err := st.Save(rec); err != nil {
 				_ = b.destroy(c.Context(), s, rec)
 				return err
+			}
+			if seed {
+				if err := seedRoot(c.Context(), s, b, st, rec, std.Err); err != nil {
+					_ = b.destroy(c.Context(), s, rec)
+					_ = st.Delete(rec.ID)
+					return err
+				}
 			}
 			return printJSON(std, map[string]string{"id": rec.ID})
 		}),
