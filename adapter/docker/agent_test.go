@@ -16,7 +16,6 @@ import (
 	"github.com/sandboxer/sandboxer/adapter/adaptertest"
 	"github.com/sandboxer/sandboxer/adapter/agent"
 	"github.com/sandboxer/sandboxer/adapter/docker"
-	"github.com/sandboxer/sandboxer/adapter/internal/hostileagent"
 	"github.com/sandboxer/sandboxer/errs"
 )
 
@@ -145,37 +144,14 @@ func TestKillingTheMainAgentStopsTheSandbox(t *testing.T) {
 	require.NoError(t, sb.Stop(context.Background()))
 }
 
-// A handle whose agent breaks the protocol (here a bad exit frame from a stand-in agent) fails
-// that call and every later one with SANDBOX_UNAVAILABLE at once: no other agent is started and
-// nothing falls back to daemon execs, whose scripts the same sandbox would answer.
+// A handle whose agent breaks the protocol (a bad exit frame, a result flood from a stand-in agent)
+// fails that call and every later one with SANDBOX_UNAVAILABLE at once: no other agent is started
+// and nothing falls back to daemon execs, whose scripts the same sandbox would answer.
 func TestAgentThatBreaksTheProtocolIsNotReplaced(t *testing.T) {
-	sb := newSandbox(t, docker.Config{})
-	ctx := ctxT(t)
-	sh(t, sb, "true")
-	c, p := hostileagent.New(t)
-	t.Cleanup(docker.UseAgent(sb, c))
-	done := make(chan error, 1)
-	go func() {
-		_, err := sb.ExecuteCommand(ctx, adapter.Command{Args: []string{"true"}})
-		done <- err
-	}()
-	typ, id, _ := p.Read(t)
-	require.Equal(t, agent.FrameStart, typ)
-	require.NoError(t, p.Send(agent.FrameExit, id, []byte("{")))
-	err := <-done
-	assert.Equal(t, errs.SandboxUnavailable, errs.CodeOf(err), "%v", err)
-	assert.ErrorIs(t, err, agent.ErrProtocol)
-
-	start := time.Now()
-	_, err = sb.ExecuteCommand(ctx, adapter.Command{Args: []string{"true"}})
-	assert.Equal(t, errs.SandboxUnavailable, errs.CodeOf(err), "exec: %v", err)
-	_, err = sb.ReadFile(ctx, "x")
-	assert.Equal(t, errs.SandboxUnavailable, errs.CodeOf(err), "read: %v", err)
-	_, err = sb.Start(ctx, adapter.Command{Args: []string{"sleep", "1"}})
-	assert.Equal(t, errs.SandboxUnavailable, errs.CodeOf(err), "start: %v", err)
-	_, err = sb.DialPort(ctx, 80)
-	assert.Equal(t, errs.SandboxUnavailable, errs.CodeOf(err), "dial: %v", err)
-	assert.Less(t, time.Since(start), time.Second, "the calls reached the sandbox")
+	needDocker(t)
+	adaptertest.CheckProtocolBreaker(t,
+		func(t *testing.T) adapter.Sandbox { return newSandbox(t, docker.Config{}) },
+		func(sb adapter.Sandbox, c *agent.Client) func() { return docker.UseAgent(sb.(*docker.Sandbox), c) })
 }
 
 // A command cannot stop, signal, trace or read the agents of its sandbox (the container's and an

@@ -61,68 +61,34 @@ type closerFunc func() error
 
 func (f closerFunc) Close() error { return f() }
 
-// alive reports whether the stream still works.
-func (a *agentConn) alive() bool {
-	select {
-	case <-a.Done():
-		return false
-	default:
-		return true
-	}
-}
-
 // agentClient returns the sandbox's agent stream, starting an exec of the agent when the sandbox
 // has none (it was attached to, or its agent died), or nil when the container has no agent or it
 // cannot be started: calls then fall back to one daemon exec each. An agent that broke the
 // protocol is not replaced: the error is then SANDBOX_UNAVAILABLE, for this call and every later
-// one (see agent.Client.Violation).
+// one (see agentproc.Slot).
 func (s *Sandbox) agentClient(ctx context.Context, op string) (*agentConn, error) {
 	if !s.hasAgent() {
 		return nil, nil
 	}
-	s.amu.Lock()
-	defer s.amu.Unlock()
-	if s.agent != nil && s.agent.alive() {
-		return s.agent, nil
-	}
-	if s.agent != nil {
-		if v := s.agent.Violation(); v != nil {
-			s.agentBroken = v
+	return s.agent.Get(op, func() (*agentConn, error) {
+		if time.Since(s.agentFailed) < agentRetry {
+			return nil, nil
 		}
-		s.agent.Close()
-		s.agent = nil
-	}
-	if s.agentBroken != nil {
-		return nil, agentproc.Broken(op, s.agentBroken)
-	}
-	if time.Since(s.agentFailed) < agentRetry {
-		return nil, nil
-	}
-	cr, err := s.eng.ExecCreate(ctx, s.containerID, client.ExecCreateOptions{
-		AttachStdin: true, AttachStdout: true, AttachStderr: true,
-		WorkingDir: adapter.DefaultWorkspace,
-		Cmd:        agent.ArgvAt(s.agentPath(), s.cfg.user()), // as the container's user: the agent's (see create)
-	})
-	if err == nil {
-		var att client.ExecAttachResult
-		att, err = s.eng.ExecAttach(ctx, cr.ID, client.ExecAttachOptions{})
+		cr, err := s.eng.ExecCreate(ctx, s.containerID, client.ExecCreateOptions{
+			AttachStdin: true, AttachStdout: true, AttachStderr: true,
+			WorkingDir: adapter.DefaultWorkspace,
+			Cmd:        agent.ArgvAt(s.agentPath(), s.cfg.user()), // as the container's user: the agent's (see create)
+		})
 		if err == nil {
-			s.agent = s.newAgentConn(att.HijackedResponse)
-			return s.agent, nil
+			var att client.ExecAttachResult
+			att, err = s.eng.ExecAttach(ctx, cr.ID, client.ExecAttachOptions{})
+			if err == nil {
+				return s.newAgentConn(att.HijackedResponse), nil
+			}
 		}
-	}
-	s.agentFailed = time.Now()
-	return nil, nil
-}
-
-// closeAgent closes the agent stream, if any; the agent kills what it still runs.
-func (s *Sandbox) closeAgent() {
-	s.amu.Lock()
-	defer s.amu.Unlock()
-	if s.agent != nil {
-		s.agent.Close()
-		s.agent = nil
-	}
+		s.agentFailed = time.Now()
+		return nil, nil
+	})
 }
 
 // termGrace is the time between SIGTERM and SIGKILL when a command's tree is killed (the

@@ -37,6 +37,7 @@ import (
 	"github.com/sandboxer/sandboxer/adapter"
 	"github.com/sandboxer/sandboxer/adapter/agent"
 	"github.com/sandboxer/sandboxer/adapter/docker/image"
+	"github.com/sandboxer/sandboxer/adapter/internal/agentproc"
 	"github.com/sandboxer/sandboxer/adapter/internal/diskcap"
 	"github.com/sandboxer/sandboxer/adapter/internal/shellfs"
 	"github.com/sandboxer/sandboxer/egress"
@@ -226,12 +227,10 @@ type Sandbox struct {
 	agentVersion string
 	agentBin     string   // where the agent is in the container ("" is agent.Path)
 	imageEnv     []string // the environment the image sets (see commandEnv)
-	amu          sync.Mutex
-	agent        *agentConn // nil until started, or after it died
-	agentFailed  time.Time  // last failed start of an agent exec
-	agentBroken  error      // the protocol violation of an agent: no other is started
-	streams      string     // host directory of the agent's direct streams ("": none)
-	lookedAfter  bool       // the janitor removes streams if this process dies before Stop
+	agent        agentproc.Slot[*agentConn]
+	agentFailed  time.Time // last failed start of an agent exec (under agent's lock)
+	streams      string    // host directory of the agent's direct streams ("": none)
+	lookedAfter  bool      // the janitor removes streams if this process dies before Stop
 
 	disk            disk  // the capped workspace, or none
 	diskBytes       int64 // its size
@@ -440,10 +439,10 @@ func create(ctx context.Context, eng engine, cfg Config, pool string) (*Sandbox,
 			s.remove(context.WithoutCancel(ctx))
 			return nil, classify("docker attach", err)
 		}
-		s.agent = s.newAgentConn(att.HijackedResponse)
+		s.agent.Set(s.newAgentConn(att.HijackedResponse))
 	}
 	if _, err := eng.ContainerStart(ctx, res.ID, client.ContainerStartOptions{}); err != nil {
-		s.closeAgent()
+		s.agent.Close()
 		s.remove(context.WithoutCancel(ctx))
 		return nil, classify("docker start", err)
 	}
@@ -560,7 +559,7 @@ func (s *Sandbox) Stop(ctx context.Context) error {
 	s.stopped = true
 	s.mu.Unlock()
 	s.egress.Close()
-	s.closeAgent()
+	s.agent.Close()
 	err := s.remove(ctx)
 	if s.ownEngine {
 		s.eng.Close()
@@ -581,7 +580,7 @@ func (s *Sandbox) Detach() error {
 	}
 	s.stopped = true
 	s.mu.Unlock()
-	s.closeAgent()
+	s.agent.Close()
 	if s.ownEngine {
 		s.eng.Close()
 	}

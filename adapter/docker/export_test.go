@@ -11,15 +11,7 @@ import (
 // UseAgent makes c the handle's agent stream in place of the real one (a test's hostile agent);
 // the returned function closes the real one.
 func UseAgent(s *Sandbox, c *agent.Client) func() {
-	s.amu.Lock()
-	defer s.amu.Unlock()
-	old := s.agent
-	s.agent = &agentConn{Client: c, stderr: &headBuffer{n: 1024}}
-	return func() {
-		if old != nil {
-			old.Close()
-		}
-	}
+	return s.agent.Set(&agentConn{Client: c, stderr: &headBuffer{n: 1024}})
 }
 
 // DiskLeftovers lists what is left of the capped workspace in directory dir

@@ -126,9 +126,7 @@ func staleDirs(base string, live map[string]bool) []string {
 // DirectStreams reports whether this handle's port streams are direct (false until its first
 // DialPort or ListenPort), and why not when the direct path could not be set up.
 func (s *Sandbox) DirectStreams() (bool, error) {
-	s.amu.Lock()
-	a := s.agent
-	s.amu.Unlock()
+	a := s.agent.Current()
 	if a == nil {
 		return false, nil
 	}

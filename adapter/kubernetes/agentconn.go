@@ -70,15 +70,6 @@ func (a *agentConn) close() error {
 	return nil
 }
 
-func (a *agentConn) alive() bool {
-	select {
-	case <-a.Done():
-		return false
-	default:
-		return true
-	}
-}
-
 // why says what ended the stream, for messages.
 func (a *agentConn) why() string {
 	select {
@@ -98,35 +89,11 @@ func (a *agentConn) why() string {
 
 // agentClient returns the handle's agent stream, starting one when it has none or its last one
 // ended. An agent that broke the protocol is not replaced: the error is then
-// SANDBOX_UNAVAILABLE, for this call and every later one (see agent.Client.Violation).
+// SANDBOX_UNAVAILABLE, for this call and every later one (see agentproc.Slot).
 func (s *Sandbox) agentClient(op string) (*agentConn, error) {
-	s.amu.Lock()
-	defer s.amu.Unlock()
-	if s.agent != nil && s.agent.alive() {
-		return s.agent, nil
-	}
-	if s.agent != nil {
-		if v := s.agent.Violation(); v != nil {
-			s.agentBroken = v
-		}
-		s.agent.Close()
-		s.agent = nil
-	}
-	if s.agentBroken != nil {
-		return nil, agentproc.Broken(op, s.agentBroken)
-	}
-	s.agent = s.k.dialAgent(s.pod, cmp.Or(s.agentBin, agent.Path), s.cfg.user())
-	return s.agent, nil
-}
-
-// closeAgent closes the agent stream, if any.
-func (s *Sandbox) closeAgent() {
-	s.amu.Lock()
-	defer s.amu.Unlock()
-	if s.agent != nil {
-		s.agent.Close()
-		s.agent = nil
-	}
+	return s.agent.Get(op, func() (*agentConn, error) {
+		return s.k.dialAgent(s.pod, cmp.Or(s.agentBin, agent.Path), s.cfg.user()), nil
+	})
 }
 
 // killGrace bounds how long a killed command may take to report its exit before the call gives up

@@ -37,6 +37,7 @@ import (
 
 	"github.com/sandboxer/sandboxer/adapter"
 	"github.com/sandboxer/sandboxer/adapter/docker/image"
+	"github.com/sandboxer/sandboxer/adapter/internal/agentproc"
 	"github.com/sandboxer/sandboxer/egress"
 	"github.com/sandboxer/sandboxer/errs"
 )
@@ -233,9 +234,7 @@ type Sandbox struct {
 	network string
 	rv      string // the pod's resourceVersion when create finished (a pool's claim precondition)
 
-	amu         sync.Mutex
-	agent       *agentConn
-	agentBroken error // the protocol violation of an agent: no other is started
+	agent agentproc.Slot[*agentConn]
 
 	egress egress.Holder // the proxy of cfg.AllowHosts
 
@@ -359,7 +358,7 @@ func (s *Sandbox) Stop(ctx context.Context) error {
 		return nil
 	}
 	s.egress.Close()
-	s.closeAgent()
+	s.agent.Close()
 	return s.k.deleteSandbox(ctx, s.id)
 }
 
@@ -371,7 +370,7 @@ func (s *Sandbox) Detach() error {
 		return nil
 	}
 	s.egress.Close()
-	s.closeAgent()
+	s.agent.Close()
 	return nil
 }
 

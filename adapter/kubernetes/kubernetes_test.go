@@ -21,6 +21,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/sandboxer/sandboxer/adapter/adaptertest"
+	"github.com/sandboxer/sandboxer/adapter/agent"
 	"github.com/sandboxer/sandboxer/adapter/kubernetes"
 	"github.com/sandboxer/sandboxer/errs"
 	"github.com/sandboxer/sandboxer/sync/filesynctest"
@@ -334,4 +335,15 @@ func TestBadImage(t *testing.T) {
 func TestAgentUntouchable(t *testing.T) {
 	sb := newSandbox(t, base)
 	adaptertest.CheckAgentUntouchable(t, sb, nil)
+}
+
+// A handle whose agent breaks the protocol (a bad exit frame, a result flood from a stand-in agent)
+// fails that call and every later one with SANDBOX_UNAVAILABLE: no other agent exec is started
+// (issue 34).
+func TestAgentThatBreaksTheProtocolIsNotReplaced(t *testing.T) {
+	adaptertest.CheckProtocolBreaker(t,
+		func(t *testing.T) adapter.Sandbox { return newSandbox(t, base) },
+		func(sb adapter.Sandbox, c *agent.Client) func() {
+			return kubernetes.UseAgent(sb.(*kubernetes.Sandbox), c)
+		})
 }

@@ -214,7 +214,7 @@ func create(ctx context.Context, k *kube, cfg Config, pool string) (*Sandbox, er
 	ok := false
 	defer func() {
 		if !ok {
-			s.closeAgent()
+			s.agent.Close()
 			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 			defer cancel()
 			k.deleteSandbox(dctx, id)

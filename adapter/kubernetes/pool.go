@@ -141,7 +141,7 @@ func (p *Pool) Claim(ctx context.Context) (*Sandbox, error) {
 		if err == nil {
 			return s, nil
 		}
-		s.closeAgent() // another process claimed it (or it is gone)
+		s.agent.Close() // another process claimed it (or it is gone)
 		if !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) {
 			return nil, p.k.classify("claim", err)
 		}
@@ -236,7 +236,7 @@ func (p *Pool) Close(ctx context.Context) error {
 		close(p.stop)
 		<-p.done
 		for s := p.takeWarm(); s != nil; s = p.takeWarm() {
-			s.closeAgent()
+			s.agent.Close()
 		}
 		var pods []corev1.Pod
 		pods, err = p.k.listPods(ctx, selector(LabelPool+"="+p.name))

@@ -52,64 +52,30 @@ func (a *agentConn) close() error {
 	return nil
 }
 
-// alive reports whether the stream still works.
-func (a *agentConn) alive() bool {
-	select {
-	case <-a.Done():
-		return false
-	default:
-		return true
-	}
-}
-
 // agentClient returns the sandbox's agent stream, starting a runtime exec of the agent when the
 // sandbox has none (it was attached to, or its exec'd agent died). An agent that broke the
 // protocol is not replaced: the error is then SANDBOX_UNAVAILABLE, for this call and every later
-// one (see agent.Client.Violation).
+// one (see agentproc.Slot).
 func (s *Sandbox) agentClient(ctx context.Context, op string) (*agentConn, error) {
-	s.amu.Lock()
-	defer s.amu.Unlock()
-	if s.agent != nil && s.agent.alive() {
-		return s.agent, nil
-	}
-	if s.agent != nil {
-		if v := s.agent.Violation(); v != nil {
-			s.agentBroken = v
+	return s.agent.Get(op, func() (*agentConn, error) {
+		if time.Since(s.agentFailed) < agentRetry {
+			return nil, s.agentErr
 		}
-		s.agent.Close()
-		s.agent = nil
-	}
-	if s.agentBroken != nil {
-		return nil, agentproc.Broken(op, s.agentBroken)
-	}
-	if time.Since(s.agentFailed) < agentRetry {
-		return nil, s.agentErr
-	}
-	if !s.rt.running(ctx, containerID(s.rec.ID)) {
-		return nil, s.unavailable(op, "its container is not running")
-	}
-	a, err := s.rt.exec(ctx, containerID(s.rec.ID), filepath.Join(s.lay.sandbox(s.rec.ID), "bundle", execFile))
-	if err != nil {
-		s.agentFailed, s.agentErr = time.Now(), err
-		return nil, err
-	}
-	a.SetDirect(s.lay.streams(s.rec.ID), agent.DirectSandboxDir)
-	s.agent = a
-	return a, nil
+		if !s.rt.running(ctx, containerID(s.rec.ID)) {
+			return nil, s.unavailable(op, "its container is not running")
+		}
+		a, err := s.rt.exec(ctx, containerID(s.rec.ID), filepath.Join(s.lay.sandbox(s.rec.ID), "bundle", execFile))
+		if err != nil {
+			s.agentFailed, s.agentErr = time.Now(), err
+			return nil, err
+		}
+		a.SetDirect(s.lay.streams(s.rec.ID), agent.DirectSandboxDir)
+		return a, nil
+	})
 }
 
 func (s *Sandbox) unavailable(op, why string) error {
 	return errs.New(errs.SandboxUnavailable, op, "", "sandbox %s: %s", s.rec.ID, why)
-}
-
-// closeAgent closes the agent stream, if any; the agent kills what it still runs.
-func (s *Sandbox) closeAgent() {
-	s.amu.Lock()
-	defer s.amu.Unlock()
-	if s.agent != nil {
-		s.agent.Close()
-		s.agent = nil
-	}
 }
 
 // killGrace bounds how long a killed command may take to report its exit before the call gives up
@@ -224,9 +190,7 @@ func (h *headBuffer) String() string {
 // DialPort or ListenPort; always false under runsc, whose gVisor refuses host sockets), and why
 // not when the direct path could not be set up.
 func (s *Sandbox) DirectStreams() (bool, error) {
-	s.amu.Lock()
-	a := s.agent
-	s.amu.Unlock()
+	a := s.agent.Current()
 	if a == nil {
 		return false, nil
 	}

@@ -1,6 +1,10 @@
 package oci
 
-import "path/filepath"
+import (
+	"path/filepath"
+
+	"github.com/sandboxer/sandboxer/adapter/agent"
+)
 
 // Leftovers is leftovers, for the tests.
 var Leftovers = leftovers
@@ -28,10 +32,15 @@ func CgroupFile(id, controller, v1, v2 string) string {
 }
 
 func AgentStderr(s *Sandbox) string {
-	s.amu.Lock()
-	defer s.amu.Unlock()
-	if s.agent == nil {
+	a := s.agent.Current()
+	if a == nil {
 		return "<no agent>"
 	}
-	return s.agent.stderr.String()
+	return a.stderr.String()
+}
+
+// UseAgent makes c the handle's agent stream in place of the real one (a test's hostile agent);
+// the returned function closes the real one.
+func UseAgent(s *Sandbox, c *agent.Client) func() {
+	return s.agent.Set(&agentConn{Client: c, stderr: newHeadBuffer(1024)})
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/sandboxer/sandboxer/adapter"
 	"github.com/sandboxer/sandboxer/adapter/adaptertest"
+	"github.com/sandboxer/sandboxer/adapter/agent"
 	"github.com/sandboxer/sandboxer/adapter/oci"
 	"github.com/sandboxer/sandboxer/errs"
 )
@@ -377,6 +378,18 @@ func TestAgentUntouchable(t *testing.T) {
 			seen = []string{"open environ", "list fd"} // gVisor's /proc (see CheckAgentUntouchable)
 		}
 		adaptertest.CheckAgentUntouchable(t, sb, other, seen...)
+	})
+}
+
+// A handle whose agent breaks the protocol (a bad exit frame, a result flood from a stand-in agent)
+// fails that call and every later one that needs an agent with SANDBOX_UNAVAILABLE: no other
+// agent is exec'd (issue 34).
+func TestAgentThatBreaksTheProtocolIsNotReplaced(t *testing.T) {
+	eachRuntime(t, func(t *testing.T, rt string) {
+		t.Parallel()
+		adaptertest.CheckProtocolBreaker(t,
+			func(t *testing.T) adapter.Sandbox { return newSandbox(t, rt, oci.Config{}) },
+			func(sb adapter.Sandbox, c *agent.Client) func() { return oci.UseAgent(sb.(*oci.Sandbox), c) })
 	})
 }
 

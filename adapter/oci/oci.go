@@ -48,6 +48,7 @@ import (
 
 	"github.com/sandboxer/sandboxer/adapter"
 	"github.com/sandboxer/sandboxer/adapter/agent"
+	"github.com/sandboxer/sandboxer/adapter/internal/agentproc"
 	"github.com/sandboxer/sandboxer/adapter/internal/diskcap"
 	"github.com/sandboxer/sandboxer/adapter/rootfs"
 	"github.com/sandboxer/sandboxer/egress"
@@ -458,11 +459,9 @@ type Sandbox struct {
 	mu      sync.Mutex
 	stopped bool
 
-	amu         sync.Mutex
-	agent       *agentConn // nil until started, or after it died
-	agentFailed time.Time  // last failed start of an agent exec
+	agent       agentproc.Slot[*agentConn]
+	agentFailed time.Time // last failed start of an agent exec (it and agentErr under agent's lock)
 	agentErr    error
-	agentBroken error // the protocol violation of an agent: no other is started
 
 	egress egress.Holder // the proxy of cfg.AllowHosts
 
@@ -583,7 +582,7 @@ func create(ctx context.Context, cfg Config, copyFrom *os.Root) (*Sandbox, error
 		return fail(err)
 	}
 	conn.SetDirect(lay.streams(id), agent.DirectSandboxDir)
-	s.agent = conn
+	s.agent.Set(conn)
 	s.layers = s.observeLayers(pid)
 	return s, nil
 }
@@ -721,7 +720,7 @@ func (s *Sandbox) Detach() error {
 	}
 	s.stopped = true
 	s.mu.Unlock()
-	s.closeAgent()
+	s.agent.Close()
 	if s.ws != nil {
 		s.ws.Close()
 	}
@@ -730,7 +729,7 @@ func (s *Sandbox) Detach() error {
 
 // destroy releases everything the sandbox holds.
 func (s *Sandbox) destroy(ctx context.Context) error {
-	s.closeAgent()
+	s.agent.Close()
 	if s.ws != nil {
 		s.ws.Close()
 	}

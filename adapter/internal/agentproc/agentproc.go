@@ -1,7 +1,7 @@
-// Package agentproc is what the adapters that run the sandbox agent (docker, oci) share on top of
-// its client: the validation of a command and the meaning of the wrapper's refusals, the sandbox's
-// loopback (adapter.PortForwarder, adapter.PortListener) and background processes
-// (adapter.Starter), all through the agent.
+// Package agentproc is what the adapters that run the sandbox agent (docker, oci, kubernetes)
+// share on top of its client: a handle's agent stream (Slot), the validation of a command and the
+// meaning of the wrapper's refusals, the sandbox's loopback (adapter.PortForwarder,
+// adapter.PortListener) and background processes (adapter.Starter), all through the agent.
 package agentproc
 
 import (
