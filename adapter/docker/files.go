@@ -7,14 +7,19 @@ import (
 	"github.com/sandboxer/sandboxer/adapter/internal/shellfs"
 )
 
-// files is the sandbox's file operations: shellfs scripts run over s.run with baseEnv.
+// files is the sandbox's file operations, run over s.run with baseEnv: the agent's own (agent
+// -fs) where the container has the agent, else shellfs's scripts.
 func (s *Sandbox) files() shellfs.FS {
-	return shellfs.FS{
+	f := shellfs.FS{
 		Run: func(ctx context.Context, op string, e shellfs.Exec) (int, error) {
 			return s.run(ctx, op, rawExec{args: e.Args, env: e.Env, stdin: e.Stdin, stdout: e.Stdout, stderr: e.Stderr})
 		},
 		Env: baseEnv,
 	}
+	if s.hasAgent() {
+		f.Agent = s.agentPath()
+	}
+	return f
 }
 
 // ReadFile returns a regular file's content (one exec: resolve in the jail, then cat).

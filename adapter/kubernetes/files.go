@@ -1,9 +1,11 @@
 package kubernetes
 
 import (
+	"cmp"
 	"context"
 
 	"github.com/sandboxer/sandboxer/adapter"
+	"github.com/sandboxer/sandboxer/adapter/agent"
 	"github.com/sandboxer/sandboxer/adapter/internal/shellfs"
 )
 
@@ -16,9 +18,10 @@ var _ interface {
 	adapter.ModeWriter
 } = (*Sandbox)(nil)
 
-// fs is the sandbox's file operations: package shellfs's scripts, run through the agent.
+// fs is the sandbox's file operations, run through the agent as `agent -fs` (agent.ServeFS:
+// package shellfs's contract, in Go, so the image needs no shell tools for them).
 func (s *Sandbox) fs() shellfs.FS {
-	return shellfs.FS{Env: baseEnv, Run: func(ctx context.Context, op string, e shellfs.Exec) (int, error) {
+	return shellfs.FS{Env: baseEnv, Agent: cmp.Or(s.agentBin, agent.Path), Run: func(ctx context.Context, op string, e shellfs.Exec) (int, error) {
 		return s.run(ctx, op, rawExec{args: e.Args, env: e.Env, stdin: e.Stdin, stdout: e.Stdout, stderr: e.Stderr})
 	}}
 }

@@ -37,6 +37,25 @@ type FS struct {
 	// Run runs e in the sandbox and returns its exit code; errors are the transport's (already errs-classified).
 	Run func(ctx context.Context, op string, e Exec) (int, error)
 	Env []string // the environment of every script (docker passes its baseEnv)
+	// Agent, when set, is the sandbox agent's path in the sandbox: each operation then runs as
+	// `AGENT -fs OP ARGS...` (agent.ServeFS, the same contract in Go) instead of its shell
+	// script, so that the image needs no shell, find, stat or tar.
+	Agent string
+}
+
+// opNames names each script's operation for the agent's -fs mode.
+var opNames = map[string]string{
+	readScript: "read", writeScript: "write", statScript: "stat", symlinkScript: "symlink",
+	chmodScript: "chmod", removeScript: "remove", listScript: "list", readManyScript: "readmany",
+	writeManyScript: "writemany", tarOutScript: "tarout", tarInScript: "tarin",
+}
+
+// argv is the command line of the file operation whose script is text.
+func (f FS) argv(text string, args ...string) []string {
+	if f.Agent != "" {
+		return append([]string{f.Agent, "-fs", opNames[text]}, args...)
+	}
+	return append([]string{"/bin/sh", "-c", text, "sandboxer"}, args...)
 }
 
 // tmpPrefix names the temporary files and directories of writes; listings skip them.
@@ -56,8 +75,7 @@ const maxListBytes = 1 << 30
 // caller's path p.
 func (f FS) script(ctx context.Context, op, p, text string, args []string, stdin io.Reader, stdout io.Writer) ([]byte, error) {
 	stderr := adapter.NewCappedBuffer(1 << 20)
-	argv := append([]string{"/bin/sh", "-c", text, "sandboxer"}, args...)
-	code, err := f.Run(ctx, op, Exec{Args: argv, Env: f.Env, Stdin: stdin, Stdout: stdout, Stderr: stderr})
+	code, err := f.Run(ctx, op, Exec{Args: f.argv(text, args...), Env: f.Env, Stdin: stdin, Stdout: stdout, Stderr: stderr})
 	msg, _, _ := stderr.Result()
 	if err != nil {
 		return msg, err
@@ -188,7 +206,7 @@ func (f FS) ListFiles(ctx context.Context, dir string) ([]adapter.FileInfo, erro
 	defer cancel()
 	nw := &adapter.LimitedWriter{W: &names, Limit: maxListBytes, OnExceed: cancel}
 	sw := &adapter.LimitedWriter{W: &stats, Limit: maxListBytes, OnExceed: cancel}
-	argv := []string{"/bin/sh", "-c", listScript, "sandboxer", r}
+	argv := f.argv(listScript, r)
 	code, err := f.Run(lctx, op, Exec{Args: argv, Env: f.Env, Stdout: nw, Stderr: sw})
 	if nw.Exceeded() || sw.Exceeded() {
 		return nil, errs.New(errs.LimitExceeded, op, dir, "a listing of more than %d bytes of names or stats", maxListBytes)
@@ -349,7 +367,7 @@ func (f FS) ReadFiles(ctx context.Context, paths []string, fn func(path string, 
 			parsed <- err
 		}()
 		stderr := adapter.NewCappedBuffer(64 << 20)
-		argv := append([]string{"/bin/sh", "-c", readManyScript, "sandboxer"}, args...)
+		argv := f.argv(readManyScript, args...)
 		code, err := f.Run(rctx, op, Exec{Args: argv, Env: f.Env, Stdout: pw, Stderr: stderr})
 		pw.Close()
 		perr := <-parsed
@@ -502,7 +520,7 @@ func (f FS) WriteFiles(ctx context.Context, files []adapter.File) error {
 			args[j] = rels[i]
 		}
 		stderr := adapter.NewCappedBuffer(1 << 20)
-		argv := append([]string{"/bin/sh", "-c", writeManyScript, "sandboxer"}, args...)
+		argv := f.argv(writeManyScript, args...)
 		code, err := f.Run(ctx, op, Exec{Args: argv, Env: f.Env, Stdin: &buf, Stderr: stderr})
 		if err != nil {
 			return err
@@ -525,7 +543,7 @@ func CopyWorkspace(ctx context.Context, src, dst FS) error {
 	inErr := make(chan error, 1)
 	inStderr := adapter.NewCappedBuffer(1 << 16)
 	go func() {
-		code, err := dst.Run(ctx, "fork", Exec{Args: []string{"/bin/sh", "-c", tarInScript}, Env: dst.Env, Stdin: pr, Stderr: inStderr})
+		code, err := dst.Run(ctx, "fork", Exec{Args: dst.argv(tarInScript), Env: dst.Env, Stdin: pr, Stderr: inStderr})
 		pr.CloseWithError(io.ErrClosedPipe)
 		if err == nil && code != 0 {
 			msg, _, _ := inStderr.Result()
@@ -534,7 +552,7 @@ func CopyWorkspace(ctx context.Context, src, dst FS) error {
 		inErr <- err
 	}()
 	outStderr := adapter.NewCappedBuffer(1 << 16)
-	code, err := src.Run(ctx, "fork", Exec{Args: []string{"/bin/sh", "-c", tarOutScript}, Env: src.Env, Stdout: pw, Stderr: outStderr})
+	code, err := src.Run(ctx, "fork", Exec{Args: src.argv(tarOutScript), Env: src.Env, Stdout: pw, Stderr: outStderr})
 	pw.Close()
 	if err == nil && code != 0 {
 		msg, _, _ := outStderr.Result()

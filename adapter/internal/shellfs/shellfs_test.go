@@ -333,13 +333,13 @@ func TestBatchesStayUnderTheArgvBound(t *testing.T) {
 func TestCopyWorkspacePipesSourceIntoDestination(t *testing.T) {
 	t.Parallel()
 	src, _ := fake(func(e Exec) (int, error) {
-		assert.Equal(t, []string{"/bin/sh", "-c", tarOutScript}, e.Args)
+		assert.Equal(t, []string{"/bin/sh", "-c", tarOutScript, "sandboxer"}, e.Args)
 		io.WriteString(e.Stdout, "archive")
 		return 0, nil
 	})
 	var got []byte
 	dst, _ := fake(func(e Exec) (int, error) {
-		assert.Equal(t, []string{"/bin/sh", "-c", tarInScript}, e.Args)
+		assert.Equal(t, []string{"/bin/sh", "-c", tarInScript, "sandboxer"}, e.Args)
 		got, _ = io.ReadAll(e.Stdin)
 		return 0, nil
 	})

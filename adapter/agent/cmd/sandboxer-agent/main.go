@@ -9,6 +9,9 @@
 //	                              to signals from inside, reaping orphans; with -idle stay when
 //	                              stdin ends (until the runtime kills the container)
 //
+//	sandboxer-agent -fs OP ARGS   one file operation in /workspace (agent.ServeFS), started by
+//	                              the adapters as a command, in place of a shell script
+//
 // -user USER[:GROUP] (before the others) starts every command as that user (agent.RunAs): the
 // adapters run the agent as the container's root with the capabilities to switch, and the
 // commands as the sandbox user. Every agent makes itself not dumpable (agent.Protect).
@@ -29,6 +32,9 @@ func main() {
 	if err := agent.Protect(); err != nil {
 		fmt.Fprintln(os.Stderr, "sandboxer-agent:", err)
 		os.Exit(1)
+	}
+	if len(args) > 0 && args[0] == agent.FSFlag { // one file operation, run as a command
+		os.Exit(agent.ServeFS(agent.Workspace, args[1:], os.Stdin, os.Stdout, os.Stderr))
 	}
 	if len(args) >= 2 && args[0] == "-user" {
 		if err := agent.RunAs(args[1]); err != nil {
