@@ -124,12 +124,16 @@ type homeDir struct {
 	gone bool // Stop removed it: it is not made again
 }
 
-func newHomeDir() *homeDir {
+func newHomeDir() *homeDir { return newPrivateDir("sandboxer-home-") }
+
+// newPrivateDir is a private directory of the sandbox's in the system's temporary directory,
+// named prefix and a random suffix (a HOME, the caches' upper directories), made by ensure.
+func newPrivateDir(prefix string) *homeDir {
 	base := os.TempDir()
 	if real, err := filepath.EvalSymlinks(base); err == nil {
 		base = real // as the rules and the view name it
 	}
-	return &homeDir{path: filepath.Join(base, "sandboxer-home-"+randomSuffix())}
+	return &homeDir{path: filepath.Join(base, prefix+randomSuffix())}
 }
 
 // ensure makes the directory. Mkdir, not MkdirAll: the name is random, and a directory someone
