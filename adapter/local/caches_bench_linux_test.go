@@ -14,7 +14,8 @@ import (
 // BenchmarkCacheGoTest: a new sandbox's first `go test -count=1` of a small package (fmt,
 // strings, testing), with the caller's warm GOCACHE shown copy-on-write (caches=on) and without
 // it (caches=off: the standard library is built again), next to the same go test on the host
-// with the same warm cache (baseline). Each iteration makes a new sandbox and stops it.
+// with the same warm cache (baseline), and a new sandbox's `true` (what the sandbox itself
+// costs). Each iteration makes a new sandbox and stops it.
 //
 //	go test -run '^$' -bench CacheGoTest -benchtime 3x ./adapter/local/
 func BenchmarkCacheGoTest(b *testing.B) {
@@ -42,6 +43,21 @@ func BenchmarkCacheGoTest(b *testing.B) {
 		for b.Loop() {
 			if out, err := hostGo(mod, "test", "-count=1", "."); err != nil {
 				b.Fatalf("%v: %s", err, out)
+			}
+		}
+	})
+	// What a new sandbox costs around any command (made, its helper and view started, stopped).
+	b.Run("sandbox/true", func(b *testing.B) {
+		for b.Loop() {
+			sb, err := local.New(local.Config{Root: mod})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if res, err := sb.ExecuteCommand(b.Context(), adapter.Command{Args: []string{"true"}}); err != nil || res.ExitCode != 0 {
+				b.Fatalf("%v: %s", err, res.Stderr)
+			}
+			if err := sb.Stop(b.Context()); err != nil {
+				b.Fatal(err)
 			}
 		}
 	})
