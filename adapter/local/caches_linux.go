@@ -86,7 +86,7 @@ func (iso *isolation) resetCaches() error {
 			waitReaped([]*helperProc{h})
 		}
 		for i := range iso.caches {
-			err = errors.Join(err, os.RemoveAll(iso.cacheUpper(network, i)))
+			err = errors.Join(err, removeAll(iso.cacheUpper(network, i)))
 		}
 	}
 	return err

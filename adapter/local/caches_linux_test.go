@@ -261,7 +261,7 @@ func TestCacheOwnerChild(t *testing.T) {
 	if cache == "" {
 		t.Skip("run by TestCacheNothingLeftAfterOwnerKilled")
 	}
-	sb, err := local.New(local.Config{Caches: []string{"FAKE_CACHE=" + cache}})
+	sb, err := local.New(runnable(local.Config{Caches: []string{"FAKE_CACHE=" + cache}}))
 	require.NoError(t, err)
 	res := run(t, sb, adapter.Command{Args: []string{"sh", "-c", `echo x > "$FAKE_CACHE/x"`}})
 	require.Equal(t, 0, res.ExitCode, "%s", res.Stderr)
