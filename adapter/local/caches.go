@@ -2,6 +2,7 @@ package local
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -50,9 +51,11 @@ func findCaches(cfg Config, getenv func(string) string, home, ws string, pathDir
 		return checkCache(p, home, ws, deny, cfg.WritePaths, cfg.Protect)
 	}
 	var found []cache
+	overlaps := func(real string) bool { // one overlay each: none inside another
+		return slices.ContainsFunc(found, func(c cache) bool { return within(real, c.Path) || within(c.Path, real) })
+	}
 	add := func(p, env string) {
-		real, err := check(p)
-		if err == nil && !slices.ContainsFunc(found, func(c cache) bool { return within(real, c.Path) || within(c.Path, real) }) {
+		if real, err := check(p); err == nil && !overlaps(real) {
 			found = append(found, cache{Path: real, Env: env})
 		}
 	}
@@ -60,6 +63,9 @@ func findCaches(cfg Config, getenv func(string) string, home, ws string, pathDir
 		for _, e := range cfg.Caches {
 			env, p := splitCache(e)
 			real, err := check(p)
+			if err == nil && overlaps(real) {
+				err = fmt.Errorf("%s overlaps another entry", real)
+			}
 			if err != nil {
 				return nil, errs.Wrap(errs.InvalidInput, "local", p, fmt.Errorf("caches: %w", err))
 			}
@@ -71,7 +77,7 @@ func findCaches(cfg Config, getenv func(string) string, home, ws string, pathDir
 	if goCache == "" || goMod == "" {
 		if bin := findProgram("go", pathDirs); bin != "" {
 			v := goEnv(bin)
-			goCache, goMod = cmpOr(goCache, v.GOCACHE), cmpOr(goMod, v.GOMODCACHE)
+			goCache, goMod = cmp.Or(goCache, v.GOCACHE), cmp.Or(goMod, v.GOMODCACHE)
 		}
 	}
 	add(goCache, "GOCACHE")
@@ -104,13 +110,6 @@ func splitCache(e string) (env, p string) {
 		return k, v
 	}
 	return "", e
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 // checkCache returns p resolved when it may be shown to commands as a cache: an existing

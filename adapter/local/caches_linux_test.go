@@ -117,7 +117,7 @@ truncate -s 0 ro2; echo done`
 }
 
 // Caches are checked: a configured one that is not a directory of the caller's, or is a credential
-// store, a home directory or holds the workspace, is refused; with NoCaches, or isolation off, no
+// store, a home directory, holds the workspace or overlaps another, is refused; with NoCaches, or isolation off, no
 // cache is shown and no variable set.
 func TestCacheChecks(t *testing.T) {
 	requireLayers(t, local.LayerFSView)
@@ -130,6 +130,8 @@ func TestCacheChecks(t *testing.T) {
 		assert.Error(t, err, "cache %s", bad)
 	}
 	cache := fakeCache(t)
+	_, err = local.New(local.Config{Root: ws, Caches: []string{cache, "X=" + filepath.Join(cache, "sub")}})
+	assert.Error(t, err, "overlapping caches")
 	for _, cfg := range []local.Config{{NoCaches: true, Caches: []string{"FAKE_CACHE=" + cache}}, {Isolation: local.IsolationOff, Caches: []string{"FAKE_CACHE=" + cache}}} {
 		sb := newIsolated(t, cfg)
 		res := run(t, sb, adapter.Command{Args: []string{"sh", "-c", `echo "[$FAKE_CACHE]"`}})
