@@ -23,7 +23,11 @@ func TestCacheDiscovery(t *testing.T) {
 	cfg := Config{DenyRead: []string{filepath.Join(home, ".ssh")}}
 	found, err := findCaches(cfg, getenv, home, ws, nil, nil)
 	require.NoError(t, err)
-	real := func(p string) string { r, err := filepath.EvalSymlinks(filepath.Join(home, p)); require.NoError(t, err); return r }
+	real := func(p string) string {
+		r, err := filepath.EvalSymlinks(filepath.Join(home, p))
+		require.NoError(t, err)
+		return r
+	}
 	assert.Equal(t, []cache{{real("gomod"), "GOMODCACHE"}, {real(".cache/pip"), "PIP_CACHE_DIR"}, {real(".npm"), "npm_config_cache"}}, found,
 		"GOCACHE inside a deny entry is left out, cargo's registry is not shown")
 
