@@ -134,6 +134,36 @@ func TestDiskSetting(t *testing.T) { // not parallel: it sets the environment
 	}
 }
 
+// no-caches: false by default; the config file, the environment or the flag set the local
+// adapter's Config.NoCaches.
+func TestNoCachesSetting(t *testing.T) { // not parallel: it sets the environment
+	cfg := filepath.Join(t.TempDir(), "sandboxer.yaml")
+	load := func(args ...string) (Settings, error) {
+		t.Helper()
+		c := newMCPCmd(Streams{})
+		require.NoError(t, c.Flags().Parse(args))
+		return load(c.Flags())
+	}
+	t.Setenv("SANDBOXER_CONFIG", "")
+	t.Setenv("SANDBOXER_NO_CACHES", "")
+	require.NoError(t, os.WriteFile(cfg, []byte("adapter: memory\n"), 0o644))
+	s, err := load("--config", cfg)
+	require.NoError(t, err)
+	assert.False(t, localConfig(s, t.TempDir()).NoCaches)
+	s, err = load("--config", cfg, "--no-caches")
+	require.NoError(t, err)
+	assert.True(t, localConfig(s, t.TempDir()).NoCaches, "flag")
+	require.NoError(t, os.WriteFile(cfg, []byte("no-caches: true\n"), 0o644))
+	s, err = load("--config", cfg)
+	require.NoError(t, err)
+	assert.True(t, s.NoCaches, "config file")
+	require.NoError(t, os.WriteFile(cfg, []byte("adapter: memory\n"), 0o644))
+	t.Setenv("SANDBOXER_NO_CACHES", "true")
+	s, err = load("--config", cfg)
+	require.NoError(t, err)
+	assert.True(t, s.NoCaches, "environment")
+}
+
 // allow-hosts: --allow-host (repeatable) or SANDBOXER_ALLOW_HOSTS (comma-separated); validated;
 // never from a config file alone (it opens the network to hosts), and not with --allow-network.
 func TestAllowHostsSetting(t *testing.T) { // not parallel: it sets the environment
