@@ -19,3 +19,6 @@ func LeaseUIDFrom(uid int) (leased int, release func(), err error) {
 	}
 	return l.id, l.release, nil
 }
+
+// CacheDir is the host directory of a sandbox's caches' upper layers (see caches_linux.go).
+func CacheDir(s *Sandbox) string { return s.iso.cacheDir.path }

@@ -136,6 +136,10 @@ type helperReady struct {
 	Layers      []string          `json:"layers"`
 	Missing     map[string]string `json:"missing,omitempty"`
 	LandlockABI int               `json:"landlockABI"`
+	// Caches are the caches of the view mounted (their paths), CacheErr why the others are not
+	// (see caches_linux.go).
+	Caches   []string `json:"caches,omitempty"`
+	CacheErr string   `json:"cacheErr,omitempty"`
 
 	oomAdj *os.File // the helper's /proc/self/oom_score_adj, opened before Landlock (see preferForOOM)
 }
@@ -213,14 +217,20 @@ func setupHelper(spec helperSpec, clones *viewClones) helperReady {
 	}
 	if spec.View != nil {
 		err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, "")
+		var cacheErr error
 		if err == nil {
-			err = buildView(*spec.View, spec.Proc, clones)
+			r.Caches, cacheErr, err = buildView(*spec.View, spec.Proc, clones)
 		} else if clones != nil {
 			clones.Close()
 		}
 		if err == nil {
-			// The view's /tmp, /var/tmp and /dev/shm are the sandbox's own: writable.
+			// The view's /tmp, /var/tmp and /dev/shm are the sandbox's own: writable, and so
+			// are the caches' overlays (only those mounted: never the caller's directory).
 			spec.Rules.Write = append(spec.Rules.Write, "/tmp", "/var/tmp", "/dev/shm")
+			spec.Rules.Write = append(spec.Rules.Write, r.Caches...)
+			if cacheErr != nil {
+				r.CacheErr = cacheErr.Error()
+			}
 			r.Layers = append(r.Layers, LayerFSView)
 			if spec.Proc {
 				r.Layers = append(r.Layers, LayerProc)

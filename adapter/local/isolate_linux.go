@@ -381,6 +381,8 @@ type isolation struct {
 	tmp       string
 	home      *homeDir     // the sandbox's HOME, read-write in the view
 	shown     []string     // toolchain directories under the caller's home, read-only (see toolchain.go)
+	caches    []cache      // the caller's caches, shown copy-on-write (see caches.go)
+	cacheDir  *homeDir     // the caches' upper directories, one per helper and cache
 	rules     fsRules      // set by prepare
 	exe       string       // this binary, for per-command inits; set by prepare
 	cg        *cgroupPool  // nil without per-command cgroups; set by prepare
@@ -403,8 +405,9 @@ type isolation struct {
 	stopped  bool
 }
 
-func newIsolation(cfg Config, workspace string, home *homeDir, shown []string) (*isolation, error) {
+func newIsolation(cfg Config, workspace string, home *homeDir, shown []string, caches []cache) (*isolation, error) {
 	iso := &isolation{cfg: cfg, disabled: map[string]bool{}, home: home, shown: shown,
+		caches: caches, cacheDir: newPrivateDir("sandboxer-caches-"),
 		need: [2][]string{neededLayers(cfg, false), neededLayers(cfg, true)}}
 	for _, l := range cfg.DisableLayers {
 		iso.disabled[l] = true
@@ -533,6 +536,17 @@ func (iso *isolation) viewSpec(network bool) viewSpec {
 	return v
 }
 
+// withCaches adds the caches of a network mode's helper to its view v (cacheSpec); their layers
+// are idmapped as the workspace is. Called with iso.mu held.
+func (iso *isolation) withCaches(v *viewSpec, network bool) error {
+	caches, err := iso.cacheSpec(network)
+	for _, c := range caches {
+		v.Owned = append(v.Owned, c.Target, c.Upper)
+	}
+	v.Caches = caches
+	return err
+}
+
 // netIndex is the index of a network mode in the per-mode arrays (helpers, need).
 func netIndex(network bool) int {
 	if network {
@@ -572,6 +586,9 @@ func (iso *isolation) helper(network bool) (*helperProc, error) {
 	spec := helperSpec{Proc: !iso.disabled[LayerProc], Landlock: !iso.disabled[LayerLandlock], Rules: iso.rules, Exe: iso.exe, CgroupNS: true}
 	if !iso.disabled[LayerFSView] {
 		v := iso.viewSpec(network)
+		if err := iso.withCaches(&v, network); err != nil {
+			return nil, errs.Wrap(errs.Internal, "exec", "", err)
+		}
 		spec.View = &v
 	}
 	if !network {
@@ -810,24 +827,19 @@ func (iso *isolation) stop() error {
 		iso.limits.release()
 	}
 	// Last, once the helpers (PID 1 of their namespaces: the kernel ended every process in them
-	// before their own exit) are reaped: nothing of the sandbox's uid runs any more.
+	// before their own exit) are reaped: nothing of the sandbox's uid runs any more, and no
+	// overlay stacks on the caches' upper directories.
+	waitReaped(hs[:])
 	if iso.lease != nil {
-		deadline := time.After(cgroupDrain)
-		for _, h := range hs {
-			if h != nil {
-				select {
-				case <-h.reaped:
-				case <-deadline:
-				}
-			}
-		}
 		iso.lease.release()
 		released(janitorUID, iso.lease.path())
 	}
-	var err error
+	err := iso.cacheDir.remove()
 	if q := iso.quota; q != nil {
 		path := q.lease.path()
-		if err = q.release(); err == nil {
+		if qerr := q.release(); qerr != nil {
+			err = errors.Join(err, qerr)
+		} else {
 			released(janitorPrj, path)
 		}
 	}
@@ -983,6 +995,7 @@ func (iso *isolation) start(c adapter.Command, prog, dir string, env []string, o
 	if cg != nil {
 		files = append(files, cg.dir)
 	}
+	env = append(env, cacheEnv(iso.caches, h.ready.Caches, env)...)
 	req := request{Op: "spawn", Path: prog, Args: c.Args, Env: env, Dir: dir, Cgroup: cg != nil, Init: init}
 	err = h.send(&req, files)
 	statusW.Close() // the helper's copy is the only one: its death ends the pipe

@@ -35,7 +35,7 @@ type isolation struct {
 	tmp string
 }
 
-func newIsolation(cfg Config, _ string, _ *homeDir, _ []string) (*isolation, error) {
+func newIsolation(cfg Config, _ string, _ *homeDir, _ []string, _ []cache) (*isolation, error) {
 	tmp, err := os.MkdirTemp("", "sandboxer-tmp-")
 	if err != nil {
 		return nil, err

@@ -51,7 +51,7 @@ func releaseLeft(left []string) {
 		}
 		switch kind {
 		case janitorDir:
-			_ = os.RemoveAll(p)
+			_ = removeAll(p)
 		case janitorCg2:
 			_ = os.WriteFile(filepath.Join(p, "cgroup.kill"), []byte("1"), 0)
 			removeCgroup(p)

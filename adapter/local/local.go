@@ -99,6 +99,14 @@ type Config struct {
 	DenyRead []string `mapstructure:"deny_read"`
 	// WritePaths are host directories commands may write besides the workspace and their TMPDIR.
 	WritePaths []string `mapstructure:"write_paths"`
+	// Caches names the caches shown to commands copy-on-write (they read the caller's files
+	// and write a private copy; see caches.go), as "VAR=/path" (VAR, such as GOCACHE, is set to
+	// the path) or "/path". nil means the caller's, found when the sandbox is made: Go's
+	// GOCACHE and GOMODCACHE, pip's, npm's and cargo's registry. Each must be a directory of
+	// the caller's outside any deny entry, the workspace and WritePaths. Only with isolation on.
+	Caches []string `mapstructure:"caches"`
+	// NoCaches shows commands none of the caller's caches (nor Caches).
+	NoCaches bool `mapstructure:"no_caches"`
 
 	// Memory bounds the memory of the sandbox's commands together, in bytes: 0 means
 	// DefaultMemoryBytes, NoLimit none. A command the kernel kills for it exits 137 with
@@ -172,6 +180,11 @@ func (c Config) Validate() error {
 	for _, p := range slices.Concat(c.ReadPaths, c.DenyRead, c.WritePaths) {
 		if !filepath.IsAbs(p) {
 			return errs.New(errs.InvalidInput, "local", p, "read_paths, deny_read and write_paths must be absolute")
+		}
+	}
+	for _, e := range c.Caches {
+		if _, p := splitCache(e); !filepath.IsAbs(p) {
+			return errs.New(errs.InvalidInput, "local", e, "caches entries must be /path or VAR=/path, absolute")
 		}
 	}
 	for _, p := range slices.Concat([]string{c.Root}, c.WritePaths) {
@@ -278,16 +291,27 @@ func New(cfg Config) (*Sandbox, error) {
 	s.cfg, s.dir, s.given, s.root, s.tempID = cfg, dir, given, root, randomSuffix()
 	s.path, s.home = cfg.Path, newHomeDir()
 	var tc toolchain
+	isolated := cfg.Isolation != IsolationOff && KernelIsolation
+	home, _ := os.UserHomeDir()
 	if cfg.Path == "" { // cfg keeps it empty: a fork finds the toolchain again
 		var view []string // nil: commands see every directory
-		if cfg.Isolation != IsolationOff && KernelIsolation {
+		if isolated {
 			view = slices.Concat(viewSystemPaths, cfg.ReadPaths, cfg.WritePaths, []string{dir})
 		}
-		home, _ := os.UserHomeDir()
 		tc = findToolchain(os.Getenv("PATH"), home, append(DefaultDenyRead(), cfg.DenyRead...), view)
 		s.path = strings.Join(tc.dirs, string(filepath.ListSeparator))
 	}
 	s.pathDir = filepath.SplitList(s.path)
+	var caches []cache // only where an overlay can show them: with isolation on
+	if isolated && !slices.Contains(cfg.DisableLayers, LayerFSView) {
+		if caches, err = findCaches(cfg, os.Getenv, home, dir, s.pathDir, tc.roots); err != nil {
+			root.Close()
+			if s.temp {
+				_ = os.RemoveAll(dir)
+			}
+			return nil, err
+		}
+	}
 	s.env = append([]string{
 		"PATH=" + s.path,
 		"HOME=" + s.home.path,
@@ -295,7 +319,7 @@ func New(cfg Config) (*Sandbox, error) {
 		"TZ=UTC",
 	}, tc.env...)
 	if cfg.Isolation != IsolationOff {
-		if s.iso, err = newIsolation(cfg, dir, s.home, tc.roots); err != nil {
+		if s.iso, err = newIsolation(cfg, dir, s.home, tc.roots, caches); err != nil {
 			root.Close()
 			if s.temp {
 				_ = os.RemoveAll(dir)

@@ -13,7 +13,8 @@ var errBusy = errors.New("the sandbox has running commands, background processes
 // resident server of `sandboxer` keeps one per workspace warm): new IPC and UTS namespaces and
 // session keyrings (and, for a root caller, cleared user keyrings) for the commands from now on,
 // TMPDIR and the view's /tmp, /var/tmp and /dev/shm emptied and made as new (mode, extended
-// attributes, times), and HOME emptied. The workspace is not touched; its disk cap (Config.Disk)
+// attributes, times), HOME emptied, and the copies of the caller's caches emptied (a helper whose
+// copies hold anything is ended: the next command starts a new one). The workspace is not touched; its disk cap (Config.Disk)
 // counts from what it holds now. It fails, and the caller should Stop the
 // sandbox, when something of the last call runs on (a command, a background process, exited or
 // not, a port) or a reset fails.

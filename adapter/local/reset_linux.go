@@ -159,12 +159,13 @@ const resetTimeout = 10 * time.Second
 // and the workspace's disk cap is Config.Disk from what it holds now. A helper that fails is killed (the next command starts a fresh one), and the error
 // says so: the caller stops the sandbox rather than hand it out.
 func (iso *isolation) reset(ctx context.Context) error {
+	cacheErr := iso.resetCaches() // may end helpers: before they are listed
 	iso.mu.Lock()
 	hs := iso.helpers
 	tmpMade := iso.tmpMade
 	quota := iso.quota
 	iso.mu.Unlock()
-	var err error
+	err := cacheErr
 	for _, h := range hs {
 		if h == nil || !h.alive() {
 			continue

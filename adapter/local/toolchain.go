@@ -1,6 +1,8 @@
 package local
 
 import (
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -124,12 +126,16 @@ type homeDir struct {
 	gone bool // Stop removed it: it is not made again
 }
 
-func newHomeDir() *homeDir {
+func newHomeDir() *homeDir { return newPrivateDir("sandboxer-home-") }
+
+// newPrivateDir is a private directory of the sandbox's in the system's temporary directory,
+// named prefix and a random suffix (a HOME, the caches' upper directories), made by ensure.
+func newPrivateDir(prefix string) *homeDir {
 	base := os.TempDir()
 	if real, err := filepath.EvalSymlinks(base); err == nil {
 		base = real // as the rules and the view name it
 	}
-	return &homeDir{path: filepath.Join(base, "sandboxer-home-"+randomSuffix())}
+	return &homeDir{path: filepath.Join(base, prefix+randomSuffix())}
 }
 
 // ensure makes the directory. Mkdir, not MkdirAll: the name is random, and a directory someone
@@ -164,7 +170,7 @@ func (h *homeDir) empty() error {
 		return err
 	}
 	for _, e := range entries {
-		if err := os.RemoveAll(filepath.Join(h.path, e.Name())); err != nil {
+		if err := removeAll(filepath.Join(h.path, e.Name())); err != nil {
 			return err
 		}
 	}
@@ -179,10 +185,27 @@ func (h *homeDir) remove() error {
 	if !h.made {
 		return nil
 	}
-	if err := os.RemoveAll(h.path); err != nil {
+	if err := removeAll(h.path); err != nil {
 		return err
 	}
 	released(janitorDir, h.path)
 	h.made = false
 	return nil
+}
+
+// removeAll is os.RemoveAll that also removes directories their owner may not list or change (an
+// overlay's work directory is mode 0, and commands make such directories too), which a caller
+// that is not root could not empty otherwise: each directory of the tree is made 0700 first.
+// Links are not followed (WalkDir reports a link as a link), and nothing runs there any more.
+func removeAll(p string) error {
+	if err := os.RemoveAll(p); err == nil || !errors.Is(err, fs.ErrPermission) {
+		return err
+	}
+	_ = filepath.WalkDir(p, func(q string, d fs.DirEntry, err error) error {
+		if err == nil && d.IsDir() {
+			_ = os.Chmod(q, 0o700)
+		}
+		return nil
+	})
+	return os.RemoveAll(p)
 }

@@ -51,6 +51,10 @@ type viewSpec struct {
 	// kernel's default, half of the memory). Their pages are charged to the writer's memory
 	// cgroup, so together they are also under the sandbox's memory limit.
 	TmpSize int64 `json:"tmpSize,omitempty"`
+	// Caches are the caller's caches, each an overlay of its own directory and a private upper
+	// directory of the sandbox's (see caches_linux.go); their layers are cloned as sources
+	// (Layer), after the others, but not mounted as such.
+	Caches []viewCache `json:"caches,omitempty"`
 }
 
 // viewSource is one cloned source of the view.
@@ -59,6 +63,7 @@ type viewSource struct {
 	Dir      bool   `json:"dir"`
 	ReadOnly bool   `json:"readOnly"`
 	Owned    bool   `json:"owned,omitempty"`
+	Layer    bool   `json:"layer,omitempty"` // a layer of a cache's overlay (viewSpec.Caches)
 }
 
 // viewClones owns the detached copies (open_tree) of a view's sources, one file per source.
@@ -80,7 +85,7 @@ func (c *viewClones) Close() {
 // sources it could not reach itself (a workspace under /root); otherwise the helper calls it.
 func cloneSources(spec viewSpec) (*viewClones, error) {
 	c := &viewClones{}
-	bind := func(src string, rdonly bool) error {
+	bind := func(src string, rdonly, layer bool) error {
 		fi, err := os.Stat(src)
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil
@@ -105,19 +110,22 @@ func cloneSources(spec viewSpec) (*viewClones, error) {
 			clone.Close()
 			return fmt.Errorf("mount attributes of %s: %w", src, err)
 		}
-		c.sources = append(c.sources, viewSource{Target: src, Dir: fi.IsDir(), ReadOnly: rdonly, Owned: slices.Contains(spec.Owned, src)})
+		c.sources = append(c.sources, viewSource{Target: src, Dir: fi.IsDir(), ReadOnly: rdonly, Owned: slices.Contains(spec.Owned, src), Layer: layer})
 		c.files = append(c.files, clone)
 		return nil
 	}
 	var err error
 	for _, p := range spec.RO {
-		err = errors.Join(err, bind(p, true))
+		err = errors.Join(err, bind(p, true, false))
 	}
 	for _, p := range spec.RW {
-		err = errors.Join(err, bind(p, false))
+		err = errors.Join(err, bind(p, false, false))
 	}
 	for _, p := range spec.Devices {
-		err = errors.Join(err, bind(p, false))
+		err = errors.Join(err, bind(p, false, false))
+	}
+	for _, c := range spec.Caches {
+		err = errors.Join(err, bind(c.Target, true, true), bind(c.Upper, false, true))
 	}
 	if err != nil {
 		c.Close()
@@ -160,18 +168,19 @@ type viewMount struct {
 // buildView assembles the view and pivots into it. proc says whether to mount /proc of the
 // helper's PID namespace. An error means the view is not in force; after the pivot there is none.
 // clones are the sources the adapter cloned (nil: the helper clones them here); buildView closes
-// them.
-func buildView(spec viewSpec, proc bool, clones *viewClones) (err error) {
+// them. caches are the targets of spec.Caches mounted, cacheErr why the others are not (they are
+// left out of a view that is in force).
+func buildView(spec viewSpec, proc bool, clones *viewClones) (caches []string, cacheErr, err error) {
 	if clones == nil {
 		if clones, err = cloneSources(spec); err != nil {
-			return err
+			return nil, nil, err
 		}
 	}
 	defer clones.Close()
 	mounts := viewMounts(spec, clones)
 	const base = "/tmp" // the view is assembled here, in the helper's namespace only
 	if err := unix.Mount("tmpfs", base, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0755"); err != nil {
-		return fmt.Errorf("mount the view's root: %w", err)
+		return nil, nil, fmt.Errorf("mount the view's root: %w", err)
 	}
 	pivoted := false
 	defer func() {
@@ -181,50 +190,51 @@ func buildView(spec viewSpec, proc bool, clones *viewClones) (err error) {
 	}()
 	for _, l := range spec.Links {
 		if err := os.Symlink(l[1], base+l[0]); err != nil {
-			return err
+			return nil, nil, err
 		}
 	}
 	for _, m := range mounts {
 		if err := m.make(base); err != nil {
-			return err
+			return nil, nil, err
 		}
 	}
+	caches, cacheErr = mountCaches(spec, clones, base)
 	for _, m := range maskMounts(spec, base) { // over what is now in place
 		if err := m.make(base); err != nil {
-			return err
+			return nil, nil, err
 		}
 	}
 	if proc {
 		p := base + "/proc"
 		if err := os.Mkdir(p, 0o555); err != nil {
-			return err
+			return nil, nil, err
 		}
 		if err := unix.Mount("proc", p, "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
-			return fmt.Errorf("mount proc: %w", err)
+			return nil, nil, fmt.Errorf("mount proc: %w", err)
 		}
 	}
 	for _, l := range [][2]string{{"/dev/fd", "/proc/self/fd"}, {"/dev/stdin", "/proc/self/fd/0"},
 		{"/dev/stdout", "/proc/self/fd/1"}, {"/dev/stderr", "/proc/self/fd/2"}} {
 		if err := os.Symlink(l[1], base+l[0]); err != nil {
-			return err
+			return nil, nil, err
 		}
 	}
 	// The root itself read-only: what is writable is its own mount.
 	if err := unix.MountSetattr(unix.AT_FDCWD, base, 0, &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY}); err != nil {
-		return fmt.Errorf("make the view's root read-only: %w", err)
+		return nil, nil, fmt.Errorf("make the view's root read-only: %w", err)
 	}
 	if err := unix.Chdir(base); err != nil {
-		return err
+		return nil, nil, err
 	}
 	if err := unix.PivotRoot(".", "."); err != nil {
-		return fmt.Errorf("pivot_root: %w", err)
+		return nil, nil, fmt.Errorf("pivot_root: %w", err)
 	}
 	pivoted = true
 	// The old root is stacked on the new one at "/": detach it, with everything under it.
 	if err := unix.Unmount(".", unix.MNT_DETACH); err != nil {
-		return fmt.Errorf("detach the host's root: %w", err)
+		return nil, nil, fmt.Errorf("detach the host's root: %w", err)
 	}
-	return unix.Chdir("/")
+	return caches, cacheErr, unix.Chdir("/")
 }
 
 // viewMounts lists the view's mounts, parents before children: the private tmpfs directories,
@@ -246,6 +256,9 @@ func viewMounts(spec viewSpec, clones *viewClones) []viewMount {
 		tmpfs(p, "mode=0700"+size, false)
 	}
 	for i, src := range clones.sources {
+		if src.Layer {
+			continue // mounted by mountCaches
+		}
 		mounts = append(mounts, viewMount{target: src.Target, clone: clones.files[i], dir: src.Dir, rdonly: src.ReadOnly})
 	}
 	// Parents before children; at one path, in the order listed.

@@ -291,7 +291,7 @@ func localConfig(s Settings, root string) local.Config {
 		iso = local.IsolationAuto
 	}
 	cfg := local.Config{Root: root, Isolation: iso, RequireIsolation: s.RequireIsolation, CPUs: s.CPUs, Disk: s.Disk,
-		Memory: s.Memory, Pids: s.Pids, DisableLayers: s.DisableLayers, ReadPaths: s.ROBind, WritePaths: s.RWBind, AllowHosts: s.AllowHosts,
+		Memory: s.Memory, Pids: s.Pids, DisableLayers: s.DisableLayers, ReadPaths: s.ROBind, WritePaths: s.RWBind, NoCaches: s.NoCaches, AllowHosts: s.AllowHosts,
 		// The resident servers' sockets and keys: a command never uses a server (see oneshot.Request.Key).
 		DenyRead: []string{serverDir(s.inv)}, Protect: ownFiles(s),
 		// A fork copies no file larger than a --store sync would (sandbox fork declares the setting).

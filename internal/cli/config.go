@@ -52,6 +52,7 @@ const (
 	keyDisk           = "disk"
 	keyROBind         = "ro-bind"
 	keyRWBind         = "rw-bind"
+	keyNoCaches       = "no-caches"
 	keyMCPMaxMessage  = "mcp-max-message-bytes"
 	keyRuntime        = "runtime"
 	// The kubernetes adapter's (kubernetes.Config). KUBECONFIG is read by client-go itself when
@@ -70,7 +71,7 @@ var knownKeys = map[string]bool{
 	keyTimeout: true, keyJournal: true, keyStateDir: true, keyRunID: true, keyNodeID: true,
 	keyIteration: true, keyAttempt: true, keySandbox: true, keyStore: true, keySyncMaxFile: true,
 	keyIsolation: true, keyRequireIso: true, keyMemory: true, keyPids: true, keyCPUs: true, keyDisk: true,
-	keyROBind: true, keyRWBind: true, keyMCPMaxMessage: true, keyRuntime: true, keyAllowHosts: true, keyDisableLayers: true,
+	keyROBind: true, keyRWBind: true, keyNoCaches: true, keyMCPMaxMessage: true, keyRuntime: true, keyAllowHosts: true, keyDisableLayers: true,
 	keyKubeconfig: true, keyKubeContext: true, keyNamespace: true, keyKubeImage: true, keyKubeAgentImage: true,
 	keyImagePullPolicy: true, keyRuntimeClass: true,
 }
@@ -141,6 +142,9 @@ type Settings struct {
 	// ROBind and RWBind are host paths a local sandbox's commands also see, read-only or
 	// read-write (absolute).
 	ROBind, RWBind []string
+	// NoCaches shows a local sandbox's commands none of the caller's build and module caches
+	// (local.Config.NoCaches).
+	NoCaches bool
 	// MCPMaxMessageBytes is the longest message `sandboxer mcp` reads (a longer one gets an
 	// error reply and is skipped).
 	MCPMaxMessageBytes int
@@ -213,6 +217,7 @@ func addCommonFlags(f *pflag.FlagSet) {
 	f.String(keyDisk, "0", "workspace cap (bytes, or with KiB, MiB, GiB; none = no cap): docker and oci, a file system of that size (root, a loop device), 0 = 10 GiB; local, how much it may grow, a project quota (root, ext4 or xfs with project quotas), 0 = no cap; kubernetes, the workspace's size past which the pod is evicted, 0 = 10 GiB")
 	f.StringArray(keyROBind, nil, "local adapter: a host path commands also see, read-only (repeatable; refused when it holds a unix socket)")
 	f.StringArray(keyRWBind, nil, "local adapter: a host directory commands may also write (repeatable; refused when it holds a unix socket)")
+	f.Bool(keyNoCaches, false, "local adapter: show commands none of the caller's build and module caches (Go, pip, npm, cargo), which they otherwise read copy-on-write")
 	f.String(keyRuntime, oci.Runc, "OCI runtime of the oci adapter: "+strings.Join(oci.Runtimes, "|"))
 	addKubernetesFlags(f)
 }
@@ -320,6 +325,11 @@ func loadIn(inv invocation, flags *pflag.FlagSet) (Settings, error) {
 		}
 	}
 	s.MCPMaxMessageBytes = DefaultMCPMaxMessageBytes
+	if has(keyNoCaches) {
+		if s.NoCaches, err = boolSetting(v, keyNoCaches); err != nil {
+			return Settings{}, err
+		}
+	}
 	if has(keyAllowNetwork) {
 		if s.AllowNetwork, err = boolSetting(v, keyAllowNetwork); err != nil {
 			return Settings{}, err

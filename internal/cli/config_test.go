@@ -15,12 +15,7 @@ import (
 // and a bad value is a usage error.
 func TestMCPMaxMessageBytesSetting(t *testing.T) { // not parallel: it sets the environment
 	cfg := filepath.Join(t.TempDir(), "sandboxer.yaml")
-	load := func(args ...string) (Settings, error) {
-		t.Helper()
-		c := newMCPCmd(Streams{})
-		require.NoError(t, c.Flags().Parse(args))
-		return load(c.Flags())
-	}
+	load := func(args ...string) (Settings, error) { t.Helper(); return loadMCP(t, args...) }
 	t.Setenv("SANDBOXER_CONFIG", "")
 	t.Setenv("SANDBOXER_MCP_MAX_MESSAGE_BYTES", "")
 	s, err := load("--config", cfg+".absent")
@@ -56,12 +51,7 @@ func TestMCPMaxMessageBytesSetting(t *testing.T) { // not parallel: it sets the 
 // errors.
 func TestSyncMaxFileBytesSetting(t *testing.T) { // not parallel: it sets the environment
 	cfg := filepath.Join(t.TempDir(), "sandboxer.yaml")
-	load := func(args ...string) (Settings, error) {
-		t.Helper()
-		c := newMCPCmd(Streams{})
-		require.NoError(t, c.Flags().Parse(args))
-		return load(c.Flags())
-	}
+	load := func(args ...string) (Settings, error) { t.Helper(); return loadMCP(t, args...) }
 	t.Setenv("SANDBOXER_CONFIG", "")
 	t.Setenv("SANDBOXER_SYNC_MAX_FILE_BYTES", "")
 	require.NoError(t, os.WriteFile(cfg, []byte("adapter: memory\n"), 0o644))
@@ -92,12 +82,7 @@ func TestSyncMaxFileBytesSetting(t *testing.T) { // not parallel: it sets the en
 // oci and kubernetes adapters' WorkspaceBytes; "none" is no cap on any; garbage is a usage error.
 func TestDiskSetting(t *testing.T) { // not parallel: it sets the environment
 	cfg := filepath.Join(t.TempDir(), "sandboxer.yaml")
-	load := func(args ...string) (Settings, error) {
-		t.Helper()
-		c := newMCPCmd(Streams{})
-		require.NoError(t, c.Flags().Parse(args))
-		return load(c.Flags())
-	}
+	load := func(args ...string) (Settings, error) { t.Helper(); return loadMCP(t, args...) }
 	t.Setenv("SANDBOXER_CONFIG", "")
 	t.Setenv("SANDBOXER_DISK", "")
 	require.NoError(t, os.WriteFile(cfg, []byte("adapter: memory\n"), 0o644))
@@ -134,16 +119,36 @@ func TestDiskSetting(t *testing.T) { // not parallel: it sets the environment
 	}
 }
 
+// no-caches: false by default; the config file, the environment or the flag set the local
+// adapter's Config.NoCaches.
+func TestNoCachesSetting(t *testing.T) { // not parallel: it sets the environment
+	cfg := filepath.Join(t.TempDir(), "sandboxer.yaml")
+	load := func(args ...string) (Settings, error) { t.Helper(); return loadMCP(t, args...) }
+	t.Setenv("SANDBOXER_CONFIG", "")
+	t.Setenv("SANDBOXER_NO_CACHES", "")
+	require.NoError(t, os.WriteFile(cfg, []byte("adapter: memory\n"), 0o644))
+	s, err := load("--config", cfg)
+	require.NoError(t, err)
+	assert.False(t, localConfig(s, t.TempDir()).NoCaches)
+	s, err = load("--config", cfg, "--no-caches")
+	require.NoError(t, err)
+	assert.True(t, localConfig(s, t.TempDir()).NoCaches, "flag")
+	require.NoError(t, os.WriteFile(cfg, []byte("no-caches: true\n"), 0o644))
+	s, err = load("--config", cfg)
+	require.NoError(t, err)
+	assert.True(t, s.NoCaches, "config file")
+	require.NoError(t, os.WriteFile(cfg, []byte("adapter: memory\n"), 0o644))
+	t.Setenv("SANDBOXER_NO_CACHES", "true")
+	s, err = load("--config", cfg)
+	require.NoError(t, err)
+	assert.True(t, s.NoCaches, "environment")
+}
+
 // allow-hosts: --allow-host (repeatable) or SANDBOXER_ALLOW_HOSTS (comma-separated); validated;
 // never from a config file alone (it opens the network to hosts), and not with --allow-network.
 func TestAllowHostsSetting(t *testing.T) { // not parallel: it sets the environment
 	cfg := filepath.Join(t.TempDir(), "sandboxer.yaml")
-	load := func(args ...string) (Settings, error) {
-		t.Helper()
-		c := newMCPCmd(Streams{})
-		require.NoError(t, c.Flags().Parse(args))
-		return load(c.Flags())
-	}
+	load := func(args ...string) (Settings, error) { t.Helper(); return loadMCP(t, args...) }
 	t.Setenv("SANDBOXER_CONFIG", "")
 	t.Setenv("SANDBOXER_ALLOW_HOSTS", "")
 	t.Setenv("SANDBOXER_ALLOW_NETWORK", "")
@@ -260,4 +265,12 @@ func mustGetwd(t *testing.T) string {
 	wd, err := os.Getwd()
 	require.NoError(t, err)
 	return wd
+}
+
+// loadMCP loads the settings of `sandboxer mcp` with args on its command line.
+func loadMCP(t *testing.T, args ...string) (Settings, error) {
+	t.Helper()
+	c := newMCPCmd(Streams{})
+	require.NoError(t, c.Flags().Parse(args))
+	return load(c.Flags())
 }
