@@ -20,7 +20,7 @@ import (
 
 // debianImage is a Debian image with python3, gcc, make, git and Go, and no agent (CI builds it
 // with .ci/debian-image.sh; SANDBOXER_TEST_DEBIAN_IMAGE names another).
-func debianImage(t *testing.T) string {
+func debianImage(t testing.TB) string {
 	t.Helper()
 	needDocker(t)
 	img := os.Getenv("SANDBOXER_TEST_DEBIAN_IMAGE")
