@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
+	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
@@ -75,7 +76,9 @@ func TestAnyImageRunsRealWork(t *testing.T) {
 	img := debianImage(t)
 	eachRuntime(t, func(t *testing.T, rt string) {
 		t.Parallel()
+		start := time.Now()
 		sb := newSandbox(t, rt, oci.Config{Image: img})
+		t.Logf("New, unpacking the image or waiting for it: %v", time.Since(start))
 		ctx := ctxT(t)
 		require.NoError(t, sb.WriteFile(ctx, "m/go.mod", []byte("module example.com/m\n\ngo 1.19\n")))
 		require.NoError(t, sb.WriteFile(ctx, "m/sum.go", []byte("package m\n\nfunc Sum(a ...int) (s int) {\n\tfor _, v := range a {\n\t\ts += v\n\t}\n\treturn s\n}\n")))

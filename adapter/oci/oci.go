@@ -5,7 +5,8 @@
 //
 // Everything lives under the state directory (Config.StateDir), in oci/: the root file system,
 // unpacked once per content hash from the recipe of package rootfs (busybox, rg, the sandbox
-// agent) and shared read-only by every sandbox (rootfs/); the runtime's own state (runtime/NAME,
+// agent) and shared read-only by every sandbox (rootfs/), or the image of Config.Image, unpacked
+// once per digest (images/, with the host's agent beside it in agent/); the runtime's own state (runtime/NAME,
 // its --root, never the runtime's global default); one directory per sandbox with its bundle and
 // a record of who owns it (sandboxes/ID); and the workspaces the sandboxes made (workspaces/ID),
 // host directories mounted read-write at /workspace, each a file system of Config.WorkspaceBytes

@@ -190,7 +190,7 @@ func addCommonFlags(f *pflag.FlagSet) {
 	f.String("config", "", configFlagUsage)
 	f.String(keyAdapter, DefaultAdapter, "sandbox adapter: "+strings.Join(backendNames(), "|"))
 	f.String(keyRoot, "", "workspace directory of the local adapter (default the current directory)")
-	f.String(keyImage, DefaultImage, "image of the docker adapter")
+	f.String(keyImage, DefaultImage, "image of the docker adapter; of the oci adapter when given (default: its own root file system): oci-layout:PATH[:TAG|@DIGEST], docker-archive:PATH or a name of the local docker daemon, unpacked once, no registry")
 	f.Bool(keyAllowNetwork, false, "let commands reach the network")
 	f.StringArray(flagAllowHost, nil, "let commands reach this host (modules.example.com, or *.suffix) through the sandbox's egress proxy, and no other; repeatable (env SANDBOXER_ALLOW_HOSTS, comma-separated)")
 	f.Int(keyMaxOutputBytes, DefaultMaxOutputBytes, "per-stream output cap and file/content/patch size limit, in bytes")

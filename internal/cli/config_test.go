@@ -261,3 +261,24 @@ func mustGetwd(t *testing.T) string {
 	require.NoError(t, err)
 	return wd
 }
+
+// --image reaches the oci adapter when given; its default (the docker adapter's image) leaves the
+// oci adapter its own root file system.
+func TestOCIImage(t *testing.T) { // not parallel: it sets the environment
+	cfg := filepath.Join(t.TempDir(), "sandboxer.yaml")
+	require.NoError(t, os.WriteFile(cfg, nil, 0o644))
+	load := func(args ...string) (Settings, error) {
+		t.Helper()
+		c := newMCPCmd(Streams{})
+		require.NoError(t, c.Flags().Parse(append([]string{"--config", cfg}, args...)))
+		return load(c.Flags())
+	}
+	t.Setenv("SANDBOXER_IMAGE", "")
+	s, err := load("--adapter", "oci")
+	require.NoError(t, err)
+	assert.Empty(t, ociConfig(s, false).Image)
+	s, err = load("--adapter", "oci", "--image", "docker-archive:/tmp/x.tar")
+	require.NoError(t, err)
+	assert.Equal(t, "docker-archive:/tmp/x.tar", ociConfig(s, false).Image)
+	assert.Equal(t, "docker-archive:/tmp/x.tar", dockerConfig(s, false).Image)
+}
