@@ -141,6 +141,17 @@ func TestAnyImageArchiveAndLayout(t *testing.T) {
 		assert.Equal(t, 0, res.ExitCode)
 	}
 	echo(t, oci.Runc, "docker-archive:"+tar)
+	t.Run("fork", func(t *testing.T) { // the fork's image is the record's: the same tree
+		sb := newSandbox(t, oci.Runc, oci.Config{Image: "docker-archive:" + tar})
+		require.NoError(t, sb.WriteFile(ctxT(t), "f", []byte("copied\n")))
+		f, err := sb.Fork(ctxT(t))
+		require.NoError(t, err)
+		track(f.(*oci.Sandbox).ID())
+		defer f.Stop(context.Background())
+		res, err := f.ExecuteCommand(ctxT(t), adapter.Command{Args: []string{"cat", "f"}})
+		require.NoError(t, err)
+		assert.Equal(t, "copied\n", string(res.Stdout), "%s", res.Stderr)
+	})
 	fi, err := os.Stat(tree)
 	require.NoError(t, err, "unpacked under the digest of the image's configuration")
 	ino := fi.Sys().(*syscall.Stat_t).Ino
