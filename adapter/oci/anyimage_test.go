@@ -155,6 +155,9 @@ func TestAnyImageArchiveAndLayout(t *testing.T) {
 	fi, err := os.Stat(tree)
 	require.NoError(t, err, "unpacked under the digest of the image's configuration")
 	ino := fi.Sys().(*syscall.Stat_t).Ino
+	digest, err := img.Digest()
+	require.NoError(t, err)
+	echo(t, oci.Runc, "oci-layout:"+dir+"@"+digest.String())
 	eachRuntime(t, func(t *testing.T, rt string) {
 		echo(t, rt, "oci-layout:"+dir+":busybox")
 		echo(t, rt, "oci-layout:"+dir) // the only image

@@ -176,7 +176,7 @@ type Config struct {
 	// platform is refused (errs.InvalidInput). See docs/oci.md, "Any image".
 	Image string `mapstructure:"image"`
 	// Busybox, Ripgrep and Agent choose the host files of the root file system (see
-	// rootfs.Options); "" takes the defaults.
+	// rootfs.Options); "" takes the defaults. With Image they are not used.
 	Busybox string `mapstructure:"busybox"`
 	Ripgrep string `mapstructure:"ripgrep"`
 	Agent   string `mapstructure:"agent"`

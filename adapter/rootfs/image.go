@@ -8,7 +8,6 @@ import (
 	"io/fs"
 	"os"
 	"path"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -151,8 +150,3 @@ func UnpackImage(r io.Reader, dst string, mp MountPoints) error {
 // RemoveTree removes a tree whose directories may be read-only (one of Materialize or
 // UnpackImage).
 func RemoveTree(dir string) error { return removeTree(dir) }
-
-// TempName is a fresh name in dir for a tree being made, to rename into place when whole.
-func TempName(dir, purpose string) string {
-	return filepath.Join(dir, "."+purpose+"-"+randomHex())
-}
