@@ -80,13 +80,15 @@ func splitLayoutRef(s string) (dir, tag, digest string) {
 	return s, "", ""
 }
 
-// absImageRef makes the path of a file reference absolute (a fork or another process then finds
-// the same image).
-func absImageRef(ref string) (string, error) {
+// AbsImage makes the path of a Config.Image that names a file (oci-layout:, docker-archive:)
+// absolute with abs (filepath.Abs: against the current directory). New does it too (a fork or
+// another process then finds the same image); a caller whose adapter runs in another process
+// (the CLI's engine) calls it with the directory where the path was given.
+func AbsImage(ref string, abs func(string) (string, error)) (string, error) {
 	for _, p := range []string{ImageOCILayout, ImageDockerArchive} {
-		if rest, ok := strings.CutPrefix(ref, p); ok && !filepath.IsAbs(rest) {
-			abs, err := filepath.Abs(rest)
-			return p + abs, err
+		if rest, ok := strings.CutPrefix(ref, p); ok && rest != "" && !filepath.IsAbs(rest) {
+			a, err := abs(rest)
+			return p + a, err
 		}
 	}
 	return ref, nil

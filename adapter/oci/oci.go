@@ -509,7 +509,7 @@ func New(ctx context.Context, cfg Config) (*Sandbox, error) {
 		return nil, err
 	}
 	var err error
-	if cfg.Image, err = absImageRef(cfg.Image); err != nil {
+	if cfg.Image, err = AbsImage(cfg.Image, filepath.Abs); err != nil {
 		return nil, errs.Wrap(errs.InvalidInput, "oci create", "", err)
 	}
 	return create(ctx, cfg, nil)

@@ -199,7 +199,7 @@ func Bundle(cfg Config, dir string, args []string) (argv []string, cleanup func(
 	if err != nil {
 		return nil, nil, err
 	}
-	if cfg.Image, err = absImageRef(cfg.Image); err != nil {
+	if cfg.Image, err = AbsImage(cfg.Image, filepath.Abs); err != nil {
 		return nil, nil, errs.Wrap(errs.InvalidInput, op, "", err)
 	}
 	lay := layoutOf(cfg.stateDir())

@@ -291,7 +291,11 @@ func loadIn(inv invocation, flags *pflag.FlagSet) (Settings, error) {
 	has := func(k string) bool { return flags.Lookup(k) != nil }
 	var err error
 	s.Adapter = v.GetString(keyAdapter)
-	s.Image = v.GetString(keyImage)
+	// A file of the oci adapter's image is relative to where the command was given, not to the
+	// engine's directory.
+	if s.Image, err = oci.AbsImage(v.GetString(keyImage), inv.abs); err != nil {
+		return Settings{}, fmt.Errorf("--%s: %w", keyImage, err)
+	}
 	s.RunID = v.GetString(keyRunID)
 	s.NodeID = v.GetString(keyNodeID)
 	s.Sandbox = v.GetString(keySandbox)

@@ -281,4 +281,9 @@ func TestOCIImage(t *testing.T) { // not parallel: it sets the environment
 	require.NoError(t, err)
 	assert.Equal(t, "docker-archive:/tmp/x.tar", ociConfig(s, false).Image)
 	assert.Equal(t, "docker-archive:/tmp/x.tar", dockerConfig(s, false).Image)
+	s, err = load("--adapter", "oci", "--image", "oci-layout:img:v1")
+	require.NoError(t, err)
+	wd, err := os.Getwd()
+	require.NoError(t, err)
+	assert.Equal(t, "oci-layout:"+filepath.Join(wd, "img:v1"), ociConfig(s, false).Image, "relative to where the command was given")
 }
