@@ -40,11 +40,12 @@ var ociBackend = backend{
 		return oci.New(ctx, ociConfig(s, false))
 	},
 	create: func(ctx context.Context, s Settings, st state.Dir, rec *state.Record) error {
-		sb, err := oci.New(ctx, ociConfig(s, true))
+		cfg := ociConfig(s, true)
+		sb, err := oci.New(ctx, cfg)
 		if err != nil {
 			return err
 		}
-		rec.Backend, rec.Workspace = sb.ID(), sb.HostWorkspace()
+		rec.Backend, rec.Workspace, rec.Image = sb.ID(), sb.HostWorkspace(), cfg.Image // "": its own root file system
 		return sb.Detach()
 	},
 	attach: func(ctx context.Context, s Settings, st state.Dir, rec state.Record) (adapter.Sandbox, error) {
