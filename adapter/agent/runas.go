@@ -77,10 +77,10 @@ var Caps = []string{"SETUID", "SETGID", "KILL"}
 // CAP_SETUID 7).
 const CapsMask = 1<<5 | 1<<6 | 1<<7
 
-// Separates reports whether argv, an agent's command line, starts the commands as another user
-// (Argv with a user that SeparateUser accepts).
+// Separates reports whether argv, an agent's command line (at Path or BroughtPath), starts the
+// commands as another user (Argv or ArgvAt with a user that SeparateUser accepts).
 func Separates(argv []string) bool {
-	return len(argv) > 2 && argv[0] == Path && argv[1] == "-user"
+	return len(argv) > 2 && (argv[0] == Path || argv[0] == BroughtPath) && argv[1] == "-user"
 }
 
 // SeparateUser reports whether commands of a sandbox whose user is user ("uid[:gid]" or

@@ -3,7 +3,6 @@ package docker
 import (
 	"context"
 	"io"
-	"strings"
 	"sync"
 	"time"
 
@@ -227,25 +226,8 @@ func (s *Sandbox) env(cmd adapter.Command) []string {
 }
 
 // commandEnv is the environment of the container and its commands: baseEnv, then what the image
-// sets (its PATH, say /usr/local/go/bin in a Go image), but HOME stays the workspace (an image's
-// is usually root's, which the sandbox user cannot write).
-func commandEnv(imageEnv []string) []string {
-	set := map[string]bool{"HOME": true}
-	var fromImage []string
-	for _, e := range imageEnv {
-		if k, _, _ := strings.Cut(e, "="); !set[k] {
-			set[k] = true
-			fromImage = append(fromImage, e)
-		}
-	}
-	var env []string
-	for _, e := range baseEnv {
-		if k, _, _ := strings.Cut(e, "="); k == "HOME" || !set[k] {
-			env = append(env, e)
-		}
-	}
-	return append(env, fromImage...)
-}
+// sets, HOME aside (adapter.ImageEnv).
+func commandEnv(imageEnv []string) []string { return adapter.ImageEnv(baseEnv, imageEnv) }
 
 func (s *Sandbox) isolation() adapter.Isolation {
 	layers := []string{"container", "pgroup"}

@@ -30,11 +30,13 @@ func (s *Sandbox) ExecuteCommand(ctx context.Context, cmd adapter.Command) (adap
 	})
 }
 
-// env is a command's environment: the base, the sandbox's, the command's.
+// env is a command's environment: the base (with the environment of Config.Image, HOME aside),
+// the proxy's, the sandbox's, the command's.
 func (s *Sandbox) env(cmd adapter.Command) []string {
 	proxyEnv := egress.EnvOf(s.Egress())
-	env := make([]string, 0, len(baseEnv)+len(proxyEnv)+len(s.cfg.Env)+len(cmd.Env))
-	return append(append(append(append(env, baseEnv...), proxyEnv...), s.cfg.Env...), cmd.Env...)
+	base := adapter.ImageEnv(baseEnv, s.rec.ImageEnv)
+	env := make([]string, 0, len(base)+len(proxyEnv)+len(s.cfg.Env)+len(cmd.Env))
+	return append(append(append(append(env, base...), proxyEnv...), s.cfg.Env...), cmd.Env...)
 }
 
 // Isolation is what each result reports: the layers checked in force when the sandbox was made

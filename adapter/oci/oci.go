@@ -5,7 +5,8 @@
 //
 // Everything lives under the state directory (Config.StateDir), in oci/: the root file system,
 // unpacked once per content hash from the recipe of package rootfs (busybox, rg, the sandbox
-// agent) and shared read-only by every sandbox (rootfs/); the runtime's own state (runtime/NAME,
+// agent) and shared read-only by every sandbox (rootfs/), or the image of Config.Image, unpacked
+// once per digest (images/, with the host's agent beside it in agent/); the runtime's own state (runtime/NAME,
 // its --root, never the runtime's global default); one directory per sandbox with its bundle and
 // a record of who owns it (sandboxes/ID); and the workspaces the sandboxes made (workspaces/ID),
 // host directories mounted read-write at /workspace, each a file system of Config.WorkspaceBytes
@@ -166,8 +167,17 @@ type Config struct {
 	ForkMaxFileBytes int64 `mapstructure:"fork_max_file_bytes"`
 	// Mounts are host directories mounted read-only under /mnt (a toolchain, a data set).
 	Mounts []Mount `mapstructure:"mounts"`
+	// Image is the root file system: "" is sandboxer's own (package rootfs: busybox, rg, the
+	// agent); otherwise an image, unpacked once per digest under the state directory (images/)
+	// and shared read-only, from oci-layout:PATH[:TAG|@DIGEST] (an OCI image layout directory),
+	// docker-archive:PATH (a `docker save` tarball) or, any other name, the local docker daemon.
+	// No registry is ever contacted. The host's agent is mounted read-only at agent.BroughtPath;
+	// the commands get the image's environment (its PATH), HOME staying /workspace; the image's
+	// entrypoint, command, user and working directory are not used. An image of another
+	// platform is refused (errs.InvalidInput). See docs/oci.md, "Any image".
+	Image string `mapstructure:"image"`
 	// Busybox, Ripgrep and Agent choose the host files of the root file system (see
-	// rootfs.Options); "" takes the defaults.
+	// rootfs.Options); "" takes the defaults. With Image they are not used.
 	Busybox string `mapstructure:"busybox"`
 	Ripgrep string `mapstructure:"ripgrep"`
 	Agent   string `mapstructure:"agent"`
@@ -220,6 +230,11 @@ func (c Config) Validate() error {
 	}
 	if c.WorkspaceBytes > 0 && c.WorkspaceBytes < diskcap.MinBytes {
 		return bad("WorkspaceBytes must be at least %d", diskcap.MinBytes)
+	}
+	if c.Image != "" {
+		if err := validImageRef(c.Image); err != nil {
+			return bad("%v", err)
+		}
 	}
 	if c.Workspace != "" && !filepath.IsAbs(c.Workspace) {
 		return bad("Workspace %q must be an absolute path", c.Workspace)
@@ -349,6 +364,8 @@ type layout struct{ dir string } // STATE/oci
 
 func layoutOf(stateDir string) layout           { return layout{filepath.Join(stateDir, "oci")} }
 func (l layout) rootfs() string                 { return filepath.Join(l.dir, "rootfs") }
+func (l layout) images() string                 { return filepath.Join(l.dir, "images") }
+func (l layout) agent() string                  { return filepath.Join(l.dir, "agent") }
 func (l layout) runtimeRoot(name string) string { return filepath.Join(l.dir, "runtime", name) }
 func (l layout) sandboxes() string              { return filepath.Join(l.dir, "sandboxes") }
 func (l layout) sandbox(id string) string       { return filepath.Join(l.sandboxes(), id) }
@@ -381,11 +398,13 @@ type record struct {
 	KeepWorkspace bool   `json:"keepWorkspace"`
 	// Disk is the file of the file system mounted at Workspace (see Config.WorkspaceBytes),
 	// set before it is made: removal unmounts and removes it.
-	Disk         string    `json:"disk,omitempty"`
-	UserNS       bool      `json:"userns"`
-	HostUID      int       `json:"hostUid"` // host uid (and gid) of the sandbox user
-	AllowNetwork bool      `json:"allowNetwork"`
-	Created      time.Time `json:"created"`
+	Disk         string `json:"disk,omitempty"`
+	UserNS       bool   `json:"userns"`
+	HostUID      int    `json:"hostUid"` // host uid (and gid) of the sandbox user
+	AllowNetwork bool   `json:"allowNetwork"`
+	// ImageEnv is the environment of Config.Image, the base of every command's.
+	ImageEnv []string  `json:"imageEnv,omitempty"`
+	Created  time.Time `json:"created"`
 	// Config is the configuration the sandbox was made with: an attached handle and a fork use
 	// it (limits, environment, mounts), whatever configuration Attach was given.
 	Config Config `json:"config"`
@@ -480,12 +499,17 @@ var (
 )
 
 // New creates and starts a container for a new sandbox, unpacking the root file system first if
-// the state directory has none for the current recipe (which compiles the agent: seconds, once).
+// the state directory has none for the current recipe (which compiles the agent: seconds, once)
+// or for Config.Image's digest.
 // Errors: errs.InvalidInput (bad Config), errs.SandboxUnavailable (the runtime binary is missing
 // or cannot run a container here: the message names it and says why), errs.Internal.
 func New(ctx context.Context, cfg Config) (*Sandbox, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
+	}
+	var err error
+	if cfg.Image, err = AbsImage(cfg.Image, filepath.Abs); err != nil {
+		return nil, errs.Wrap(errs.InvalidInput, "oci create", "", err)
 	}
 	return create(ctx, cfg, nil)
 }
@@ -498,9 +522,9 @@ func create(ctx context.Context, cfg Config, copyFrom *os.Root) (*Sandbox, error
 		return nil, err
 	}
 	lay := layoutOf(cfg.stateDir())
-	tree, err := rootfs.Materialize(lay.rootfs(), cfg.rootfsOptions(), false)
+	root, err := rootOf(ctx, cfg, lay)
 	if err != nil {
-		return nil, errs.Wrap(errs.SandboxUnavailable, op, "", fmt.Errorf("root file system: %w", err))
+		return nil, err
 	}
 	userns, reach, err := useUserNS(cfg, lay)
 	if err != nil {
@@ -517,7 +541,7 @@ func create(ctx context.Context, cfg Config, copyFrom *os.Root) (*Sandbox, error
 	rec := record{
 		ID: id, Runtime: rt.name, RuntimePath: rt.path, Owner: owner(), OwnerStart: startTime(os.Getpid()),
 		Persist: cfg.Persist, Workspace: cfg.Workspace, KeepWorkspace: cfg.KeepWorkspace,
-		UserNS: userns, HostUID: rootfs.UID, AllowNetwork: cfg.AllowNetwork, Created: time.Now().UTC(),
+		UserNS: userns, HostUID: rootfs.UID, AllowNetwork: cfg.AllowNetwork, ImageEnv: root.imageEnv, Created: time.Now().UTC(),
 		Config: cfg,
 	}
 	if userns {
@@ -545,7 +569,7 @@ func create(ctx context.Context, cfg Config, copyFrom *os.Root) (*Sandbox, error
 		}
 		return fail(err)
 	}
-	b := bundle{rootfs: tree.Dir, workspace: s.rec.Workspace, persist: cfg.Persist, cfg: cfg, userns: userns, cgroup: cgroupPath(id),
+	b := bundle{root: root, workspace: s.rec.Workspace, persist: cfg.Persist, cfg: cfg, userns: userns, cgroup: cgroupPath(id),
 		seccomp: !cfg.NoSeccomp && rt.name != Runsc, streams: lay.streams(id)}
 	if cfg.AllowNetwork {
 		if _, err := os.Stat("/etc/resolv.conf"); err == nil {

@@ -41,9 +41,9 @@ const specVersion = "1.0.2"
 
 // bundle is what a sandbox's config.json is made from.
 type bundle struct {
-	rootfs     string // the shared, read-only tree
-	workspace  string // host directory mounted at /workspace
-	persist    bool   // the agent stays when its stream ends
+	root       sandboxRoot // the shared, read-only tree (and the agent brought into an image)
+	workspace  string      // host directory mounted at /workspace
+	persist    bool        // the agent stays when its stream ends
 	cfg        Config
 	userns     bool   // a user namespace maps container uid 0.. to cfg.uidBase()..
 	cgroup     string // cgroupsPath
@@ -66,17 +66,20 @@ func (b bundle) spec() (*specs.Spec, error) {
 	// The agent runs as the container's root with the capabilities to start the commands as the
 	// sandbox user, who has none and cannot touch the agent (agent.RunAs).
 	args := agent.Argv(sandboxUser, flags...)
+	if b.root.agentFile != "" {
+		args = agent.ArgvAt(agent.BroughtPath, sandboxUser, flags...)
+	}
 	agentCaps := make([]string, len(agent.Caps))
 	for i, c := range agent.Caps {
 		agentCaps[i] = "CAP_" + c
 	}
 	s := &specs.Spec{
 		Version:  specVersion,
-		Root:     &specs.Root{Path: b.rootfs, Readonly: !c.WritableRootfs},
+		Root:     &specs.Root{Path: b.root.dir, Readonly: !c.WritableRootfs},
 		Hostname: "sandbox",
 		Process: &specs.Process{
 			Args: args,
-			Env:  append(append([]string{}, baseEnv...), c.Env...),
+			Env:  append(adapter.ImageEnv(baseEnv, b.root.imageEnv), c.Env...),
 			Cwd:  adapter.DefaultWorkspace,
 			User: specs.User{UID: 0, GID: 0},
 			Capabilities: &specs.LinuxCapabilities{
@@ -104,6 +107,9 @@ func (b bundle) spec() (*specs.Spec, error) {
 			ReadonlyPaths: readonlyPaths,
 			Resources:     b.resources(),
 		},
+	}
+	if b.root.agentFile != "" {
+		s.Mounts = append(s.Mounts, specs.Mount{Destination: agent.BroughtPath, Type: "bind", Source: b.root.agentFile, Options: []string{"bind", "ro", "nosuid", "nodev"}})
 	}
 	if b.streams != "" {
 		s.Mounts = append(s.Mounts, specs.Mount{Destination: agent.DirectSandboxDir, Type: "bind", Source: b.streams, Options: []string{"rbind", "ro", "nosuid", "nodev", "noexec"}})
@@ -169,7 +175,7 @@ var sandboxUser = fmt.Sprintf("%d:%d", rootfs.UID, rootfs.GID)
 // sandbox): the same user, capabilities and environment as the container's own process.
 func execProcess(s *specs.Spec) *specs.Process {
 	p := *s.Process
-	p.Args = agent.Argv(sandboxUser)
+	p.Args = agent.ArgvAt(s.Process.Args[0], sandboxUser) // the same agent: the tree's or the host's
 	return &p
 }
 
@@ -193,10 +199,13 @@ func Bundle(cfg Config, dir string, args []string) (argv []string, cleanup func(
 	if err != nil {
 		return nil, nil, err
 	}
+	if cfg.Image, err = AbsImage(cfg.Image, filepath.Abs); err != nil {
+		return nil, nil, errs.Wrap(errs.InvalidInput, op, "", err)
+	}
 	lay := layoutOf(cfg.stateDir())
-	tree, err := rootfs.Materialize(lay.rootfs(), cfg.rootfsOptions(), false)
+	root, err := rootOf(context.Background(), cfg, lay)
 	if err != nil {
-		return nil, nil, errs.Wrap(errs.SandboxUnavailable, op, "", err)
+		return nil, nil, err
 	}
 	userns, reach, err := useUserNS(cfg, lay)
 	if err != nil {
@@ -220,7 +229,7 @@ func Bundle(cfg Config, dir string, args []string) (argv []string, cleanup func(
 		return nil, nil, errs.Wrap(errs.Internal, op, "", err)
 	}
 	id := newID()
-	b := bundle{rootfs: tree.Dir, workspace: ws, cfg: cfg, userns: userns, cgroup: cgroupPath(id),
+	b := bundle{root: root, workspace: ws, cfg: cfg, userns: userns, cgroup: cgroupPath(id),
 		seccomp: !cfg.NoSeccomp && rt.name != Runsc}
 	s, err := b.spec()
 	if err != nil {

@@ -104,3 +104,41 @@ func TestOCIAdapter(t *testing.T) {
 		assert.Empty(t, ents, "nothing left in %s", d)
 	}
 }
+
+// --image gives the oci adapter any image's root file system: a `docker save` tarball named
+// relative to where the command runs, one-shot and long-lived, unpacked once for both.
+func TestOCIAnyImage(t *testing.T) {
+	t.Parallel()
+	requireRuntime(t, "runc")
+	e := newEnv(t)
+	shareGoCache(e)
+	t.Cleanup(func() { e.run("", nil, "sandbox", "prune") })
+	tar := filepath.Join(e.base, "bb.tar")
+	if out, err := exec.Command("docker", "save", "sandboxer-sandbox:latest", "-o", tar).CombinedOutput(); err != nil {
+		if testenv.Required("docker") {
+			t.Fatalf("docker save sandboxer-sandbox:latest: %v: %s", err, out)
+		}
+		t.Skipf("docker save sandboxer-sandbox:latest (sandboxer image build makes it): %v: %s", err, out)
+	}
+
+	r := e.run("", nil, "tool", "bash", "--adapter", "oci", "--image", "docker-archive:../bb.tar", "--input",
+		`{"cmd":"sh","args":["-c","id -u; echo $HOME; test -x /.sandboxer-agent && echo brought"]}`)
+	require.Equal(t, 0, r.code, r.stdout+r.stderr)
+	assert.Equal(t, "1000\n/workspace\nbrought\n", decodeReply(t, r).Output)
+
+	r = e.run("", nil, "sandbox", "create", "--adapter", "oci", "--image", "docker-archive:../bb.tar")
+	require.Equal(t, 0, r.code, r.stderr)
+	id := idRe.FindStringSubmatch(r.stdout)[1]
+	t.Cleanup(func() { e.run("", nil, "sandbox", "rm", id) })
+	r = e.run("", nil, "exec", "--sandbox", id, "--", "sh", "-c", "test -x /.sandboxer-agent && echo ok")
+	assert.Equal(t, 0, r.code, r.stderr)
+	assert.Equal(t, "ok\n", r.stdout)
+	r = e.run("", nil, "sandbox", "rm", id)
+	require.Equal(t, 0, r.code, r.stderr)
+
+	ents, err := os.ReadDir(filepath.Join(e.state, "oci", "images"))
+	require.NoError(t, err)
+	assert.Len(t, ents, 1, "one tree for the image")
+	r = e.run("", nil, "tool", "bash", "--adapter", "oci", "--image", "docker-archive:missing.tar", "--input", `{"cmd":"true"}`)
+	assert.Contains(t, r.stdout+r.stderr, "INVALID_INPUT", "a missing file")
+}

@@ -10,9 +10,15 @@ import (
 	"github.com/sandboxer/sandboxer/internal/state"
 )
 
+// ociConfig is the oci adapter's Config of s. --image is its root file system only when it is not
+// the docker adapter's default: otherwise the adapter's own (the same recipe as that image).
 func ociConfig(s Settings, persist bool) oci.Config {
-	return oci.Config{Runtime: s.Runtime, StateDir: s.StateDir, AllowNetwork: s.AllowNetwork, AllowHosts: s.AllowHosts, Persist: persist,
+	c := oci.Config{Runtime: s.Runtime, StateDir: s.StateDir, AllowNetwork: s.AllowNetwork, AllowHosts: s.AllowHosts, Persist: persist,
 		ForkMaxFileBytes: s.SyncMaxFileBytes, WorkspaceBytes: s.Disk}
+	if s.Image != DefaultImage {
+		c.Image = s.Image
+	}
+	return c
 }
 
 // ociBackend: one OCI container per sandbox, run by runc, runsc or crun (--runtime) without a
@@ -34,11 +40,12 @@ var ociBackend = backend{
 		return oci.New(ctx, ociConfig(s, false))
 	},
 	create: func(ctx context.Context, s Settings, st state.Dir, rec *state.Record) error {
-		sb, err := oci.New(ctx, ociConfig(s, true))
+		cfg := ociConfig(s, true)
+		sb, err := oci.New(ctx, cfg)
 		if err != nil {
 			return err
 		}
-		rec.Backend, rec.Workspace = sb.ID(), sb.HostWorkspace()
+		rec.Backend, rec.Workspace, rec.Image = sb.ID(), sb.HostWorkspace(), cfg.Image // "": its own root file system
 		return sb.Detach()
 	},
 	attach: func(ctx context.Context, s Settings, st state.Dir, rec state.Record) (adapter.Sandbox, error) {

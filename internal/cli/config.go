@@ -194,7 +194,7 @@ func addCommonFlags(f *pflag.FlagSet) {
 	f.String("config", "", configFlagUsage)
 	f.String(keyAdapter, DefaultAdapter, "sandbox adapter: "+strings.Join(backendNames(), "|"))
 	f.String(keyRoot, "", "workspace directory of the local adapter (default the current directory)")
-	f.String(keyImage, DefaultImage, "image of the docker adapter")
+	f.String(keyImage, DefaultImage, "image of the docker adapter; of the oci adapter when given (default: its own root file system): oci-layout:PATH[:TAG|@DIGEST], docker-archive:PATH or a name of the local docker daemon, unpacked once, no registry")
 	f.Bool(keyAllowNetwork, false, "let commands reach the network")
 	f.StringArray(flagAllowHost, nil, "let commands reach this host (modules.example.com, or *.suffix) through the sandbox's egress proxy, and no other; repeatable (env SANDBOXER_ALLOW_HOSTS, comma-separated)")
 	f.Int(keyMaxOutputBytes, DefaultMaxOutputBytes, "per-stream output cap and file/content/patch size limit, in bytes")
@@ -296,7 +296,11 @@ func loadIn(inv invocation, flags *pflag.FlagSet) (Settings, error) {
 	has := func(k string) bool { return flags.Lookup(k) != nil }
 	var err error
 	s.Adapter = v.GetString(keyAdapter)
-	s.Image = v.GetString(keyImage)
+	// A file of the oci adapter's image is relative to where the command was given, not to the
+	// engine's directory.
+	if s.Image, err = oci.AbsImage(v.GetString(keyImage), inv.abs); err != nil {
+		return Settings{}, fmt.Errorf("--%s: %w", keyImage, err)
+	}
 	s.RunID = v.GetString(keyRunID)
 	s.NodeID = v.GetString(keyNodeID)
 	s.Sandbox = v.GetString(keySandbox)

@@ -274,3 +274,29 @@ func loadMCP(t *testing.T, args ...string) (Settings, error) {
 	require.NoError(t, c.Flags().Parse(args))
 	return load(c.Flags())
 }
+
+// --image reaches the oci adapter when given; its default (the docker adapter's image) leaves the
+// oci adapter its own root file system.
+func TestOCIImage(t *testing.T) { // not parallel: it sets the environment
+	cfg := filepath.Join(t.TempDir(), "sandboxer.yaml")
+	require.NoError(t, os.WriteFile(cfg, nil, 0o644))
+	load := func(args ...string) (Settings, error) {
+		t.Helper()
+		c := newMCPCmd(Streams{})
+		require.NoError(t, c.Flags().Parse(append([]string{"--config", cfg}, args...)))
+		return load(c.Flags())
+	}
+	t.Setenv("SANDBOXER_IMAGE", "")
+	s, err := load("--adapter", "oci")
+	require.NoError(t, err)
+	assert.Empty(t, ociConfig(s, false).Image)
+	s, err = load("--adapter", "oci", "--image", "docker-archive:/tmp/x.tar")
+	require.NoError(t, err)
+	assert.Equal(t, "docker-archive:/tmp/x.tar", ociConfig(s, false).Image)
+	assert.Equal(t, "docker-archive:/tmp/x.tar", dockerConfig(s, false).Image)
+	s, err = load("--adapter", "oci", "--image", "oci-layout:img:v1")
+	require.NoError(t, err)
+	wd, err := os.Getwd()
+	require.NoError(t, err)
+	assert.Equal(t, "oci-layout:"+filepath.Join(wd, "img:v1"), ociConfig(s, false).Image, "relative to where the command was given")
+}

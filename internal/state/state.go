@@ -31,7 +31,7 @@ type Record struct {
 	ID        string    `json:"id"`
 	Adapter   string    `json:"adapter"`
 	Workspace string    `json:"workspace,omitempty"` // local: the workspace directory
-	Image     string    `json:"image,omitempty"`     // docker: the image it was created from
+	Image     string    `json:"image,omitempty"`     // docker, kubernetes, oci: the image it was created from
 	Backend   string    `json:"backend,omitempty"`   // the adapter's own id (docker: the container)
 	Namespace string    `json:"namespace,omitempty"` // kubernetes: the namespace of its pod
 	ForkOf    string    `json:"forkOf,omitempty"`

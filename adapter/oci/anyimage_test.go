@@ -1,0 +1,211 @@
+package oci_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"github.com/moby/moby/client"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sandboxer/sandboxer/adapter"
+	"github.com/sandboxer/sandboxer/adapter/oci"
+	"github.com/sandboxer/sandboxer/errs"
+	"github.com/sandboxer/sandboxer/internal/testenv"
+)
+
+// debianImage is a Debian image with python3, gcc, make, git and Go in the local docker daemon
+// (CI builds it with .ci/debian-image.sh; SANDBOXER_TEST_DEBIAN_IMAGE names another).
+func debianImage(t *testing.T) string {
+	t.Helper()
+	img := os.Getenv("SANDBOXER_TEST_DEBIAN_IMAGE")
+	if img == "" {
+		img = "sandboxer-debian:test"
+	}
+	c, err := client.New(client.FromEnv, client.WithAPIVersionNegotiation())
+	if err == nil {
+		defer c.Close()
+		_, err = c.ImageInspect(ctxT(t), img)
+	}
+	if err != nil {
+		if testenv.Required("debian-image") {
+			t.Fatalf("SANDBOXER_TEST_REQUIRE=debian-image but %s is not there (.ci/debian-image.sh builds it): %v", img, err)
+		}
+		t.Skipf("no image %s (.ci/debian-image.sh builds it; SANDBOXER_TEST_REQUIRE=debian-image fails instead): %v", img, err)
+	}
+	return img
+}
+
+// savedImage writes the small sandbox image of the docker adapter (busybox) as a `docker save`
+// tarball into a temporary directory.
+func savedImage(t *testing.T) string {
+	t.Helper()
+	tar := filepath.Join(t.TempDir(), "busybox.tar")
+	if out, err := exec.Command("docker", "save", "sandboxer-sandbox:latest", "-o", tar).CombinedOutput(); err != nil {
+		if testenv.Required("docker") || testenv.Required("debian-image") {
+			t.Fatalf("docker save sandboxer-sandbox:latest: %v: %s", err, out)
+		}
+		t.Skipf("docker save sandboxer-sandbox:latest (sandboxer image build makes it): %v: %s", err, out)
+	}
+	return tar
+}
+
+// imageDir is where the adapter unpacks an image of this config digest.
+func imageDir(t *testing.T, img v1.Image) string {
+	id, err := img.ConfigName()
+	require.NoError(t, err)
+	return filepath.Join(stateDir, "oci", "images", id.Hex)
+}
+
+// Any image runs, with real work (issue 35): an image of the docker daemon that has never heard of
+// sandboxer, unpacked once, gets the host's agent; its PATH is honoured, the commands run as the
+// sandbox user (who is not in its /etc/passwd), and a Go module's tests, a C program, Python and
+// a git commit work in /workspace, with files written and listed through the adapter.
+func TestAnyImageRunsRealWork(t *testing.T) {
+	t.Parallel()
+	img := debianImage(t)
+	eachRuntime(t, func(t *testing.T, rt string) {
+		t.Parallel()
+		start := time.Now()
+		sb := newSandbox(t, rt, oci.Config{Image: img})
+		t.Logf("New, unpacking the image or waiting for it: %v", time.Since(start))
+		ctx := ctxT(t)
+		require.NoError(t, sb.WriteFile(ctx, "m/go.mod", []byte("module example.com/m\n\ngo 1.19\n")))
+		require.NoError(t, sb.WriteFile(ctx, "m/sum.go", []byte("package m\n\nfunc Sum(a ...int) (s int) {\n\tfor _, v := range a {\n\t\ts += v\n\t}\n\treturn s\n}\n")))
+		require.NoError(t, sb.WriteFile(ctx, "m/sum_test.go", []byte("package m\n\nimport \"testing\"\n\nfunc TestSum(t *testing.T) {\n\tif Sum(1, 2, 3) != 6 {\n\t\tt.Fatal(Sum(1, 2, 3))\n\t}\n}\n")))
+		require.NoError(t, sb.WriteFile(ctx, "c/hello.c", []byte("#include <stdio.h>\nint main(void) { printf(\"hello from C\\n\"); return 0; }\n")))
+		require.NoError(t, sb.WriteFile(ctx, "c/Makefile", []byte("hello: hello.c\n\tgcc -O2 -o hello hello.c\n")))
+
+		res, err := sb.ExecuteCommand(ctx, adapter.Command{Args: []string{"sh", "-c", `set -e
+id -u; echo "$HOME"
+cd m && go test ./... 2>&1 | sed 's/\t.*//'; cd ..
+make -s -C c && ./c/hello
+python3 -c 'import json, sys; print(json.dumps({"py": sys.version_info[0]}))'
+git init -q g && cd g && echo x > f && git add f && git -c user.email=a@b -c user.name=a commit -qm one && git mv f h && git log --oneline | wc -l`}})
+		require.NoError(t, err)
+		require.Equal(t, 0, res.ExitCode, "stdout %s\nstderr %s", res.Stdout, res.Stderr)
+		assert.Equal(t, "1000\n/workspace\nok  \nhello from C\n{\"py\": 3}\n1\n", string(res.Stdout))
+		assert.Contains(t, res.Isolation.Layers, "agent:own-user")
+		assert.Contains(t, res.Isolation.Layers, "caps:none")
+
+		files, err := sb.ListFiles(ctx, "c")
+		require.NoError(t, err)
+		var names []string
+		for _, f := range files {
+			names = append(names, f.Path)
+		}
+		assert.ElementsMatch(t, []string{"c/hello.c", "c/Makefile", "c/hello"}, names)
+		data, err := sb.ReadFile(ctx, "g/h")
+		require.NoError(t, err)
+		assert.Equal(t, "x\n", string(data))
+
+		// Another handle starts an agent of its own: the same brought agent, the image's PATH.
+		other, err := oci.Attach(ctx, oci.Config{StateDir: stateDir}, sb.ID())
+		require.NoError(t, err)
+		defer other.Detach()
+		res, err = other.ExecuteCommand(ctx, adapter.Command{Args: []string{"sh", "-c", "command -v go && cat g/h && touch /x"}})
+		require.NoError(t, err)
+		assert.Equal(t, "/usr/bin/go\nx\n", string(res.Stdout), "%s", res.Stderr)
+		assert.NotEqual(t, 0, res.ExitCode, "the image's root is read-only")
+	})
+}
+
+// A `docker save` tarball and an OCI image layout run, unpacked once per digest: the same image
+// by both references is one tree, which a second sandbox reuses.
+func TestAnyImageArchiveAndLayout(t *testing.T) {
+	t.Parallel()
+	tar := savedImage(t)
+	img, err := tarball.ImageFromPath(tar, nil)
+	require.NoError(t, err)
+	dir := filepath.Join(t.TempDir(), "layout")
+	p, err := layout.Write(dir, empty.Index)
+	require.NoError(t, err)
+	require.NoError(t, p.AppendImage(img, layout.WithAnnotations(map[string]string{"org.opencontainers.image.ref.name": "busybox"})))
+	tree := imageDir(t, img)
+
+	echo := func(t *testing.T, rt, ref string) {
+		sb := newSandbox(t, rt, oci.Config{Image: ref})
+		res, err := sb.ExecuteCommand(ctxT(t), adapter.Command{Args: []string{"echo", "ok"}})
+		require.NoError(t, err)
+		assert.Equal(t, "ok\n", string(res.Stdout), "%s", res.Stderr)
+		assert.Equal(t, 0, res.ExitCode)
+	}
+	echo(t, oci.Runc, "docker-archive:"+tar)
+	t.Run("fork", func(t *testing.T) { // the fork's image is the record's: the same tree
+		sb := newSandbox(t, oci.Runc, oci.Config{Image: "docker-archive:" + tar})
+		require.NoError(t, sb.WriteFile(ctxT(t), "f", []byte("copied\n")))
+		f, err := sb.Fork(ctxT(t))
+		require.NoError(t, err)
+		track(f.(*oci.Sandbox).ID())
+		defer f.Stop(context.Background())
+		res, err := f.ExecuteCommand(ctxT(t), adapter.Command{Args: []string{"cat", "f"}})
+		require.NoError(t, err)
+		assert.Equal(t, "copied\n", string(res.Stdout), "%s", res.Stderr)
+	})
+	fi, err := os.Stat(tree)
+	require.NoError(t, err, "unpacked under the digest of the image's configuration")
+	ino := fi.Sys().(*syscall.Stat_t).Ino
+	digest, err := img.Digest()
+	require.NoError(t, err)
+	echo(t, oci.Runc, "oci-layout:"+dir+"@"+digest.String())
+	eachRuntime(t, func(t *testing.T, rt string) {
+		echo(t, rt, "oci-layout:"+dir+":busybox")
+		echo(t, rt, "oci-layout:"+dir) // the only image
+	})
+	fi, err = os.Stat(tree)
+	require.NoError(t, err)
+	assert.Equal(t, ino, fi.Sys().(*syscall.Stat_t).Ino, "the same tree, not unpacked again")
+	ents, err := os.ReadDir(filepath.Dir(tree))
+	require.NoError(t, err)
+	for _, e := range ents {
+		assert.NotRegexp(t, `^\.(unpack|save)-`, e.Name(), "nothing left of the unpack")
+	}
+}
+
+// A reference that names nothing, or an image of another platform, fails with INVALID_INPUT
+// before anything is made: no tree, no sandbox.
+func TestAnyImageBadReference(t *testing.T) {
+	t.Parallel()
+	needRuntime(t, oci.Runc)
+	tar := savedImage(t)
+	img, err := tarball.ImageFromPath(tar, nil)
+	require.NoError(t, err)
+	cf, err := img.ConfigFile()
+	require.NoError(t, err)
+	cf.Architecture = "s390x"
+	other, err := mutate.ConfigFile(img, cf)
+	require.NoError(t, err)
+	dir := filepath.Join(t.TempDir(), "layout")
+	p, err := layout.Write(dir, empty.Index)
+	require.NoError(t, err)
+	require.NoError(t, p.AppendImage(other))
+
+	state := t.TempDir()
+	for _, ref := range []string{
+		"docker-archive:" + filepath.Join(dir, "missing.tar"),
+		"oci-layout:" + filepath.Join(state, "missing"),
+		"oci-layout:" + dir + ":missing",
+		"oci-layout:" + dir, // s390x
+		"sandboxer-no-such-image:none",
+		"Not A Name",
+		"docker-archive:",
+	} {
+		_, err := oci.New(context.Background(), oci.Config{Image: ref, StateDir: state})
+		assert.ErrorIs(t, err, errs.InvalidInput, "%s", ref)
+		t.Logf("%s: %v", ref, err)
+	}
+	for _, d := range []string{"oci/images", "oci/sandboxes", "oci/workspaces", "oci/agent"} {
+		_, err := os.Stat(filepath.Join(state, d))
+		assert.ErrorIs(t, err, os.ErrNotExist, "%s", d)
+	}
+}
