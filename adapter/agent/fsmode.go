@@ -239,7 +239,7 @@ func statLine(fi fs.FileInfo) string {
 	var mode uint32
 	var ino uint64
 	if st != nil {
-		mode, ino = st.Mode, st.Ino
+		mode, ino = uint32(st.Mode), uint64(st.Ino)
 	}
 	return fmt.Sprintf("%d %x %d %s", fi.Size(), mode, ino, fi.ModTime().Format("2006-01-02 15:04:05.000000000 -0700"))
 }

@@ -85,7 +85,11 @@ func BenchmarkRealWork(b *testing.B) {
 		files := w.files(b)
 		b.Run(w.name+"/bare-warm", func(b *testing.B) {
 			for _, n := range w.needs {
-				if _, err := exec.LookPath(n); err != nil {
+				_, err := exec.LookPath(n)
+				if filepath.IsAbs(n) {
+					_, err = os.Stat(n)
+				}
+				if err != nil {
 					b.Skipf("the host lacks %s: %v", n, err)
 				}
 			}

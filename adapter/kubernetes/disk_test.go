@@ -81,5 +81,5 @@ func TestDiskFillEvictsThePod(t *testing.T) {
 func freeBytes(t *testing.T, dir string) int64 {
 	var st syscall.Statfs_t
 	require.NoError(t, syscall.Statfs(dir, &st))
-	return int64(st.Bavail) * st.Bsize
+	return int64(st.Bavail) * int64(st.Bsize)
 }

@@ -1,3 +1,5 @@
+//go:build linux && !sandboxer_portable
+
 package local
 
 import (
