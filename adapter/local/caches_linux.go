@@ -136,7 +136,7 @@ func mountCaches(spec viewSpec, clones *viewClones, base string) (mounted []stri
 func mountCache(c viewCache, clones *viewClones, base string, i int) error {
 	lower, upper := clones.layer(c.Target), clones.layer(c.Upper)
 	if lower == nil || upper == nil {
-		return errors.New("a layer could not be cloned")
+		return errors.New("a layer could not be cloned or idmapped")
 	}
 	stage := base + "/.cache-" + strconv.Itoa(i)
 	if err := os.Mkdir(stage, 0o700); err != nil {
@@ -182,7 +182,7 @@ func mountCache(c viewCache, clones *viewClones, base string, i int) error {
 // layer is the clone of a cache's layer at host path p, or nil.
 func (c *viewClones) layer(p string) *os.File {
 	for i, s := range c.sources {
-		if s.Layer && s.Target == p {
+		if s.Layer && s.Target == p && !s.Unusable {
 			return c.files[i]
 		}
 	}

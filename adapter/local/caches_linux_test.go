@@ -273,3 +273,26 @@ func TestCacheOwnerChild(t *testing.T) {
 	fmt.Printf("cachedir %s\nready\n", local.CacheDir(sb))
 	select {}
 }
+
+// A cache on a file system without idmapped mounts (here an overlay; in CI's VM, Debian 6.1's
+// tmpfs) is left out: the command runs with every layer, without that cache's variable.
+func TestCacheWithoutIdmappedMountsIsLeftOut(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("idmapped layers are a root caller's")
+	}
+	base := t.TempDir()
+	for _, d := range []string{"lower", "upper", "work", "cache"} {
+		require.NoError(t, os.Mkdir(filepath.Join(base, d), 0o755))
+	}
+	cache := filepath.Join(base, "cache")
+	opts := fmt.Sprintf("lowerdir=%s/lower,upperdir=%s/upper,workdir=%s/work", base, base, base)
+	require.NoError(t, syscall.Mount("overlay", cache, "overlay", 0, opts))
+	t.Cleanup(func() { assert.NoError(t, syscall.Unmount(cache, syscall.MNT_DETACH)) })
+	require.NoError(t, os.WriteFile(filepath.Join(cache, "f"), []byte("x"), 0o644))
+
+	sb := newIsolated(t, local.Config{Caches: []string{"FAKE_CACHE=" + cache}})
+	res, err := sb.ExecuteCommand(context.Background(), adapter.Command{Args: []string{"sh", "-c", `echo "cache=${FAKE_CACHE:-unset}"`}})
+	require.NoError(t, err, "a cache that cannot be idmapped must not fail the command")
+	assert.Equal(t, "cache=unset\n", string(res.Stdout), "%s", res.Stderr)
+	assert.Contains(t, res.Isolation.Layers, local.LayerUnprivileged)
+}

@@ -64,6 +64,9 @@ type viewSource struct {
 	ReadOnly bool   `json:"readOnly"`
 	Owned    bool   `json:"owned,omitempty"`
 	Layer    bool   `json:"layer,omitempty"` // a layer of a cache's overlay (viewSpec.Caches)
+	// Unusable marks a cache's layer whose idmapped mount failed (a file system without them,
+	// tmpfs before Linux 6.3): that cache is left out, the view and its other layers stand.
+	Unusable bool `json:"unusable,omitempty"`
 }
 
 // viewClones owns the detached copies (open_tree) of a view's sources, one file per source.
@@ -149,6 +152,10 @@ func (c *viewClones) idmap(userns *os.File) error {
 			attr := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_IDMAP, Userns_fd: uint64(fds[1])}
 			return unix.MountSetattr(fds[0], "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, &attr)
 		})
+		if err != nil && s.Layer {
+			c.sources[i].Unusable = true // the cache goes without (mountCache says why)
+			continue
+		}
 		if err != nil {
 			return fmt.Errorf("idmapped mount of %s: %w", s.Target, err)
 		}
