@@ -4,7 +4,6 @@ import (
 	"archive/tar"
 	"bytes"
 	"io"
-	"os"
 	"testing"
 
 	"github.com/moby/moby/client"
@@ -12,31 +11,17 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sandboxer/sandboxer/adapter"
+	"github.com/sandboxer/sandboxer/adapter/adaptertest"
 	"github.com/sandboxer/sandboxer/adapter/agent"
 	"github.com/sandboxer/sandboxer/adapter/docker"
 	"github.com/sandboxer/sandboxer/errs"
-	"github.com/sandboxer/sandboxer/internal/testenv"
 )
 
-// debianImage is a Debian image with python3, gcc, make, git and Go, and no agent (CI builds it
-// with .ci/debian-image.sh; SANDBOXER_TEST_DEBIAN_IMAGE names another).
+// debianImage is the Debian toolchain image (adaptertest.DebianImage).
 func debianImage(t testing.TB) string {
 	t.Helper()
 	needDocker(t)
-	img := os.Getenv("SANDBOXER_TEST_DEBIAN_IMAGE")
-	if img == "" {
-		img = "sandboxer-debian:test"
-	}
-	c, err := client.New(client.FromEnv, client.WithAPIVersionNegotiation())
-	require.NoError(t, err)
-	defer c.Close()
-	if _, err := c.ImageInspect(ctxT(t), img); err != nil {
-		if testenv.Required("debian-image") {
-			t.Fatalf("SANDBOXER_TEST_REQUIRE=debian-image but %s is not there (.ci/debian-image.sh builds it): %v", img, err)
-		}
-		t.Skipf("no image %s (.ci/debian-image.sh builds it; SANDBOXER_TEST_REQUIRE=debian-image fails instead): %v", img, err)
-	}
-	return img
+	return adaptertest.DebianImage(t)
 }
 
 // Any image runs, with real work (issue 35): an image that has never heard of sandboxer gets the
@@ -50,38 +35,13 @@ func TestAnyImageRunsRealWork(t *testing.T) {
 	ctx := ctxT(t)
 	assert.Equal(t, agent.BroughtPath, docker.AgentBin(sb), "the host's agent serves the calls")
 
-	require.NoError(t, sb.WriteFile(ctx, "m/go.mod", []byte("module example.com/m\n\ngo 1.19\n")))
-	require.NoError(t, sb.WriteFile(ctx, "m/sum.go", []byte("package m\n\nfunc Sum(a ...int) (s int) {\n\tfor _, v := range a {\n\t\ts += v\n\t}\n\treturn s\n}\n")))
-	require.NoError(t, sb.WriteFile(ctx, "m/sum_test.go", []byte("package m\n\nimport \"testing\"\n\nfunc TestSum(t *testing.T) {\n\tif Sum(1, 2, 3) != 6 {\n\t\tt.Fatal(Sum(1, 2, 3))\n\t}\n}\n")))
-	require.NoError(t, sb.WriteFile(ctx, "c/hello.c", []byte("#include <stdio.h>\nint main(void) { printf(\"hello from C\\n\"); return 0; }\n")))
-	require.NoError(t, sb.WriteFile(ctx, "c/Makefile", []byte("hello: hello.c\n\tgcc -O2 -o hello hello.c\n")))
-
-	res, err := sb.ExecuteCommand(ctx, adapter.Command{Args: []string{"sh", "-c", `set -e
-id -u; echo "$HOME"
-cd m && go test ./... 2>&1 | sed 's/\t.*//'; cd ..
-make -s -C c && ./c/hello
-python3 -c 'import json, sys; print(json.dumps({"py": sys.version_info[0]}))'
-git init -q g && cd g && echo x > f && git add f && git -c user.email=a@b -c user.name=a commit -qm one && git mv f h && git log --oneline | wc -l`}})
-	require.NoError(t, err)
-	require.Equal(t, 0, res.ExitCode, "stdout %s\nstderr %s", res.Stdout, res.Stderr)
-	assert.Equal(t, "1000\n/workspace\nok  \nhello from C\n{\"py\": 3}\n1\n", string(res.Stdout))
-
-	files, err := sb.ListFiles(ctx, "c")
-	require.NoError(t, err)
-	var names []string
-	for _, f := range files {
-		names = append(names, f.Path)
-	}
-	assert.ElementsMatch(t, []string{"c/hello.c", "c/Makefile", "c/hello"}, names)
-	data, err := sb.ReadFile(ctx, "g/h")
-	require.NoError(t, err)
-	assert.Equal(t, "x\n", string(data))
+	adaptertest.CheckRealWork(t, sb)
 
 	// Another handle (another process's) relays to the same agent at the same path.
 	other, err := docker.Attach(ctx, docker.Config{}, sb.ID())
 	require.NoError(t, err)
 	defer other.Stop(ctx)
-	res, err = other.ExecuteCommand(ctx, adapter.Command{Args: []string{"sh", "-c", "command -v go && cat g/h"}})
+	res, err := other.ExecuteCommand(ctx, adapter.Command{Args: []string{"sh", "-c", "command -v go && cat g/h"}})
 	require.NoError(t, err)
 	assert.Equal(t, "/usr/bin/go\nx\n", string(res.Stdout), "%s", res.Stderr)
 	assert.Equal(t, agent.BroughtPath, docker.AgentBin(other))

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sandboxer/sandboxer/adapter"
+	"github.com/sandboxer/sandboxer/adapter/adaptertest"
 	"github.com/sandboxer/sandboxer/adapter/agent"
 	"github.com/sandboxer/sandboxer/adapter/kubernetes"
 	"github.com/sandboxer/sandboxer/internal/testenv"
@@ -36,20 +37,7 @@ func TestAnyImageRunsRealWork(t *testing.T) {
 	require.Len(t, p.Spec.InitContainers, 1)
 	assert.Equal(t, agent.BroughtPath, p.Spec.Containers[0].Command[0])
 
-	require.NoError(t, sb.WriteFile(ctx, "m/go.mod", []byte("module example.com/m\n\ngo 1.19\n")))
-	require.NoError(t, sb.WriteFile(ctx, "m/sum_test.go", []byte("package m\n\nimport \"testing\"\n\nfunc TestSum(t *testing.T) {\n\tif 1+2 != 3 {\n\t\tt.Fatal()\n\t}\n}\n")))
-	require.NoError(t, sb.WriteFile(ctx, "c/hello.c", []byte("#include <stdio.h>\nint main(void) { puts(\"hello from C\"); return 0; }\n")))
-	res, err := sb.ExecuteCommand(ctx, adapter.Command{Args: []string{"sh", "-c", `set -e
-id -u; echo "$HOME"; command -v go
-cd m && go test ./... 2>&1 | sed 's/\t.*//'; cd ..
-gcc -o c/hello c/hello.c && ./c/hello
-python3 -c 'print(sum(range(4)))'`}})
-	require.NoError(t, err)
-	require.Equal(t, 0, res.ExitCode, "stdout %s\nstderr %s", res.Stdout, res.Stderr)
-	assert.Equal(t, "1000\n/workspace\n/usr/bin/go\nok  \nhello from C\n6\n", string(res.Stdout))
-	files, err := sb.ListFiles(ctx, "c")
-	require.NoError(t, err)
-	assert.Len(t, files, 2, "c/hello.c and c/hello")
+	adaptertest.CheckRealWork(t, sb)
 
 	other, err := kubernetes.Attach(ctx, base, sb.ID())
 	require.NoError(t, err)
@@ -57,4 +45,7 @@ python3 -c 'print(sum(range(4)))'`}})
 	data, err := other.ReadFile(ctx, "c/hello.c")
 	require.NoError(t, err)
 	assert.Contains(t, string(data), "hello from C")
+	res, err := other.ExecuteCommand(ctx, adapter.Command{Args: []string{"sh", "-c", "command -v go"}})
+	require.NoError(t, err)
+	assert.Equal(t, "/usr/bin/go\n", string(res.Stdout), "the image's PATH: %s", res.Stderr)
 }

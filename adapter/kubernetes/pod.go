@@ -9,6 +9,7 @@ import (
 	"maps"
 	"net"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -46,7 +47,7 @@ func commandEnv(anyImage bool) []string {
 	if !anyImage {
 		return baseEnv
 	}
-	return baseEnv[1:]
+	return slices.DeleteFunc(slices.Clone(baseEnv), func(e string) bool { return strings.HasPrefix(e, "PATH=") })
 }
 
 // agentBin is where the sandbox container finds the agent an init container brought, "" when

@@ -1,16 +1,13 @@
 package main_test
 
 import (
-	"context"
 	"os"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/sandboxer/sandboxer/adapter/docker/image"
-	"github.com/sandboxer/sandboxer/internal/testenv"
+	"github.com/sandboxer/sandboxer/adapter/adaptertest"
 )
 
 // goProject fills the env's workspace with a Go module and its tests (go 1.19: the Debian
@@ -21,29 +18,15 @@ func goProject(e *env) {
 	e.write("rev_test.go", "package q\n\nimport \"testing\"\n\nfunc TestRev(t *testing.T) {\n\tif Rev(\"abc\") != \"cba\" {\n\t\tt.Fatal(Rev(\"abc\"))\n\t}\n}\n")
 }
 
-// requireDebianImage skips (or, with SANDBOXER_TEST_REQUIRE=debian-image, fails) without the
-// Debian toolchain image of .ci/debian-image.sh.
-func requireDebianImage(t *testing.T) {
-	t.Helper()
-	requireDocker(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if ok, err := image.Exists(ctx, "", "sandboxer-debian:test"); err != nil || !ok {
-		if testenv.Required("debian-image") {
-			t.Fatalf("SANDBOXER_TEST_REQUIRE=debian-image but sandboxer-debian:test is missing (.ci/debian-image.sh): %v", err)
-		}
-		t.Skip("no sandboxer-debian:test image (.ci/debian-image.sh builds it)")
-	}
-}
-
 // The issue's "done when" (35): a one-shot `exec -- go test ./...` in a Go project passes in a
 // container with a toolchain image, on the project's files, and what the tests write lands.
 func TestOneShotGoTestInAToolchainImage(t *testing.T) {
 	t.Parallel()
-	requireDebianImage(t)
+	requireDocker(t)
+	img := adaptertest.DebianImage(t)
 	e := newEnv(t)
 	goProject(e)
-	r := e.run("", nil, "exec", "--adapter", "docker", "--image", "sandboxer-debian:test", "--timeout", "5m", "--",
+	r := e.run("", nil, "exec", "--adapter", "docker", "--image", img, "--timeout", "5m", "--",
 		"sh", "-c", "go test ./... && go vet ./... && echo vetted > vet.txt")
 	require.Equal(t, 0, r.code, r.stdout+r.stderr)
 	assert.Contains(t, r.stdout, "ok  \texample.com/q")
