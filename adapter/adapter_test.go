@@ -86,3 +86,9 @@ func TestCappedBufferCutsOnRuneBoundary(t *testing.T) {
 		require.True(t, strings.HasPrefix(text, string(data)))
 	}
 }
+
+func TestTmpBytes(t *testing.T) {
+	assert.EqualValues(t, 64<<20, adapter.TmpBytes(64<<20, 512<<20), "a setting wins")
+	assert.EqualValues(t, 256<<20, adapter.TmpBytes(0, 512<<20), "half the memory limit")
+	assert.EqualValues(t, 0, adapter.TmpBytes(0, 0), "no memory limit: the kernel's default")
+}

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sandboxer/sandboxer/adapter"
 	"github.com/sandboxer/sandboxer/adapter/adaptertest"
 	"github.com/sandboxer/sandboxer/adapter/docker"
 	"github.com/sandboxer/sandboxer/adapter/internal/diskcap"
@@ -42,7 +43,7 @@ func TestWorkspaceCap(t *testing.T) {
 	assert.Equal(t, filepath.Join(state, "docker", "disks", sb.ID()), dir)
 	assert.Len(t, diskcap.Loops(filepath.Join(dir, diskcap.ImageName)), 1)
 
-	adaptertest.CheckDiskFill(t, sb, size, docker.DefaultTmpBytes, state)
+	adaptertest.CheckDiskFill(t, sb, size, adapter.TmpBytes(0, docker.DefaultMemoryBytes), state)
 	res := sh(t, sb, "id -u; stat -c %u /workspace; ls -A /workspace")
 	assert.Equal(t, "1000\n1000\n", string(res.Stdout), "the sandbox user owns an empty workspace: %s", res.Stderr)
 

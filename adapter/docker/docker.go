@@ -60,7 +60,6 @@ const (
 	DefaultMemoryBytes = 512 << 20
 	DefaultNanoCPUs    = 1_000_000_000
 	DefaultPids        = 256
-	DefaultTmpBytes    = 64 << 20
 )
 
 // namePrefix + id is the container name of a sandbox.
@@ -68,7 +67,7 @@ const namePrefix = "sandboxer-"
 
 // Config configures a docker sandbox. The zero value is the hardened default: image
 // image.DefaultTag, network mode "none", all capabilities dropped, no-new-privileges, read-only root
-// file system, user 1000:1000, 512 MiB of memory without swap, 1 CPU, 256 pids, a 64 MiB /tmp,
+// file system, user 1000:1000, 512 MiB of memory without swap, 1 CPU, 256 pids, a /tmp of half the memory limit,
 // the daemon's default seccomp profile, docker-init as PID 1, against DOCKER_HOST or the default
 // socket.
 type Config struct {
@@ -99,7 +98,7 @@ type Config struct {
 	NanoCPUs int64 `mapstructure:"nano_cpus"`
 	// Pids limits the number of processes; 0 is DefaultPids, -1 is unlimited.
 	Pids int64 `mapstructure:"pids"`
-	// TmpBytes is the size of the /tmp tmpfs; 0 is DefaultTmpBytes.
+	// TmpBytes is the size of the /tmp tmpfs; 0 is half the memory limit (adapter.TmpBytes).
 	TmpBytes int64 `mapstructure:"tmp_bytes"`
 	// WorkspaceBytes caps /workspace: with a daemon on this host, the workspace is an ext4 file
 	// system of that size in a sparse file under StateDir, loop-mounted on the host and bound at
@@ -316,9 +315,9 @@ func create(ctx context.Context, eng engine, cfg Config, pool string) (*Sandbox,
 	}
 	mem := orDefault(cfg.MemoryBytes, DefaultMemoryBytes)
 	pids := orDefault(cfg.Pids, DefaultPids)
-	tmp := cfg.TmpBytes
-	if tmp == 0 {
-		tmp = DefaultTmpBytes
+	tmpOpt := "" // no size of its own when memory is not limited: the kernel's default
+	if tmp := adapter.TmpBytes(cfg.TmpBytes, mem); tmp > 0 {
+		tmpOpt = fmt.Sprintf(",size=%d", tmp)
 	}
 	init := !cfg.NoInit
 	hc := &container.HostConfig{
@@ -329,7 +328,7 @@ func create(ctx context.Context, eng engine, cfg Config, pool string) (*Sandbox,
 		ReadonlyRootfs: !cfg.WritableRootfs,
 		// exec: docker's tmpfs is noexec unless told, and toolchains run what they build there
 		// (go test's test binaries); /workspace runs programs anyway.
-		Tmpfs: map[string]string{"/tmp": fmt.Sprintf("rw,exec,nosuid,nodev,size=%d,mode=1777", tmp)},
+		Tmpfs: map[string]string{"/tmp": "rw,exec,nosuid,nodev,mode=1777" + tmpOpt},
 		Init:  &init,
 		Resources: container.Resources{
 			Memory:    mem,

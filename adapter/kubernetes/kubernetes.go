@@ -59,7 +59,6 @@ const (
 	DefaultNamespace   = "default"
 	DefaultMemoryBytes = 512 << 20
 	DefaultMilliCPUs   = 1000
-	DefaultTmpBytes    = 64 << 20
 	// DefaultWorkspaceBytes caps the workspace, as on docker and oci (issue 34: a command filled
 	// the host's disk).
 	DefaultWorkspaceBytes = 10 << 30
@@ -107,7 +106,7 @@ type Config struct {
 	MemoryBytes int64 `mapstructure:"memory_bytes"`
 	// MilliCPUs limits CPU in thousandths of a CPU; 0 is DefaultMilliCPUs, -1 is no limit.
 	MilliCPUs int64 `mapstructure:"milli_cpus"`
-	// TmpBytes is the size of the memory-backed /tmp; 0 is DefaultTmpBytes.
+	// TmpBytes is the size of the memory-backed /tmp; 0 is half the memory limit (adapter.TmpBytes).
 	TmpBytes int64 `mapstructure:"tmp_bytes"`
 	// WorkspaceBytes is the workspace emptyDir's size limit and the container's ephemeral-storage
 	// limit: the kubelet evicts the pod once the workspace holds more (a write does not fail with

@@ -124,7 +124,10 @@ func (c Config) podSpec(id, pool string) *corev1.Pod {
 		corev1.ResourceCPU:    *resource.NewMilliQuantity(10, resource.DecimalSI),
 		corev1.ResourceMemory: *resource.NewQuantity(16<<20, resource.BinarySI),
 	}
-	tmp := resource.NewQuantity(orDefault(c.TmpBytes, DefaultTmpBytes), resource.BinarySI)
+	var tmp *resource.Quantity // nil: the pod's memory limit bounds it
+	if b := adapter.TmpBytes(c.TmpBytes, orDefault(c.MemoryBytes, DefaultMemoryBytes)); b > 0 {
+		tmp = resource.NewQuantity(b, resource.BinarySI)
+	}
 	var ws *resource.Quantity
 	if b := orDefault(c.WorkspaceBytes, DefaultWorkspaceBytes); b > 0 {
 		ws = resource.NewQuantity(b, resource.BinarySI)

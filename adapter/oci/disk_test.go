@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sandboxer/sandboxer/adapter"
 	"github.com/sandboxer/sandboxer/adapter/adaptertest"
 	"github.com/sandboxer/sandboxer/adapter/internal/diskcap"
 	"github.com/sandboxer/sandboxer/adapter/oci"
@@ -40,7 +41,7 @@ func TestWorkspaceCap(t *testing.T) {
 		image := filepath.Join(stateDir, "oci", "sandboxes", sb.ID(), diskcap.ImageName)
 		assert.Len(t, diskcap.Loops(image), 1)
 
-		adaptertest.CheckDiskFill(t, sb, size, oci.DefaultTmpBytes, stateDir)
+		adaptertest.CheckDiskFill(t, sb, size, adapter.TmpBytes(0, oci.DefaultMemoryBytes), stateDir)
 		res := sh(t, sb, "id -u; stat -c %u /workspace; ls -A /workspace")
 		assert.Equal(t, "1000\n1000\n", string(res.Stdout), "the sandbox user owns an empty workspace: %s", res.Stderr)
 

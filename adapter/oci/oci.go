@@ -71,7 +71,6 @@ const (
 	DefaultMemoryBytes = 512 << 20
 	DefaultMilliCPUs   = 1000
 	DefaultPids        = 256
-	DefaultTmpBytes    = 64 << 20
 	// DefaultWorkspaceBytes caps the workspace a sandbox makes (Config.WorkspaceBytes).
 	DefaultWorkspaceBytes = 10 << 30
 	// DefaultUIDBase is the host uid the container's root is mapped to in the user namespace;
@@ -135,7 +134,7 @@ type Config struct {
 	// host's limit is on gVisor's host tasks, Pids*16+128 (see hostPids): reaching it ends the
 	// whole sandbox rather than failing a fork.
 	Pids int64 `mapstructure:"pids"`
-	// TmpBytes is the size of the /tmp tmpfs; 0 is DefaultTmpBytes.
+	// TmpBytes is the size of the /tmp tmpfs; 0 is half the memory limit (adapter.TmpBytes).
 	TmpBytes int64 `mapstructure:"tmp_bytes"`
 	// WorkspaceBytes caps the workspace the sandbox makes (Workspace ""): it is an ext4 file
 	// system of that size in a sparse file of the sandbox's directory, loop-mounted on the host
@@ -323,11 +322,12 @@ func (c Config) forkMaxFileBytes() int64 {
 	return c.ForkMaxFileBytes
 }
 
-func (c Config) tmpBytes() int64 {
-	if c.TmpBytes == 0 {
-		return DefaultTmpBytes
+// tmpOptions are the size options of /tmp: adapter.TmpBytes of the setting and the memory limit.
+func (c Config) tmpOptions() []string {
+	if tmp := adapter.TmpBytes(c.TmpBytes, orDefault(c.MemoryBytes, DefaultMemoryBytes)); tmp > 0 {
+		return []string{fmt.Sprintf("size=%d", tmp)}
 	}
-	return c.TmpBytes
+	return nil
 }
 
 // workspaceBytes is the cap of a workspace the sandbox makes, 0 for none.

@@ -94,7 +94,7 @@ func (b bundle) spec() (*specs.Spec, error) {
 			{Destination: "/dev/pts", Type: "devpts", Source: "devpts", Options: []string{"nosuid", "noexec", "newinstance", "ptmxmode=0666", "mode=0620"}},
 			{Destination: "/dev/shm", Type: "tmpfs", Source: "shm", Options: []string{"nosuid", "noexec", "nodev", "mode=1777", "size=65536k"}},
 			{Destination: "/dev/mqueue", Type: "mqueue", Source: "mqueue", Options: []string{"nosuid", "noexec", "nodev"}},
-			{Destination: "/tmp", Type: "tmpfs", Source: "tmpfs", Options: []string{"nosuid", "nodev", "mode=1777", fmt.Sprintf("size=%d", c.tmpBytes())}},
+			{Destination: "/tmp", Type: "tmpfs", Source: "tmpfs", Options: append([]string{"nosuid", "nodev", "mode=1777"}, c.tmpOptions()...)},
 			{Destination: adapter.DefaultWorkspace, Type: "bind", Source: b.workspace, Options: []string{"rbind", "rw", "nosuid", "nodev"}},
 		},
 		Linux: &specs.Linux{
