@@ -8,7 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path"
-		"strings"
+	"strings"
 	"time"
 
 	"github.com/sandboxer/sandboxer/adapter/agent"
