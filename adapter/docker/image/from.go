@@ -95,6 +95,39 @@ func previous(ctx context.Context, cli *client.Client, tag string, force bool) (
 	return ins.ID, labels, nil
 }
 
+// start opens the client of o.Host and returns what o.Tag names before the build (previous).
+func start(ctx context.Context, o Options) (cli *client.Client, oldID string, oldLabels map[string]string, err error) {
+	if cli, err = newClient(o.Host); err != nil {
+		return nil, "", nil, err
+	}
+	if oldID, oldLabels, err = previous(ctx, cli, o.Tag, o.Force); err != nil {
+		cli.Close()
+		return nil, "", nil, err
+	}
+	return cli, oldID, oldLabels, nil
+}
+
+// finish returns the id of the image o.Tag names after a build that moved it from oldID, and
+// drops the previous one (dropPrevious).
+func finish(ctx context.Context, cli *client.Client, tag, oldID string, oldLabels map[string]string, progress func(string)) (string, error) {
+	ins, err := cli.ImageInspect(ctx, tag)
+	if err != nil {
+		return "", errs.Wrap(errs.SandboxUnavailable, op, tag, fmt.Errorf("inspect image: %w", err))
+	}
+	dropPrevious(ctx, cli, oldID, oldLabels, ins.ID)
+	progress("built " + tag + " " + ins.ID)
+	return ins.ID, nil
+}
+
+// writeFile writes a regular file of root's to tw, with the build's fixed time.
+func writeFile(tw *tar.Writer, name string, mode int64, data []byte) error {
+	if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: name, Mode: mode, Size: int64(len(data)), ModTime: epoch}); err != nil {
+		return err
+	}
+	_, err := tw.Write(data)
+	return err
+}
+
 // dropPrevious removes the image the tag named before the build when this package made it
 // (oldLabels has LabelImage), the tag moved, and nothing else names it: no dangling image piles up
 // per rebuild. One that a container or another image still uses is left (the daemon refuses); a
@@ -123,15 +156,11 @@ func buildFromRootfs(ctx context.Context, o Options, progress func(string)) (Res
 	if !fi.IsDir() && !fi.Mode().IsRegular() {
 		return res, errs.New(errs.InvalidInput, op, o.FromRootfs, "want a directory or a tar file")
 	}
-	cli, err := newClient(o.Host)
+	cli, oldID, oldLabels, err := start(ctx, o)
 	if err != nil {
 		return res, err
 	}
 	defer cli.Close()
-	oldID, oldLabels, err := previous(ctx, cli, o.Tag, o.Force)
-	if err != nil {
-		return res, err
-	}
 	bin, err := rootfs.AgentBinary(o.Agent)
 	if err != nil {
 		return res, err
@@ -192,17 +221,14 @@ func buildFromRootfs(ctx context.Context, o Options, progress func(string)) (Res
 	if err != nil {
 		return res, errs.Wrap(errs.SandboxUnavailable, op, o.Tag, fmt.Errorf("import: %w", err))
 	}
-	ins, err := cli.ImageInspect(ctx, o.Tag)
-	if err != nil {
-		return res, errs.Wrap(errs.SandboxUnavailable, op, o.Tag, fmt.Errorf("inspect image: %w", err))
-	}
 	if got := hex.EncodeToString(h2.Sum(nil)); got != hash {
 		cli.ImageRemove(ctx, o.Tag, client.ImageRemoveOptions{PruneChildren: true})
 		return res, errs.New(errs.Conflict, op, o.FromRootfs, "the root file system changed while it was imported: build again")
 	}
-	res.ID, res.Built = ins.ID, true
-	dropPrevious(ctx, cli, oldID, oldLabels, ins.ID)
-	progress("built " + o.Tag + " " + ins.ID)
+	if res.ID, err = finish(ctx, cli, o.Tag, oldID, oldLabels, progress); err != nil {
+		return res, err
+	}
+	res.Built = true
 	return res, nil
 }
 
@@ -247,10 +273,7 @@ func writeRootfs(w io.Writer, src string, isDir bool, agentBin []byte) error {
 			}
 		}
 	}
-	if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: at, Mode: 0o755, Size: int64(len(agentBin)), ModTime: epoch}); err != nil {
-		return err
-	}
-	if _, err := tw.Write(agentBin); err != nil {
+	if err := writeFile(tw, at, 0o755, agentBin); err != nil {
 		return err
 	}
 	return tw.Close()
@@ -317,15 +340,11 @@ func buildFromDockerfile(ctx context.Context, o Options, progress func(string)) 
 		}
 	}
 
-	cli, err := newClient(o.Host)
+	cli, oldID, oldLabels, err := start(ctx, o)
 	if err != nil {
 		return res, err
 	}
 	defer cli.Close()
-	oldID, oldLabels, err := previous(ctx, cli, o.Tag, o.Force)
-	if err != nil {
-		return res, err
-	}
 
 	progress("building " + o.FromDockerfile)
 	baseID, err := runBuild(ctx, cli, cx.write, client.ImageBuildOptions{
@@ -382,30 +401,19 @@ func buildFromDockerfile(ctx context.Context, o Options, progress func(string)) 
 	df := fmt.Sprintf("FROM %s\nCOPY sandboxer-agent %s\nLABEL %s=%q %s=%q %s=%q\n", baseID, agent.Path,
 		LabelImage, KindDockerfile, LabelAgent, agent.Version, LabelContentHash, hash)
 	writeAgentStep := func(tw *tar.Writer) error {
-		for _, f := range []struct {
-			name string
-			mode int64
-			data []byte
-		}{{"Dockerfile", 0o644, []byte(df)}, {"sandboxer-agent", 0o755, bin}} {
-			if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: f.name, Mode: f.mode, Size: int64(len(f.data)), ModTime: epoch}); err != nil {
-				return err
-			}
-			if _, err := tw.Write(f.data); err != nil {
-				return err
-			}
+		if err := writeFile(tw, "Dockerfile", 0o644, []byte(df)); err != nil {
+			return err
 		}
-		return nil
+		return writeFile(tw, "sandboxer-agent", 0o755, bin)
 	}
 	if _, err := runBuild(ctx, cli, writeAgentStep, client.ImageBuildOptions{Tags: []string{o.Tag}, NoCache: o.Force}, "agent step", progress); err != nil {
 		return res, err
 	}
-	ins, err := cli.ImageInspect(ctx, o.Tag)
+	id, err := finish(ctx, cli, o.Tag, oldID, oldLabels, progress)
 	if err != nil {
-		return res, errs.Wrap(errs.SandboxUnavailable, op, o.Tag, fmt.Errorf("inspect image: %w", err))
+		return res, err
 	}
-	res.ID, res.Built = ins.ID, ins.ID != oldID
-	dropPrevious(ctx, cli, oldID, oldLabels, ins.ID)
-	progress("built " + o.Tag + " " + ins.ID)
+	res.ID, res.Built = id, id != oldID
 	return res, nil
 }
 
@@ -476,12 +484,7 @@ func (cx *buildContext) write(tw *tar.Writer) error {
 		return err
 	}
 	if cx.extra != nil {
-		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: cx.dockerfile, Mode: 0o644, Size: int64(len(cx.extra)), ModTime: epoch}); err != nil {
-			return err
-		}
-		if _, err := tw.Write(cx.extra); err != nil {
-			return err
-		}
+		return writeFile(tw, cx.dockerfile, 0o644, cx.extra)
 	}
 	return nil
 }
