@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -87,7 +88,7 @@ func busyboxTree(t *testing.T) string {
 		t.Skip("no /bin/busybox (busybox-static):", err)
 	}
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "bin/busybox"), bb, 0o755))
-	for _, a := range []string{"sh", "cat", "echo", "id", "ls", "test", "stat"} {
+	for _, a := range []string{"sh", "cat", "echo", "id", "ls", "test", "stat", "mkdir", "cp", "chmod", "find", "sort"} {
 		require.NoError(t, os.Symlink("busybox", filepath.Join(dir, "bin", a)))
 	}
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "opt/bin/hello"), []byte("#!/bin/sh\necho hello from the image\n"), 0o755))
@@ -229,29 +230,31 @@ func TestImageFromRootfsTarball(t *testing.T) {
 	assert.False(t, again.Built)
 }
 
-// A Dockerfile FROM the Debian toolchain image, with a context and its .dockerignore: the build
-// keeps the Dockerfile's user, PATH and environment, adds the agent on top, and a sandbox of it
-// uses that agent for real work (a Go module's tests, make, Python, git).
+// A Dockerfile FROM a local image (one the test imports), with a context elsewhere and its
+// .dockerignore: the build keeps the Dockerfile's user, PATH and environment and adds the agent
+// on top, a sandbox of it uses that agent, and a second build is up to date.
 func TestImageFromDockerfile(t *testing.T) {
 	t.Parallel()
-	base := debianImage(t)
-	tag := testTag(t, "dockerfile")
 	ctx := ctxT(t)
+	base := testTag(t, "dockerfile-base")
+	_, err := image.Build(ctx, image.Options{FromRootfs: busyboxTree(t), Tag: base})
+	require.NoError(t, err)
+	tag := testTag(t, "dockerfile")
 	dir := t.TempDir()
 	write := func(name, data string) {
 		require.NoError(t, os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755))
 		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644))
 	}
-	write("ctx/hello.c", "#include <stdio.h>\nint main(void) { puts(\"hello from the image\"); return 0; }\n")
+	write("ctx/tool.sh", "#!/bin/sh\necho \"$GREETING from the tool\"\n")
 	write("ctx/secret.txt", "not sent\n")
 	write("ctx/junk/big", "not sent\n")
 	write("ctx/junk/keep", "sent\n")
 	write("ctx/.dockerignore", "secret.txt\njunk\n!junk/keep\n")
 	// The Dockerfile lies outside the context.
 	write("Dockerfile", "FROM "+base+"\n"+
-		"ENV GREETING=bonjour PATH=/opt/tools/bin:$PATH\n"+
+		"ENV GREETING=bonjour PATH=/opt/tools/bin:/opt/bin:/bin\n"+
 		"COPY . /ctx/\n"+
-		"RUN mkdir -p /opt/tools/bin && gcc -O2 -o /opt/tools/bin/hello /ctx/hello.c\n"+
+		"RUN mkdir -p /opt/tools/bin && cp /ctx/tool.sh /opt/tools/bin/tool && chmod 755 /opt/tools/bin/tool\n"+
 		"USER 1000:1000\n")
 	o := image.Options{FromDockerfile: filepath.Join(dir, "Dockerfile"), Context: filepath.Join(dir, "ctx"), Tag: tag}
 	res, err := image.Build(ctx, o)
@@ -261,22 +264,46 @@ func TestImageFromDockerfile(t *testing.T) {
 	ins, err := dockerClient(t).ImageInspect(ctx, tag)
 	require.NoError(t, err)
 	assert.Equal(t, "1000:1000", ins.Config.User, "the Dockerfile's user")
-	assert.Contains(t, ins.Config.Env, "GREETING=bonjour")
+	assert.ElementsMatch(t, []string{"GREETING=bonjour", "PATH=/opt/tools/bin:/opt/bin:/bin"}, ins.Config.Env)
 	assert.Equal(t, image.KindDockerfile, ins.Config.Labels[image.LabelImage])
 	assert.Equal(t, agent.Version, ins.Config.Labels[image.LabelAgent])
+	assert.Equal(t, res.ContentHash, ins.Config.Labels[image.LabelContentHash])
 
 	sb := newSandbox(t, docker.Config{Image: tag})
 	usesImageAgent(t, sb)
-	r, err := sb.ExecuteCommand(ctx, adapter.Command{Args: []string{"sh", "-c",
-		`echo $GREETING; case $PATH in /opt/tools/bin:*) echo path ok;; esac; cd /ctx && find . -type f | sort`}})
+	r, err := sb.ExecuteCommand(ctx, adapter.Command{Args: []string{"sh", "-c", "tool; cd /ctx && find . -type f | sort"}})
 	require.NoError(t, err)
-	assert.Equal(t, "bonjour\npath ok\n./.dockerignore\n./hello.c\n./junk/keep\n", string(r.Stdout), "%s", r.Stderr)
-	adaptertest.CheckRealWork(t, sb)
+	assert.Equal(t, "bonjour from the tool\n./.dockerignore\n./junk/keep\n./tool.sh\n", string(r.Stdout), "%s", r.Stderr)
 
 	again, err := image.Build(ctx, o)
 	require.NoError(t, err)
 	assert.False(t, again.Built, "the builder's cache gives the same image")
 	assert.Equal(t, res.ID, again.ID)
+}
+
+// A Dockerfile FROM the Debian toolchain image: the image keeps the toolchain's PATH, and a
+// sandbox of it runs real work (a Go module's tests, make, Python, git) with the image's agent.
+// Each step of the classic builder on this 1.2 GB image costs a walk of its tree with
+// fuse-overlayfs: minutes on a loaded machine.
+func TestImageFromDockerfileToolchain(t *testing.T) {
+	t.Parallel()
+	base := debianImage(t)
+	tag := testTag(t, "dockerfile-toolchain")
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	df := filepath.Join(t.TempDir(), "Dockerfile")
+	require.NoError(t, os.WriteFile(df, []byte("FROM "+base+"\nENV GREETING=bonjour\n"), 0o644))
+	_, err := image.Build(ctx, image.Options{FromDockerfile: df, Tag: tag})
+	require.NoError(t, err)
+	was, err := dockerClient(t).ImageInspect(ctx, base)
+	require.NoError(t, err)
+	ins, err := dockerClient(t).ImageInspect(ctx, tag)
+	require.NoError(t, err)
+	assert.Equal(t, append(slices.Clone(was.Config.Env), "GREETING=bonjour"), ins.Config.Env, "the toolchain's PATH is kept")
+
+	sb := newSandbox(t, docker.Config{Image: tag})
+	assert.Equal(t, agent.Path, docker.AgentBin(sb), "the image's own agent serves the calls")
+	adaptertest.CheckRealWork(t, sb)
 }
 
 // Bad input gets a clear error with a code, and leaves the tag as it was.

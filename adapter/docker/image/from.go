@@ -419,21 +419,23 @@ func buildFromDockerfile(ctx context.Context, o Options, progress func(string)) 
 
 // buildContext is a Dockerfile's build context as the docker CLI sends it: the directory's files
 // but those its .dockerignore excludes (the Dockerfile and .dockerignore are always sent), owned
-// by 0:0; a Dockerfile outside the directory is added under a name of its own.
+// by 0:0; a Dockerfile outside the directory is added under a name of its own, which the
+// .dockerignore sent names, so that the daemon drops it from the context once it has read it
+// (a COPY . does not see it).
 type buildContext struct {
 	dir        string
 	dockerfile string // its name in the context
 	extra      []byte // the Dockerfile's text when it lies outside dir
+	ignore     []byte // the .dockerignore's text
 	pm         *patternmatcher.PatternMatcher
 }
 
 func newBuildContext(dir, dockerfile string) (*buildContext, error) {
 	cx := &buildContext{dir: dir}
 	var patterns []string
-	if f, err := os.Open(filepath.Join(dir, ".dockerignore")); err == nil {
-		patterns, err = ignorefile.ReadAll(f)
-		f.Close()
-		if err != nil {
+	if data, err := os.ReadFile(filepath.Join(dir, ".dockerignore")); err == nil {
+		cx.ignore = data
+		if patterns, err = ignorefile.ReadAll(bytes.NewReader(data)); err != nil {
 			return nil, errs.Wrap(errs.InvalidInput, op, filepath.Join(dir, ".dockerignore"), err)
 		}
 	}
@@ -461,6 +463,9 @@ func newBuildContext(dir, dockerfile string) (*buildContext, error) {
 func (cx *buildContext) write(tw *tar.Writer) error {
 	parents := map[string]patternmatcher.MatchInfo{}
 	skip := func(name string, isDir bool) (bool, bool, error) {
+		if cx.extra != nil && name == ".dockerignore" {
+			return true, false, nil // written below
+		}
 		m, info, err := cx.pm.MatchesUsingParentResults(name, parents[path.Dir(name)])
 		if err != nil {
 			return false, false, err
@@ -484,6 +489,10 @@ func (cx *buildContext) write(tw *tar.Writer) error {
 		return err
 	}
 	if cx.extra != nil {
+		ignore := append(append(slices.Clip(cx.ignore), '\n'), cx.dockerfile+"\n"...)
+		if err := writeFile(tw, ".dockerignore", 0o644, ignore); err != nil {
+			return err
+		}
 		return writeFile(tw, cx.dockerfile, 0o644, cx.extra)
 	}
 	return nil
