@@ -338,7 +338,6 @@ func TestImageBuildBadInput(t *testing.T) {
 		{"missing Dockerfile", image.Options{FromDockerfile: filepath.Join(dir, "Dockerfile.none"), Tag: tag}, errs.NotFound},
 		{"missing context", image.Options{FromDockerfile: file("Dockerfile.ok", "FROM scratch\n"), Context: filepath.Join(dir, "nothing"), Tag: tag}, errs.NotFound},
 		{"failing step", image.Options{FromDockerfile: file("Dockerfile.fail", "FROM "+image.DefaultTag+"\nRUN exit 3\n"), Tag: tag}, errs.InvalidInput},
-		{"ONBUILD", image.Options{FromDockerfile: file("Dockerfile.onbuild", "FROM "+image.DefaultTag+"\nONBUILD RUN true\n"), Tag: tag}, errs.InvalidInput},
 	} {
 		_, err := image.Build(ctx, c.o)
 		assert.ErrorIs(t, err, c.code, "%s: %v", c.name, err)

@@ -8,12 +8,15 @@ import (
 	"compress/bzip2"
 	"compress/gzip"
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
@@ -24,6 +27,7 @@ import (
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/distribution/reference"
 	"github.com/moby/moby/api/types/build"
+	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
 	"github.com/moby/patternmatcher"
 	"github.com/moby/patternmatcher/ignorefile"
@@ -365,10 +369,6 @@ func buildFromDockerfile(ctx context.Context, o Options, progress func(string)) 
 	if err != nil {
 		return res, errs.Wrap(errs.SandboxUnavailable, op, baseID, fmt.Errorf("inspect image: %w", err))
 	}
-	if base.Config != nil && len(base.Config.OnBuild) > 0 {
-		return res, errs.New(errs.InvalidInput, op, o.FromDockerfile,
-			"the image declares ONBUILD instructions, which would run when the agent is added: build it without them")
-	}
 	if oldID != "" {
 		hist, err := cli.ImageHistory(ctx, baseID)
 		if err != nil {
@@ -398,15 +398,7 @@ func buildFromDockerfile(ctx context.Context, o Options, progress func(string)) 
 	}
 
 	progress("adding the agent")
-	df := fmt.Sprintf("FROM %s\nCOPY sandboxer-agent %s\nLABEL %s=%q %s=%q %s=%q\n", baseID, agent.Path,
-		LabelImage, KindDockerfile, LabelAgent, agent.Version, LabelContentHash, hash)
-	writeAgentStep := func(tw *tar.Writer) error {
-		if err := writeFile(tw, "Dockerfile", 0o644, []byte(df)); err != nil {
-			return err
-		}
-		return writeFile(tw, "sandboxer-agent", 0o755, bin)
-	}
-	if _, err := runBuild(ctx, cli, writeAgentStep, client.ImageBuildOptions{Tags: []string{o.Tag}, NoCache: o.Force}, "agent step", progress); err != nil {
+	if err := addAgent(ctx, cli, baseID, base.Config, bin, hash, o.Tag); err != nil {
 		return res, err
 	}
 	id, err := finish(ctx, cli, o.Tag, oldID, oldLabels, progress)
@@ -415,6 +407,65 @@ func buildFromDockerfile(ctx context.Context, o Options, progress func(string)) 
 	}
 	res.ID, res.Built = id, id != oldID
 	return res, nil
+}
+
+// addAgent makes the image tag of the image baseID with the agent added as one layer and the
+// labels set, its configuration otherwise baseConfig's: a container of it is created (never
+// started), the agent copied in, and the container committed with baseConfig. A commit walks the
+// container's tree once where the daemon's storage has no cheap diff (fuse-overlayfs, vfs); a
+// builder's COPY and LABEL steps would walk it twice, and a FROM would run ONBUILD instructions.
+func addAgent(ctx context.Context, cli *client.Client, baseID string, baseConfig any, bin []byte, hash, tag string) error {
+	var cfg container.Config
+	if baseConfig != nil {
+		// The image's configuration as a container's: the same fields, by name.
+		b, err := json.Marshal(baseConfig)
+		if err == nil {
+			err = json.Unmarshal(b, &cfg)
+		}
+		if err != nil {
+			return errs.Wrap(errs.Internal, op, baseID, fmt.Errorf("the image's configuration: %w", err))
+		}
+	}
+	create := &container.Config{Image: baseID}
+	if len(cfg.Cmd) == 0 && len(cfg.Entrypoint) == 0 {
+		// A container needs a command, even one never started; the commit's configuration says
+		// "no entrypoint" (empty, not nil: the daemon fills a nil one from the container's).
+		create.Entrypoint = []string{"/.sandboxer-none"}
+		cfg.Entrypoint = []string{}
+	}
+	cfg.Hostname, cfg.Image = "", ""
+	cfg.Labels = maps.Clone(cfg.Labels)
+	if cfg.Labels == nil {
+		cfg.Labels = map[string]string{}
+	}
+	cfg.Labels[LabelImage] = KindDockerfile
+	cfg.Labels[LabelAgent] = agent.Version
+	cfg.Labels[LabelContentHash] = hash
+
+	c, err := cli.ContainerCreate(ctx, client.ContainerCreateOptions{Config: create,
+		HostConfig: &container.HostConfig{NetworkMode: "none"}, Name: "sandboxer-image-build-" + randomHex()})
+	if err != nil {
+		return errs.Wrap(errs.SandboxUnavailable, op, tag, fmt.Errorf("create a container of %s: %w", baseID, err))
+	}
+	defer cli.ContainerRemove(context.WithoutCancel(ctx), c.ID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	if err := writeFile(tw, agentName(), 0o755, bin); err != nil {
+		return err
+	}
+	if err := tw.Close(); err != nil {
+		return err
+	}
+	// Missing directories above the agent are made (0755, root's); existing ones are left as
+	// they are.
+	if _, err := cli.CopyToContainer(ctx, c.ID, client.CopyToContainerOptions{DestinationPath: "/", Content: &buf}); err != nil {
+		return errs.Wrap(errs.InvalidInput, op, tag, fmt.Errorf("add the agent at %s: %w", agent.Path, err))
+	}
+	if _, err := cli.ContainerCommit(ctx, c.ID, client.ContainerCommitOptions{Reference: tag,
+		Comment: "sandboxer image build: the sandbox agent", Config: &cfg, NoPause: true}); err != nil {
+		return errs.Wrap(errs.SandboxUnavailable, op, tag, fmt.Errorf("commit: %w", err))
+	}
+	return nil
 }
 
 // buildContext is a Dockerfile's build context as the docker CLI sends it: the directory's files
@@ -566,4 +617,10 @@ func runBuild(ctx context.Context, cli *client.Client, fill func(*tar.Writer) er
 		return "", errs.New(errs.Internal, op, what, "the builder named no image")
 	}
 	return id, nil
+}
+
+func randomHex() string {
+	var b [6]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
 }
