@@ -230,15 +230,21 @@ func TestImageFromRootfsTarball(t *testing.T) {
 	assert.False(t, again.Built)
 }
 
-// A Dockerfile FROM a local image (one the test imports), with a context elsewhere and its
+// A Dockerfile FROM a local image that has never heard of sandboxer (the busybox tree imported
+// by the test as it is, a stale agent at the agent's path), with a context elsewhere and its
 // .dockerignore: the build keeps the Dockerfile's user, PATH and environment and adds the agent
 // on top, a sandbox of it uses that agent, and a second build is up to date.
 func TestImageFromDockerfile(t *testing.T) {
 	t.Parallel()
 	ctx := ctxT(t)
 	base := testTag(t, "dockerfile-base")
-	_, err := image.Build(ctx, image.Options{FromRootfs: busyboxTree(t), Tag: base})
+	f, err := os.Open(tarOf(t, busyboxTree(t)))
 	require.NoError(t, err)
+	defer f.Close()
+	rc, err := dockerClient(t).ImageImport(ctx, client.ImageImportSource{Source: f, SourceName: "-"}, base, client.ImageImportOptions{})
+	require.NoError(t, err)
+	io.Copy(io.Discard, rc)
+	rc.Close()
 	tag := testTag(t, "dockerfile")
 	dir := t.TempDir()
 	write := func(name, data string) {

@@ -86,8 +86,9 @@ type Options struct {
 	// "WORKDIR /workspace".
 	Changes []string
 	// FromDockerfile, when set, builds the Dockerfile at this path with the daemon's (classic)
-	// builder, then adds the agent at agent.Path as a layer on top (COPY) and the labels; the
-	// image's user, environment, entrypoint and working directory are the Dockerfile's. Its FROM
+	// builder, then adds the agent at agent.Path as one layer on top and the labels (a commit of
+	// a container of it with the agent copied in); the rest of the configuration (user,
+	// environment, entrypoint, working directory, ...) is the Dockerfile's as built. Its FROM
 	// images must be in the daemon: no registry is reachable (an error at a FROM step says so).
 	// Tag is required.
 	FromDockerfile string
