@@ -132,6 +132,16 @@ func writeFile(tw *tar.Writer, name string, mode int64, data []byte) error {
 	return err
 }
 
+// upToDate reports whether the image the tag names (oldID) already has the content hash, and
+// Force is not set.
+func upToDate(o Options, oldID string, oldLabels map[string]string, hash string, progress func(string)) bool {
+	if oldID == "" || o.Force || oldLabels[LabelContentHash] != hash {
+		return false
+	}
+	progress(o.Tag + " is up to date")
+	return true
+}
+
 // dropPrevious removes the image the tag named before the build when this package made it
 // (oldLabels has LabelImage), the tag moved, and nothing else names it: no dangling image piles up
 // per rebuild. One that a container or another image still uses is left (the daemon refuses); a
@@ -169,24 +179,21 @@ func buildFromRootfs(ctx context.Context, o Options, progress func(string)) (Res
 	if err != nil {
 		return res, err
 	}
-	write := func(w io.Writer) error {
-		if err := writeRootfs(w, o.FromRootfs, fi.IsDir(), bin); err != nil {
-			return err
-		}
+	// The hash is of the archive and the change lines.
+	hashChanges := func(w io.Writer) {
 		for _, c := range o.Changes {
-			fmt.Fprintf(w, "\x00change\x00%s", c) // only ever into a hash: see import below
+			fmt.Fprintf(w, "\x00change\x00%s", c)
 		}
-		return nil
 	}
 	progress("hashing " + o.FromRootfs)
 	h := sha256.New()
-	if err := write(h); err != nil {
+	if err := writeRootfs(h, o.FromRootfs, fi.IsDir(), bin); err != nil {
 		return res, err
 	}
+	hashChanges(h)
 	hash := hex.EncodeToString(h.Sum(nil))
 	res.ContentHash = hash
-	if oldID != "" && !o.Force && oldLabels[LabelContentHash] == hash {
-		progress(o.Tag + " is up to date")
+	if upToDate(o, oldID, oldLabels, hash, progress) {
 		res.ID = oldID
 		return res, nil
 	}
@@ -200,11 +207,9 @@ func buildFromRootfs(ctx context.Context, o Options, progress func(string)) (Res
 	h2 := sha256.New()
 	done := make(chan error, 1)
 	go func() {
-		// The archive goes to the daemon; the change lines only into the hash.
+		// The archive goes to the daemon and, with the change lines, into the hash again.
 		err := writeRootfs(io.MultiWriter(pw, h2), o.FromRootfs, fi.IsDir(), bin)
-		for _, c := range o.Changes {
-			fmt.Fprintf(h2, "\x00change\x00%s", c)
-		}
+		hashChanges(h2)
 		pw.CloseWithError(err)
 		done <- err
 	}()
@@ -391,8 +396,7 @@ func buildFromDockerfile(ctx context.Context, o Options, progress func(string)) 
 	fmt.Fprintf(h, "%s\x00%s\x00%x", fromRecipe, baseID, sum)
 	hash := hex.EncodeToString(h.Sum(nil))
 	res.ContentHash = hash
-	if oldID != "" && !o.Force && oldLabels[LabelContentHash] == hash {
-		progress(o.Tag + " is up to date")
+	if upToDate(o, oldID, oldLabels, hash, progress) {
 		res.ID = oldID
 		return res, nil
 	}
