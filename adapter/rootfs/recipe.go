@@ -282,6 +282,11 @@ func multiarch(f *elf.File) string {
 	return ""
 }
 
+// AgentBinary returns the agent executable: the statically linked file at path, or, for "", one
+// compiled from agent.Source (once per process). The image build adds it to images it did not
+// assemble itself (adapter/docker/image's FromRootfs and FromDockerfile).
+func AgentBinary(path string) ([]byte, error) { return agentBinary(path) }
+
 // agentBinary returns the agent executable: the file at path, or one compiled from agent.Source
 // (once per process). Either way it must be statically linked: the tree has no C library for it.
 func agentBinary(path string) ([]byte, error) {

@@ -1,10 +1,16 @@
-// Package image builds sandboxer's default sandbox image locally, from files of the host: no
-// registry is contacted. Its root file system is the recipe of package rootfs (busybox-static,
-// ripgrep, the sandbox agent, a non-root user "sandbox" 1000:1000), which the oci adapter shares.
+// Package image builds sandboxer's sandbox images locally: no registry is contacted. The default
+// image's root file system is the recipe of package rootfs (busybox-static, ripgrep, the sandbox
+// agent, a non-root user "sandbox" 1000:1000), which the oci adapter shares.
 //
 // The archive is assembled deterministically (sorted entries, fixed times and owners), so the same
 // host files give the same content hash. The image is tagged DefaultTag and carries the hash in
 // the label LabelContentHash: Build does nothing when the tagged image already has that hash.
+//
+// Build also makes an image with a toolchain, with the agent added at agent.Path and the label
+// LabelAgent, so that the docker adapter uses the image's own agent rather than bringing the
+// host's: from a root file system (Options.FromRootfs: a directory or a tar file, imported as one
+// layer) or from a Dockerfile (Options.FromDockerfile: built by the daemon from local images only,
+// the agent a layer on top). Those keep the image's own user, environment and PATH.
 package image
 
 import (
@@ -16,6 +22,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/moby/moby/client"
@@ -62,8 +69,35 @@ type Options struct {
 	// NoAgent builds the image without the agent: every call of the docker adapter is then a
 	// daemon exec (tens of milliseconds each).
 	NoAgent bool
-	// Force builds even when the tagged image already has the same content hash.
+	// Force builds even when the tagged image already has the same content hash; with FromRootfs
+	// or FromDockerfile it also moves a tag that names an image this package did not make, and
+	// builds the Dockerfile without the builder's cache.
 	Force bool
+
+	// FromRootfs, when set, builds the image from a root file system instead of the default
+	// recipe: a directory, or a tar file (plain, gzip or bzip2 compressed). The tree is imported
+	// as it is (owners, modes, set-user-ID bits, times to the second, hard and symbolic links,
+	// devices; no extended attributes, no sockets; a directory's tree stays on its file system,
+	// as tar --one-file-system), with the agent at agent.Path in place of what it has there. The
+	// image's configuration is empty but for Changes and the labels. Tag is required.
+	FromRootfs string
+	// Changes are Dockerfile instructions applied to a FromRootfs image's configuration, as
+	// docker import's --change: "ENV PATH=/usr/local/go/bin:/usr/bin:/bin", "USER 1000",
+	// "WORKDIR /workspace".
+	Changes []string
+	// FromDockerfile, when set, builds the Dockerfile at this path with the daemon's (classic)
+	// builder, then adds the agent at agent.Path as one layer on top and the labels (a commit of
+	// a container of it with the agent copied in); the rest of the configuration (user,
+	// environment, entrypoint, working directory, ...) is the Dockerfile's as built. Its FROM
+	// images must be in the daemon: no registry is reachable (an error at a FROM step says so).
+	// Tag is required.
+	FromDockerfile string
+	// Context is FromDockerfile's build context, a directory; "" is the Dockerfile's directory.
+	// Its .dockerignore is honoured as docker build does.
+	Context string
+	// BuildArgs are FromDockerfile's build arguments, KEY=VALUE (KEY alone takes the value of
+	// this process's environment).
+	BuildArgs []string
 	// Progress, when set, receives one line per step.
 	Progress func(msg string)
 }
@@ -72,7 +106,7 @@ type Options struct {
 type Result struct {
 	Tag         string
 	ID          string // image id (sha256:...)
-	ContentHash string // sha256 of the root file system archive
+	ContentHash string // sha256 of the root file system archive (FromDockerfile: of the built image's id and the agent)
 	Built       bool   // false when the image was already up to date
 }
 
@@ -82,6 +116,15 @@ func Build(ctx context.Context, o Options) (Result, error) {
 	progress := o.Progress
 	if progress == nil {
 		progress = func(string) {}
+	}
+	if err := o.validate(); err != nil {
+		return Result{}, err
+	}
+	switch {
+	case o.FromRootfs != "":
+		return buildFromRootfs(ctx, o, progress)
+	case o.FromDockerfile != "":
+		return buildFromDockerfile(ctx, o, progress)
 	}
 	tag := o.Tag
 	if tag == "" {
@@ -124,7 +167,7 @@ func Build(ctx context.Context, o Options) (Result, error) {
 		"ENV LANG=C.UTF-8",
 		"ENV TZ=UTC",
 		`CMD ["/bin/sleep", "infinity"]`,
-		"LABEL " + LabelImage + "=sandbox",
+		"LABEL " + LabelImage + "=" + KindSandbox,
 		"LABEL " + LabelContentHash + "=" + hash,
 	}
 	if !o.NoAgent {
@@ -174,17 +217,31 @@ func newClient(host string) (*client.Client, error) {
 	return client.New(opts...)
 }
 
-// readJSONMessages drains a progress stream of the engine and returns the first error in it.
-func readJSONMessages(r io.Reader, progress func(string)) error {
+// jsonMessage is one message of the engine's progress streams (import, build).
+type jsonMessage struct {
+	Status string `json:"status"`
+	Stream string `json:"stream"` // a build's output
+	Aux    *struct {
+		ID string `json:"ID"`
+	} `json:"aux"` // a build's result
+	Error *struct {
+		Message string `json:"message"`
+	} `json:"errorDetail"`
+	ErrorText string `json:"error"`
+}
+
+// streamError is an error the engine reported in a progress stream (what it was asked to do
+// failed), as opposed to a broken connection.
+type streamError struct{ msg string }
+
+func (e streamError) Error() string { return e.msg }
+
+// readMessages drains a progress stream of the engine, calling each for every message, and
+// returns the first error in it (a streamError).
+func readMessages(r io.Reader, each func(jsonMessage)) error {
 	dec := json.NewDecoder(r)
 	for {
-		var m struct {
-			Status string `json:"status"`
-			Error  *struct {
-				Message string `json:"message"`
-			} `json:"errorDetail"`
-			ErrorText string `json:"error"`
-		}
+		var m jsonMessage
 		if err := dec.Decode(&m); err != nil {
 			if errors.Is(err, io.EOF) {
 				return nil
@@ -192,15 +249,39 @@ func readJSONMessages(r io.Reader, progress func(string)) error {
 			return err
 		}
 		if m.Error != nil {
-			return errors.New(m.Error.Message)
+			return streamError{m.Error.Message}
 		}
 		if m.ErrorText != "" {
-			return errors.New(m.ErrorText)
+			return streamError{m.ErrorText}
 		}
+		each(m)
+	}
+}
+
+// readJSONMessages drains a progress stream of the engine and returns the first error in it.
+func readJSONMessages(r io.Reader, progress func(string)) error {
+	return readMessages(r, func(m jsonMessage) {
 		if m.Status != "" {
 			progress(m.Status)
 		}
-	}
+	})
+}
+
+// readBuildMessages drains a build's stream, giving its output to stream, and returns the id of
+// the image built.
+func readBuildMessages(r io.Reader, stream func(string)) (id string, err error) {
+	err = readMessages(r, func(m jsonMessage) {
+		if m.Stream != "" {
+			stream(m.Stream)
+			if s, ok := strings.CutPrefix(strings.TrimSpace(m.Stream), "Successfully built "); ok && id == "" {
+				id = s // an older daemon's only word of it (a short id)
+			}
+		}
+		if m.Aux != nil && m.Aux.ID != "" {
+			id = m.Aux.ID
+		}
+	})
+	return id, err
 }
 
 // Rootfs returns the root file system archive (uncompressed tar) that Build imports: the recipe
