@@ -104,7 +104,7 @@ func leftovers() []string {
 	for _, id := range ids {
 		out = append(out, oci.Leftovers(ctx, oci.Config{StateDir: stateDir}, id)...)
 	}
-	for _, d := range []string{"oci/sandboxes", "oci/workspaces"} {
+	for _, d := range []string{"oci/sandboxes", "oci/workspaces", "oci/probes"} {
 		ents, _ := os.ReadDir(filepath.Join(stateDir, d))
 		for _, e := range ents {
 			out = append(out, filepath.Join(stateDir, d, e.Name()))
@@ -119,6 +119,7 @@ func leftovers() []string {
 			out = append(out, rt+" containers: "+strings.TrimSpace(string(list)))
 		}
 	}
+	out = append(out, oci.ProbeCgroups()...)
 	// Every thread's view: a private mount namespace of a runtime start must never stick to one.
 	tasks, _ := os.ReadDir("/proc/self/task")
 	for _, task := range tasks {
