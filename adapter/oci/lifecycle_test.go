@@ -77,6 +77,13 @@ func TestProbe(t *testing.T) {
 		assert.Contains(t, r.Layers, "network:none", r.Name)
 		if r.Name == oci.Runsc {
 			assert.Equal(t, "4.4.0", r.Kernel, "gVisor's kernel")
+			if assert.NotNil(t, r.Platform, "gVisor's platform is reported") {
+				t.Logf("runsc platform: %s", r.Platform)
+				assert.NotEmpty(t, r.Platform.Platform)
+				assert.NotEmpty(t, r.Platform.Reason)
+			}
+		} else {
+			assert.Nil(t, r.Platform, r.Name)
 		}
 	}
 }
