@@ -1,7 +1,6 @@
 package oci_test
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -36,7 +35,7 @@ func TestPlatformDecision(t *testing.T) {
 	t.Parallel()
 	needRuntime(t, oci.Runsc)
 	ctx := ctxT(t)
-	state := t.TempDir()
+	state := ownStateDir(t)
 	def := oci.RunscDefaultPlatform(ctx)
 	require.NotEmpty(t, def)
 	start := time.Now()
@@ -64,7 +63,6 @@ func TestPlatformDecision(t *testing.T) {
 	assert.Empty(t, oci.ProbeLeftovers(state))
 
 	sb := newSandbox(t, oci.Runsc, oci.Config{StateDir: state})
-	t.Cleanup(func() { oci.Prune(context.Background(), oci.Config{StateDir: state}, oci.PruneOptions{All: true}) })
 	assert.Equal(t, c.Platform, sb.Platform())
 	found := false
 	for _, line := range runscCmdlines(state) {
@@ -150,8 +148,7 @@ func TestPlatformForced(t *testing.T) {
 	t.Parallel()
 	needRuntime(t, oci.Runsc)
 	ctx := ctxT(t)
-	state := t.TempDir()
-	t.Cleanup(func() { oci.Prune(context.Background(), oci.Config{StateDir: state}, oci.PruneOptions{All: true}) })
+	state := ownStateDir(t)
 
 	_, err := oci.New(ctx, oci.Config{Runtime: oci.Runsc, StateDir: state, RunscPlatform: "bogus"})
 	assert.ErrorIs(t, err, errs.InvalidInput)

@@ -270,9 +270,7 @@ func TestPrune(t *testing.T) {
 	eachRuntime(t, func(t *testing.T, rt string) {
 		t.Parallel()
 		ctx := ctxT(t)
-		// A state directory of its own: Prune looks at all of it.
-		state := t.TempDir()
-		t.Cleanup(func() { oci.Prune(context.Background(), oci.Config{StateDir: state}, oci.PruneOptions{All: true}) })
+		state := ownStateDir(t)
 		live := newSandbox(t, rt, oci.Config{StateDir: state})
 		persist := newSandbox(t, rt, oci.Config{StateDir: state, Persist: true})
 

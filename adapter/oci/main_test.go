@@ -171,6 +171,14 @@ func newSandbox(t testing.TB, rt string, cfg oci.Config) *oci.Sandbox {
 	return sb
 }
 
+// ownStateDir is a state directory of the test's own (Prune looks at all of it), pruned of every
+// sandbox at the end.
+func ownStateDir(t *testing.T) string {
+	state := t.TempDir()
+	t.Cleanup(func() { oci.Prune(context.Background(), oci.Config{StateDir: state}, oci.PruneOptions{All: true}) })
+	return state
+}
+
 func track(id string) {
 	createdMu.Lock()
 	created = append(created, id)
