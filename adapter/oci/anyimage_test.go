@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -166,4 +167,144 @@ func TestAnyImageBadReference(t *testing.T) {
 		_, err := os.Stat(filepath.Join(state, d))
 		assert.ErrorIs(t, err, os.ErrNotExist, "%s", d)
 	}
+}
+
+// treeIno is the inode of an image's tree, 0 when there is none.
+func treeIno(t *testing.T, tree string) uint64 {
+	fi, err := os.Stat(tree)
+	if err != nil {
+		return 0
+	}
+	return fi.Sys().(*syscall.Stat_t).Ino
+}
+
+// Prune removes the unpacked trees of images that no sandbox uses (a stopped sandbox's image), and
+// what crashed unpacks left, and keeps a tree a sandbox uses, which goes on working; a create
+// after the prune unpacks the image again. KeepImages keeps them all.
+func TestPruneImages(t *testing.T) {
+	t.Parallel()
+	needRuntime(t, oci.Runc)
+	ctx := ctxT(t)
+	state := ownStateDir(t)
+	tar := savedImage(t)
+	imgA, err := tarball.ImageFromPath(tar, nil)
+	require.NoError(t, err)
+	// Another image: the same layers under another configuration, in an OCI layout.
+	cf, err := imgA.ConfigFile()
+	require.NoError(t, err)
+	cf.Config.Env = append(cf.Config.Env, "PRUNED=yes")
+	imgB, err := mutate.ConfigFile(imgA, cf)
+	require.NoError(t, err)
+	dirB := filepath.Join(t.TempDir(), "layout")
+	p, err := layout.Write(dirB, empty.Index)
+	require.NoError(t, err)
+	require.NoError(t, p.AppendImage(imgB))
+	refA, refB := "docker-archive:"+tar, "oci-layout:"+dirB
+	hexOf := func(img v1.Image) string {
+		id, err := img.ConfigName()
+		require.NoError(t, err)
+		return id.Hex
+	}
+	images := filepath.Join(state, "oci", "images")
+	treeA, treeB := filepath.Join(images, hexOf(imgA)), filepath.Join(images, hexOf(imgB))
+
+	inUse := newSandbox(t, oci.Runc, oci.Config{StateDir: state, Image: refA})
+	used := newSandbox(t, oci.Runc, oci.Config{StateDir: state, Image: refB})
+	assert.Equal(t, "yes\n", string(sh(t, used, "echo $PRUNED").Stdout))
+	require.NoError(t, used.Stop(ctx))
+	inoA, inoB := treeIno(t, treeA), treeIno(t, treeB)
+	require.NotZero(t, inoA)
+	require.NotZero(t, inoB)
+	// What a crashed unpack and a crashed prune leave.
+	crashed := strings.Repeat("c", 64)
+	require.NoError(t, os.MkdirAll(filepath.Join(images, ".unpack-"+crashed, "etc"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(images, ".save-"+crashed+".tar"), []byte("x"), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(images, "."+crashed+".lock"), nil, 0o600))
+	require.NoError(t, os.MkdirAll(filepath.Join(images, ".remove-"+crashed+"-0123456789abcdef", "bin"), 0o555))
+
+	removed, err := oci.Prune(ctx, oci.Config{StateDir: state}, oci.PruneOptions{KeepImages: true})
+	require.NoError(t, err)
+	assert.Empty(t, removed)
+	assert.Equal(t, inoB, treeIno(t, treeB), "KeepImages keeps an unused tree")
+
+	removed, err = oci.Prune(ctx, oci.Config{StateDir: state}, oci.PruneOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"image:sha256:" + hexOf(imgB)}, removed, "the unused tree only")
+	assert.Zero(t, treeIno(t, treeB))
+	assert.Equal(t, inoA, treeIno(t, treeA), "the tree of a live sandbox stays")
+	ents, err := os.ReadDir(images)
+	require.NoError(t, err)
+	var left []string
+	for _, e := range ents {
+		left = append(left, e.Name())
+	}
+	assert.ElementsMatch(t, []string{hexOf(imgA), "." + hexOf(imgA) + ".lock"}, left, "nothing of the crashes or of B is left")
+	assert.Equal(t, "ok\n", string(sh(t, inUse, "echo ok").Stdout), "the sandbox of the kept tree works")
+
+	// A create that found the tree and has not written its record yet holds a lease on it.
+	release, err := oci.LeaseImage(ctx, oci.Config{StateDir: state}, refB)
+	require.NoError(t, err)
+	inoB = treeIno(t, treeB)
+	require.NotZero(t, inoB, "unpacked again")
+	removed, err = oci.Prune(ctx, oci.Config{StateDir: state}, oci.PruneOptions{})
+	require.NoError(t, err)
+	assert.Empty(t, removed, "a leased tree stays")
+	assert.Equal(t, inoB, treeIno(t, treeB))
+	release()
+	removed, err = oci.Prune(ctx, oci.Config{StateDir: state}, oci.PruneOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"image:sha256:" + hexOf(imgB)}, removed, "released: unused")
+
+	again := newSandbox(t, oci.Runc, oci.Config{StateDir: state, Image: refB})
+	assert.Equal(t, "yes\n", string(sh(t, again, "echo $PRUNED").Stdout), "unpacked again")
+	assert.NotZero(t, treeIno(t, treeB))
+	reuse := newSandbox(t, oci.Runc, oci.Config{StateDir: state, Image: refA})
+	assert.Equal(t, inoA, treeIno(t, treeA), "a kept tree is reused, not unpacked again")
+	assert.Equal(t, "ok\n", string(sh(t, reuse, "echo ok").Stdout))
+}
+
+// Creates racing prunes: every create gets a complete tree (its commands run) or unpacks the image
+// again, never a tree being removed; a tree in use is never removed.
+func TestPruneImagesRacingCreates(t *testing.T) {
+	t.Parallel()
+	needRuntime(t, oci.Runc)
+	ctx := ctxT(t)
+	state := ownStateDir(t)
+	ref := "docker-archive:" + savedImage(t)
+	done := make(chan struct{})
+	pruned := make(chan int, 1)
+	go func() {
+		n := 0
+		defer func() { pruned <- n }()
+		for {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			removed, err := oci.Prune(ctx, oci.Config{StateDir: state}, oci.PruneOptions{})
+			assert.NoError(t, err)
+			n += len(removed)
+			time.Sleep(5 * time.Millisecond)
+		}
+	}()
+	for i := range 6 {
+		sb, err := oci.New(ctx, oci.Config{Runtime: oci.Runc, StateDir: state, Image: ref})
+		require.NoError(t, err, "create %d", i)
+		track(sb.ID())
+		res, err := sb.ExecuteCommand(ctx, adapter.Command{Args: []string{"sh", "-c", "ls /bin/busybox && echo ok"}})
+		require.NoError(t, err)
+		assert.Equal(t, "/bin/busybox\nok\n", string(res.Stdout), "create %d: %s", i, res.Stderr)
+		require.NoError(t, sb.Stop(ctx))
+		if i%2 == 0 { // half the creates find no tree; the others race the prunes
+			require.Eventually(t, func() bool {
+				ents, _ := os.ReadDir(filepath.Join(state, "oci", "images"))
+				return len(ents) == 0
+			}, 10*time.Second, 5*time.Millisecond, "the prunes remove the tree no sandbox uses")
+		}
+	}
+	close(done)
+	n := <-pruned
+	t.Logf("the prunes removed %d trees meanwhile", n)
+	assert.GreaterOrEqual(t, n, 3)
 }

@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"strings"
 	"syscall"
+	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/google/go-containerregistry/pkg/name"
@@ -39,6 +40,7 @@ const refNameAnnotation = "org.opencontainers.image.ref.name"
 // read-only by every sandbox of it.
 type imageTree struct {
 	dir string   // STATE/oci/images/<hex of the config digest>
+	hex string   // the hex of the config digest
 	env []string // the image's environment (Config.Env of its configuration)
 }
 
@@ -218,97 +220,162 @@ func layoutImage(idx v1.ImageIndex, tag, digest string) (v1.Image, error) {
 
 // imageRoot returns the tree of Config.Image ref under dir (STATE/oci/images), unpacking it the
 // first time: with mutate.Extract (whiteouts applied) into a temporary directory, renamed into
-// place whole, under a lock of the digest so that concurrent sandboxes unpack it once. A
-// failed unpack leaves nothing in dir but its lock file.
-func imageRoot(ctx context.Context, dir, ref string) (imageTree, error) {
+// place whole, under an exclusive lock of the digest's lock file so that concurrent sandboxes
+// unpack it once. The tree is returned under a lease, a shared lock of the same file, that the
+// caller holds (release) until the sandbox's record names the tree: Prune removes a tree only
+// under the exclusive lock and when no record names it, so a tree in use is never removed, and a
+// create that comes after a prune finds no tree and unpacks it again. A failed unpack leaves
+// nothing in dir but the lock file.
+func imageRoot(ctx context.Context, dir, ref string) (t imageTree, release func(), err error) {
 	const op = "oci image"
 	src, err := openImage(ctx, ref)
 	if err != nil {
-		return imageTree{}, err
+		return imageTree{}, nil, err
 	}
 	defer src.cleanup()
 	cf, err := src.img.ConfigFile()
 	if err != nil {
-		return imageTree{}, errs.Wrap(errs.InvalidInput, op, "", fmt.Errorf("image %s: configuration: %w", ref, err))
+		return imageTree{}, nil, errs.Wrap(errs.InvalidInput, op, "", fmt.Errorf("image %s: configuration: %w", ref, err))
 	}
 	if (cf.OS != "" && cf.OS != "linux") || (cf.Architecture != "" && cf.Architecture != runtime.GOARCH) {
-		return imageTree{}, errs.New(errs.InvalidInput, op, "", "image %s is for %s/%s, this host runs linux/%s", ref, cf.OS, cf.Architecture, runtime.GOARCH)
+		return imageTree{}, nil, errs.New(errs.InvalidInput, op, "", "image %s is for %s/%s, this host runs linux/%s", ref, cf.OS, cf.Architecture, runtime.GOARCH)
 	}
 	id, err := src.img.ConfigName()
 	if err != nil {
-		return imageTree{}, errs.Wrap(errs.InvalidInput, op, "", fmt.Errorf("image %s: %w", ref, err))
+		return imageTree{}, nil, errs.Wrap(errs.InvalidInput, op, "", fmt.Errorf("image %s: %w", ref, err))
 	}
-	t := imageTree{dir: filepath.Join(dir, id.Hex), env: cf.Config.Env}
-	if fi, err := os.Stat(t.dir); err == nil && fi.IsDir() {
-		return t, nil
-	}
+	t = imageTree{dir: filepath.Join(dir, id.Hex), hex: id.Hex, env: cf.Config.Env}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return imageTree{}, errs.Wrap(errs.Internal, op, "", err)
+		return imageTree{}, nil, errs.Wrap(errs.Internal, op, "", err)
 	}
-	lock := filepath.Join(dir, "."+id.Hex+".lock")
-	unlock, err := lockFile(lock)
-	if err != nil {
-		return imageTree{}, errs.Wrap(errs.Internal, op, "", err)
+	lock := imageLock(dir, id.Hex)
+	// A prune may remove the tree between the unpack and the lease: unpack again, a few times.
+	for range 4 {
+		release, err := flockPath(lock, syscall.LOCK_SH, -1)
+		if err != nil {
+			return imageTree{}, nil, errs.Wrap(errs.Internal, op, "", err)
+		}
+		if isDir(t.dir) {
+			return t, release, nil
+		}
+		release()
+		unlock, err := flockPath(lock, syscall.LOCK_EX, -1)
+		if err != nil {
+			return imageTree{}, nil, errs.Wrap(errs.Internal, op, "", err)
+		}
+		if !isDir(t.dir) { // else another sandbox unpacked it meanwhile
+			err = unpackImage(ctx, src, dir, id.Hex, t.dir)
+		}
+		unlock()
+		if err != nil {
+			return imageTree{}, nil, errs.Wrap(errs.InvalidInput, op, "", fmt.Errorf("image %s: unpack: %w", ref, err))
+		}
 	}
-	defer unlock()
-	if fi, err := os.Stat(t.dir); err == nil && fi.IsDir() {
-		return t, nil // another sandbox unpacked it meanwhile
-	}
-	tmp := filepath.Join(dir, ".unpack-"+id.Hex) // a crashed unpack's is removed under the lock
-	saved := filepath.Join(dir, ".save-"+id.Hex+".tar")
+	return imageTree{}, nil, errs.New(errs.SandboxUnavailable, op, "", "image %s: its tree was pruned after each of 4 unpacks", ref)
+}
+
+// unpackImage unpacks src into tree (dir/<hex>) through dir/.unpack-<hex>, under the digest's
+// exclusive lock; a crashed unpack's directory and export are removed first.
+func unpackImage(ctx context.Context, src source, dir, hex, tree string) error {
+	tmp := filepath.Join(dir, ".unpack-"+hex)
+	saved := filepath.Join(dir, ".save-"+hex+".tar")
 	clean := func() { rootfs.RemoveTree(tmp); os.Remove(saved) }
 	clean()
 	defer clean()
 	img := src.img
 	if src.save != nil {
+		var err error
 		if img, err = src.save(ctx, saved); err != nil {
-			return imageTree{}, errs.Wrap(errs.SandboxUnavailable, op, "", fmt.Errorf("image %s from the docker daemon: %w", ref, err))
+			return fmt.Errorf("from the docker daemon: %w", err)
 		}
 	}
 	rc := mutate.Extract(img)
-	err = rootfs.UnpackImage(rc, tmp, imageMountPoints)
+	err := rootfs.UnpackImage(rc, tmp, imageMountPoints)
 	if cerr := rc.Close(); err == nil {
 		err = cerr
 	}
 	if err == nil {
-		err = os.Rename(tmp, t.dir)
+		err = os.Rename(tmp, tree)
 	}
-	if err != nil {
-		return imageTree{}, errs.Wrap(errs.InvalidInput, op, "", fmt.Errorf("image %s: unpack: %w", ref, err))
-	}
-	// Whoever waits for the lock finds the tree; whoever comes later does not lock.
-	os.Remove(lock)
-	return t, nil
+	return err
 }
 
-// lockFile holds an exclusive lock on file (made if needed) until the returned function runs.
-func lockFile(file string) (func(), error) {
-	f, err := os.OpenFile(file, os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		return nil, err
-	}
+// imageLock is the lock file of the tree of the image whose configuration digest is hex: an
+// unpack holds it exclusively, a sandbox being created shared (its lease), a prune exclusively.
+func imageLock(dir, hex string) string { return filepath.Join(dir, "."+hex+".lock") }
+
+func isDir(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.IsDir()
+}
+
+// errLocked: the lock is held by another process and the wait is over.
+var errLocked = errors.New("held by another process")
+
+// flockPath locks file (made if needed) with how (syscall.LOCK_SH or LOCK_EX) and returns the
+// function that releases it. wait < 0 waits as long as it takes, 0 tries once, > 0 tries until
+// then; errLocked when the lock was not had. A lock file removed (or replaced) while this waited
+// is locked again under its new name: whoever removes one does so holding it exclusively.
+func flockPath(file string, how int, wait time.Duration) (func(), error) {
+	deadline := time.Now().Add(wait)
 	for {
-		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX)
-		if !errors.Is(err, syscall.EINTR) {
-			break
+		f, err := os.OpenFile(file, os.O_RDWR|os.O_CREATE, 0o600)
+		if err != nil {
+			return nil, err
 		}
+		if wait < 0 {
+			for {
+				err = syscall.Flock(int(f.Fd()), how)
+				if !errors.Is(err, syscall.EINTR) {
+					break
+				}
+			}
+		} else {
+			for {
+				err = syscall.Flock(int(f.Fd()), how|syscall.LOCK_NB)
+				if !errors.Is(err, syscall.EWOULDBLOCK) || !time.Now().Before(deadline) {
+					break
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			if errors.Is(err, syscall.EWOULDBLOCK) {
+				f.Close()
+				return nil, fmt.Errorf("lock %s: %w", file, errLocked)
+			}
+		}
+		if err != nil {
+			f.Close()
+			return nil, fmt.Errorf("lock %s: %w", file, err)
+		}
+		held, err1 := f.Stat()
+		named, err2 := os.Stat(file)
+		if err1 == nil && err2 == nil && os.SameFile(held, named) {
+			return func() { f.Close() }, nil // closing the file releases the lock
+		}
+		f.Close() // removed while this waited: lock the file now at that name
 	}
-	if err != nil {
-		f.Close()
-		return nil, fmt.Errorf("lock %s: %w", file, err)
-	}
-	return func() { f.Close() }, nil // closing the file releases the lock
+}
+
+// lockFileWithin holds an exclusive lock on file (made if needed) until the returned function
+// runs, giving up after wait (errLocked).
+func lockFileWithin(file string, wait time.Duration) (func(), error) {
+	return flockPath(file, syscall.LOCK_EX, wait)
 }
 
 // sandboxRoot is the root file system of a sandbox.
 type sandboxRoot struct {
 	dir       string   // the shared, read-only tree
+	imageTree string   // the hex digest of Config.Image's tree ("": the recipe's)
 	agentFile string   // the host's agent, mounted at agent.BroughtPath ("": the tree has its own)
 	imageEnv  []string // the image's environment (Config.Image)
+	// release ends the lease on an image's tree (see imageRoot): once the sandbox's record names
+	// the tree, or when the create fails. Never nil.
+	release func()
 }
 
 // rootOf makes sure the root file system of cfg exists: the recipe's tree of package rootfs, or
-// the tree of Config.Image with the host's agent (rootfs.AgentFile, compiled once) beside it.
+// the tree of Config.Image with the host's agent (rootfs.AgentFile, compiled once) beside it,
+// leased until the caller releases it.
 func rootOf(ctx context.Context, cfg Config, lay layout) (sandboxRoot, error) {
 	const op = "oci create"
 	if cfg.Image == "" {
@@ -316,15 +383,16 @@ func rootOf(ctx context.Context, cfg Config, lay layout) (sandboxRoot, error) {
 		if err != nil {
 			return sandboxRoot{}, errs.Wrap(errs.SandboxUnavailable, op, "", fmt.Errorf("root file system: %w", err))
 		}
-		return sandboxRoot{dir: tree.Dir}, nil
+		return sandboxRoot{dir: tree.Dir, release: func() {}}, nil
 	}
-	t, err := imageRoot(ctx, lay.images(), cfg.Image)
+	t, release, err := imageRoot(ctx, lay.images(), cfg.Image)
 	if err != nil {
 		return sandboxRoot{}, err
 	}
 	bin, err := rootfs.AgentFile(lay.agent())
 	if err != nil {
+		release()
 		return sandboxRoot{}, errs.Wrap(errs.SandboxUnavailable, op, "", err)
 	}
-	return sandboxRoot{dir: t.dir, agentFile: bin, imageEnv: t.env}, nil
+	return sandboxRoot{dir: t.dir, imageTree: t.hex, agentFile: bin, imageEnv: t.env, release: release}, nil
 }

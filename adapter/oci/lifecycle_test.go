@@ -77,6 +77,13 @@ func TestProbe(t *testing.T) {
 		assert.Contains(t, r.Layers, "network:none", r.Name)
 		if r.Name == oci.Runsc {
 			assert.Equal(t, "4.4.0", r.Kernel, "gVisor's kernel")
+			if assert.NotNil(t, r.Platform, "gVisor's platform is reported") {
+				t.Logf("runsc platform: %s", r.Platform)
+				assert.NotEmpty(t, r.Platform.Platform)
+				assert.NotEmpty(t, r.Platform.Reason)
+			}
+		} else {
+			assert.Nil(t, r.Platform, r.Name)
 		}
 	}
 }
@@ -263,9 +270,7 @@ func TestPrune(t *testing.T) {
 	eachRuntime(t, func(t *testing.T, rt string) {
 		t.Parallel()
 		ctx := ctxT(t)
-		// A state directory of its own: Prune looks at all of it.
-		state := t.TempDir()
-		t.Cleanup(func() { oci.Prune(context.Background(), oci.Config{StateDir: state}, oci.PruneOptions{All: true}) })
+		state := ownStateDir(t)
 		live := newSandbox(t, rt, oci.Config{StateDir: state})
 		persist := newSandbox(t, rt, oci.Config{StateDir: state, Persist: true})
 

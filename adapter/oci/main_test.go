@@ -104,7 +104,7 @@ func leftovers() []string {
 	for _, id := range ids {
 		out = append(out, oci.Leftovers(ctx, oci.Config{StateDir: stateDir}, id)...)
 	}
-	for _, d := range []string{"oci/sandboxes", "oci/workspaces"} {
+	for _, d := range []string{"oci/sandboxes", "oci/workspaces", "oci/probes"} {
 		ents, _ := os.ReadDir(filepath.Join(stateDir, d))
 		for _, e := range ents {
 			out = append(out, filepath.Join(stateDir, d, e.Name()))
@@ -119,6 +119,7 @@ func leftovers() []string {
 			out = append(out, rt+" containers: "+strings.TrimSpace(string(list)))
 		}
 	}
+	out = append(out, oci.ProbeCgroups()...)
 	// Every thread's view: a private mount namespace of a runtime start must never stick to one.
 	tasks, _ := os.ReadDir("/proc/self/task")
 	for _, task := range tasks {
@@ -168,6 +169,14 @@ func newSandbox(t testing.TB, rt string, cfg oci.Config) *oci.Sandbox {
 	track(sb.ID())
 	t.Cleanup(func() { _ = sb.Stop(context.Background()) })
 	return sb
+}
+
+// ownStateDir is a state directory of the test's own (Prune looks at all of it), pruned of every
+// sandbox at the end.
+func ownStateDir(t *testing.T) string {
+	state := t.TempDir()
+	t.Cleanup(func() { oci.Prune(context.Background(), oci.Config{StateDir: state}, oci.PruneOptions{All: true}) })
+	return state
 }
 
 func track(id string) {

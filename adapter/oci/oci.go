@@ -175,6 +175,12 @@ type Config struct {
 	// entrypoint, command, user and working directory are not used. An image of another
 	// platform is refused (errs.InvalidInput). See docs/oci.md, "Any image".
 	Image string `mapstructure:"image"`
+	// RunscPlatform is gVisor's platform under runsc: "auto" ("") uses kvm where /dev/kvm exists
+	// and a probe sandbox runs on it within DefaultPlatformProbeTimeout (the decision is kept in
+	// the state directory for the boot), runsc's default otherwise (ptrace, or systrap in newer
+	// runsc); "kvm", "ptrace" or "systrap" forces one, refused (errs.SandboxUnavailable) when this
+	// runsc lacks it or, for kvm, there is no /dev/kvm. Other runtimes ignore it.
+	RunscPlatform string `mapstructure:"runsc_platform"`
 	// Busybox, Ripgrep and Agent choose the host files of the root file system (see
 	// rootfs.Options); "" takes the defaults. With Image they are not used.
 	Busybox string `mapstructure:"busybox"`
@@ -201,6 +207,9 @@ func (c Config) Validate() error {
 	}
 	if c.Runtime != "" && !slices.Contains(Runtimes, c.Runtime) {
 		return bad("Runtime %q: want one of %v", c.Runtime, Runtimes)
+	}
+	if c.RunscPlatform != "" && !slices.Contains(platformNames, c.RunscPlatform) {
+		return bad("RunscPlatform %q: want one of %v", c.RunscPlatform, platformNames)
 	}
 	switch c.UserNamespace {
 	case "", UserNSAuto, UserNSOn, UserNSOff:
@@ -403,7 +412,12 @@ type record struct {
 	HostUID      int    `json:"hostUid"` // host uid (and gid) of the sandbox user
 	AllowNetwork bool   `json:"allowNetwork"`
 	// ImageEnv is the environment of Config.Image, the base of every command's.
-	ImageEnv []string  `json:"imageEnv,omitempty"`
+	ImageEnv []string `json:"imageEnv,omitempty"`
+	// ImageTree is the hex digest of Config.Image's tree under images/: Prune keeps a tree that a
+	// record names.
+	ImageTree string `json:"imageTree,omitempty"`
+	// Platform is gVisor's platform of a runsc sandbox (see Config.RunscPlatform).
+	Platform string    `json:"platform,omitempty"`
 	Created  time.Time `json:"created"`
 	// Config is the configuration the sandbox was made with: an attached handle and a fork use
 	// it (limits, environment, mounts), whatever configuration Attach was given.
@@ -522,10 +536,16 @@ func create(ctx context.Context, cfg Config, copyFrom *os.Root) (*Sandbox, error
 		return nil, err
 	}
 	lay := layoutOf(cfg.stateDir())
+	platform, err := rt.usePlatform(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
 	root, err := rootOf(ctx, cfg, lay)
 	if err != nil {
 		return nil, err
 	}
+	// The image's tree is leased until the record names it (or the create failed).
+	defer root.release()
 	userns, reach, err := useUserNS(cfg, lay)
 	if err != nil {
 		return nil, err
@@ -541,8 +561,8 @@ func create(ctx context.Context, cfg Config, copyFrom *os.Root) (*Sandbox, error
 	rec := record{
 		ID: id, Runtime: rt.name, RuntimePath: rt.path, Owner: owner(), OwnerStart: startTime(os.Getpid()),
 		Persist: cfg.Persist, Workspace: cfg.Workspace, KeepWorkspace: cfg.KeepWorkspace,
-		UserNS: userns, HostUID: rootfs.UID, AllowNetwork: cfg.AllowNetwork, ImageEnv: root.imageEnv, Created: time.Now().UTC(),
-		Config: cfg,
+		UserNS: userns, HostUID: rootfs.UID, AllowNetwork: cfg.AllowNetwork, ImageEnv: root.imageEnv, ImageTree: root.imageTree,
+		Platform: platform.Platform, Created: time.Now().UTC(), Config: cfg,
 	}
 	if userns {
 		rec.HostUID = int(cfg.uidBase()) + rootfs.UID
@@ -559,6 +579,7 @@ func create(ctx context.Context, cfg Config, copyFrom *os.Root) (*Sandbox, error
 	if err := lay.writeRecord(s.rec); err != nil {
 		return fail(errs.Wrap(errs.Internal, op, "", err))
 	}
+	root.release()
 	if !cfg.Persist {
 		// Removed by the janitor if this process dies before Stop.
 		s.lookedAfter = lookAfter(id, cfg.stateDir())
@@ -676,6 +697,10 @@ func (s *Sandbox) ID() string { return s.rec.ID }
 
 // Runtime returns the name of the runtime that runs the sandbox.
 func (s *Sandbox) Runtime() string { return s.rt.name }
+
+// Platform returns gVisor's platform of a runsc sandbox (kvm, ptrace, systrap), "" for the other
+// runtimes.
+func (s *Sandbox) Platform() string { return s.rec.Platform }
 
 // HostWorkspace returns the host directory mounted at /workspace. (Not Workspace: that name is
 // adapter.Workspaced's, the workspace as commands see it, /workspace.)

@@ -2,12 +2,14 @@ package oci
 
 import (
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -17,6 +19,7 @@ import (
 
 	"github.com/sandboxer/sandboxer/adapter"
 	"github.com/sandboxer/sandboxer/adapter/internal/diskcap"
+	"github.com/sandboxer/sandboxer/adapter/rootfs"
 	"github.com/sandboxer/sandboxer/errs"
 )
 
@@ -66,7 +69,12 @@ func recordRuntime(cfg Config, r record) (*runtimeBin, error) {
 	if _, err := os.Stat(r.RuntimePath); err != nil {
 		cfg.RuntimePath = "" // moved since: look it up again
 	}
-	return findRuntime(cfg)
+	rt, err := findRuntime(cfg)
+	if err != nil {
+		return nil, err
+	}
+	rt.setPlatform(r.Platform)
+	return rt, nil
 }
 
 // records reads every sandbox record of the state directory. A directory without a readable
@@ -95,14 +103,21 @@ func (l layout) records() ([]record, error) {
 type PruneOptions struct {
 	// All removes every sandbox, persistent ones and those of live processes included.
 	All bool
+	// KeepImages leaves the unpacked trees of Config.Image (images/) that no sandbox uses.
+	KeepImages bool
 }
 
 // Prune removes what processes that died without stopping their sandboxes left behind: for each
 // sandbox that is not persistent and whose creator is gone, its container (killed and deleted),
 // its cgroups, its directory and the workspace it made (unless it was to be kept); then
 // containers of the runtimes' state that belong to no sandbox, and sandbox directories a crash
-// left without a record. It returns the ids of the sandboxes it removed. Errors:
-// errs.SandboxUnavailable when a runtime cannot be run, errs.Internal.
+// left without a record; then, unless KeepImages, the unpacked trees of images (images/<hex>) that
+// no sandbox's record names, and what crashed unpacks and prunes left there. It returns the ids
+// of the sandboxes it removed, and "image:sha256:HEX" for each tree. A tree is removed under the
+// exclusive lock of its digest, which a sandbox being created holds shared from finding the tree
+// until its record names it: a tree in use is never removed, and a create after the prune
+// unpacks the image again. Errors: errs.SandboxUnavailable when a runtime cannot be run,
+// errs.Internal.
 func Prune(ctx context.Context, cfg Config, o PruneOptions) ([]string, error) {
 	lay := layoutOf(cfg.stateDir())
 	recs, err := lay.records()
@@ -166,7 +181,125 @@ func Prune(ctx context.Context, cfg Config, o PruneOptions) ([]string, error) {
 			removed = append(removed, id)
 		}
 	}
+	if !o.KeepImages {
+		trees, err := pruneImages(lay)
+		if err != nil {
+			errList = append(errList, err)
+		}
+		for _, t := range trees {
+			removed = append(removed, "image:sha256:"+t)
+		}
+	}
 	return removed, errs.Wrap(errs.SandboxUnavailable, "oci prune", "", errors.Join(errList...))
+}
+
+// usedImages returns the trees (hex digests) the records of lay name; all false when a record
+// of an image does not say its tree (made before records did): then no tree is known unused.
+func usedImages(lay layout) (map[string]bool, bool, error) {
+	recs, err := lay.records()
+	if err != nil {
+		return nil, false, err
+	}
+	used := map[string]bool{}
+	for _, r := range recs {
+		if r.Config.Image != "" && r.ImageTree == "" {
+			return nil, false, nil
+		}
+		used[r.ImageTree] = true
+	}
+	// A directory without a readable record may be a create writing its record: its lease
+	// guards the tree until then, and a directory left without one by a crash names nothing.
+	return used, true, nil
+}
+
+// pruneImages removes the image trees of lay that no record names, each under the exclusive
+// lock of its digest (tried, not waited for: a held lock is a sandbox being created or an
+// unpack), checking the records again under it; the tree is renamed away whole first, so that a
+// create never sees a half-removed one. It also removes what crashed unpacks (.unpack-HEX,
+// .save-HEX.tar) and prunes (.remove-*) left, and the lock files of digests without a tree.
+// It returns the digests of the trees removed.
+func pruneImages(lay layout) ([]string, error) {
+	dir := lay.images()
+	ents, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, errs.Wrap(errs.Internal, "oci prune", "", err)
+	}
+	used, known, err := usedImages(lay)
+	if err != nil || !known {
+		return nil, err
+	}
+	var removed []string
+	var errList []error
+	digests := map[string]bool{}
+	for _, e := range ents {
+		name := e.Name()
+		switch {
+		case strings.HasPrefix(name, ".remove-"):
+			rootfs.RemoveTree(filepath.Join(dir, name)) // a prune that crashed after its rename
+		case validDigestHex(name):
+			digests[name] = true
+		default:
+			for _, f := range []string{".unpack-", "."} { // .unpack-HEX, .HEX.lock
+				if h, ok := strings.CutPrefix(name, f); ok && validDigestHex(strings.TrimSuffix(h, ".lock")) {
+					digests[strings.TrimSuffix(h, ".lock")] = true
+				}
+			}
+			if h, ok := strings.CutPrefix(name, ".save-"); ok && validDigestHex(strings.TrimSuffix(h, ".tar")) {
+				digests[strings.TrimSuffix(h, ".tar")] = true
+			}
+		}
+	}
+	for h := range digests {
+		if used[h] {
+			continue
+		}
+		tree := filepath.Join(dir, h)
+		unlock, err := flockPath(imageLock(dir, h), syscall.LOCK_EX, 0)
+		if errors.Is(err, errLocked) {
+			continue // in use: a create's lease, or an unpack
+		}
+		if err != nil {
+			errList = append(errList, err)
+			continue
+		}
+		if now, known, err := usedImages(lay); err != nil || !known || now[h] {
+			unlock()
+			continue // a create wrote its record before this had the lock
+		}
+		gone := ""
+		if isDir(tree) {
+			gone = filepath.Join(dir, ".remove-"+h+"-"+newID())
+			if err := os.Rename(tree, gone); err != nil {
+				unlock()
+				errList = append(errList, err)
+				continue
+			}
+		}
+		rootfs.RemoveTree(filepath.Join(dir, ".unpack-"+h))
+		os.Remove(filepath.Join(dir, ".save-"+h+".tar"))
+		os.Remove(imageLock(dir, h)) // held: a waiter locks the file made anew (flockPath)
+		unlock()
+		if gone != "" {
+			if err := rootfs.RemoveTree(gone); err != nil {
+				errList = append(errList, err)
+			}
+			removed = append(removed, h)
+		}
+	}
+	slices.Sort(removed)
+	return removed, errs.Wrap(errs.Internal, "oci prune", "", errors.Join(errList...))
+}
+
+// validDigestHex says whether s is the hex of a sha256 digest (an image tree's name).
+func validDigestHex(s string) bool {
+	if len(s) != 64 {
+		return false
+	}
+	_, err := hex.DecodeString(s)
+	return err == nil && strings.ToLower(s) == s
 }
 
 // list returns the ids of the runtime's containers.
@@ -215,11 +348,15 @@ type RuntimeReport struct {
 	Error   string   `json:"error,omitempty"` // why not
 	Layers  []string `json:"layers,omitempty"`
 	Kernel  string   `json:"kernel,omitempty"` // uname -r inside the sandbox
+	// Platform is gVisor's platform (runsc only): the one sandboxes run on here, and why.
+	Platform *PlatformChoice `json:"platform,omitempty"`
 }
 
 // Probe reports, for each runtime this adapter knows, whether it is installed, its version, and
 // what it enforces here: it starts a sandbox with cfg and that runtime, runs uname, and reports
-// the isolation layers that were in force (see Sandbox.Capabilities and adapter.Isolation).
+// the isolation layers that were in force (see Sandbox.Capabilities and adapter.Isolation). For
+// runsc it decides gVisor's platform afresh (a new probe of kvm where /dev/kvm exists, bounded
+// by DefaultPlatformProbeTimeout; the decision replaces the state directory's) and reports it.
 func Probe(ctx context.Context, cfg Config) []RuntimeReport {
 	var out []RuntimeReport
 	for _, name := range Runtimes {
@@ -235,6 +372,15 @@ func Probe(ctx context.Context, cfg Config) []RuntimeReport {
 		rep.Path = rt.path
 		if v, err := rt.version(ctx); err == nil {
 			rep.Version = v
+		}
+		if name == Runsc {
+			choice, err := choosePlatform(ctx, c, rt, platformProbe{fresh: true})
+			if err != nil {
+				rep.Error = err.Error()
+				out = append(out, rep)
+				continue
+			}
+			rep.Platform = &choice
 		}
 		sb, err := New(ctx, c)
 		if err != nil {

@@ -35,6 +35,30 @@ type runtimeBin struct {
 	// detach are mounts hidden from the runtime: every command of it runs in a private mount
 	// namespace without them (crun on a hybrid cgroup host: the v2 hierarchy).
 	detach []string
+	// platform is gVisor's platform (runsc; "" for the others, or runsc's default unchosen).
+	platform string
+}
+
+// usePlatform decides gVisor's platform of a new runsc sandbox (choosePlatform) and passes it to
+// every command of r; other runtimes have none (the zero choice).
+func (r *runtimeBin) usePlatform(ctx context.Context, cfg Config) (PlatformChoice, error) {
+	if r.name != Runsc {
+		return PlatformChoice{}, nil
+	}
+	c, err := choosePlatform(ctx, cfg, r, platformProbe{})
+	if err != nil {
+		return c, err
+	}
+	r.setPlatform(c.Platform)
+	return c, nil
+}
+
+// setPlatform passes --platform=name to every command of r (runsc).
+func (r *runtimeBin) setPlatform(name string) {
+	if r.name == Runsc && name != "" {
+		r.platform = name
+		r.flags = append(r.flags, "--platform="+name)
+	}
 }
 
 // findRuntime locates cfg's runtime. A missing binary, or a system other than Linux, is
@@ -214,7 +238,11 @@ func (r *runtimeBin) start(ctx context.Context, cid, bundleDir string, reach rea
 	if err != nil {
 		conn.Close()
 		msg := conn.stderr.waitString(2 * time.Second)
-		return nil, 0, errs.New(errs.SandboxUnavailable, op, "", "%s run: %v: %s", r.name, err, strings.TrimSpace(msg))
+		what := r.name + " run"
+		if r.platform != "" {
+			what += " (gVisor platform " + r.platform + ")"
+		}
+		return nil, 0, errs.New(errs.SandboxUnavailable, op, "", "%s: %v: %s", what, err, strings.TrimSpace(msg))
 	}
 	if ctx.Err() != nil {
 		conn.Close()

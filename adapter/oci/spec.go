@@ -203,10 +203,20 @@ func Bundle(cfg Config, dir string, args []string) (argv []string, cleanup func(
 		return nil, nil, errs.Wrap(errs.InvalidInput, op, "", err)
 	}
 	lay := layoutOf(cfg.stateDir())
+	if _, err := rt.usePlatform(context.Background(), cfg); err != nil {
+		return nil, nil, err
+	}
 	root, err := rootOf(context.Background(), cfg, lay)
 	if err != nil {
 		return nil, nil, err
 	}
+	// The image's tree stays leased until cleanup: no record names it.
+	ok := false
+	defer func() {
+		if !ok {
+			root.release()
+		}
+	}()
 	userns, reach, err := useUserNS(cfg, lay)
 	if err != nil {
 		return nil, nil, err
@@ -249,7 +259,9 @@ func Bundle(cfg Config, dir string, args []string) (argv []string, cleanup func(
 	}
 	argv = append(append([]string{rt.path, "--root", rt.root}, rt.flags...), "run", "--bundle", dir, containerID(id))
 	cleanup = func() error {
+		defer root.release()
 		return errors.Join(rt.delete(context.Background(), containerID(id)), removeCgroups(cgroupPath(id)))
 	}
+	ok = true
 	return argv, cleanup, nil
 }

@@ -363,8 +363,31 @@ func TestDoctor(t *testing.T) {
 			Available    bool            `json:"available"`
 			Capabilities json.RawMessage `json:"capabilities"`
 		} `json:"adapters"`
+		OCIRuntimes []struct {
+			Name     string `json:"name"`
+			Works    bool   `json:"works"`
+			Error    string `json:"error"`
+			Platform *struct {
+				Platform string `json:"platform"`
+				Reason   string `json:"reason"`
+			} `json:"platform"`
+		} `json:"ociRuntimes"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &rep), r.stdout+r.stderr)
+	// gVisor's platform: which one runs, and why.
+	_, kvmErr := os.Stat("/dev/kvm")
+	for _, rt := range rep.OCIRuntimes {
+		if rt.Name != "runsc" || !rt.Works {
+			continue
+		}
+		require.NotNil(t, rt.Platform, "doctor says runsc's platform")
+		assert.NotEmpty(t, rt.Platform.Platform)
+		if kvmErr != nil {
+			assert.Equal(t, "kvm: /dev/kvm absent", rt.Platform.Reason)
+			forced := e.run("", nil, "doctor", "--json", "--runsc-platform", "kvm")
+			assert.Contains(t, forced.stdout, "runsc platform kvm was asked for", "a forced platform that cannot run says why")
+		}
+	}
 	var names []string
 	allOK := true
 	ok := map[string]bool{}
@@ -397,6 +420,9 @@ func TestDoctor(t *testing.T) {
 	text := e.run("", nil, "doctor")
 	assert.Equal(t, r.code, text.code)
 	assert.Contains(t, text.stdout, "adapter local:")
+	if strings.Contains(text.stdout, "oci runtime runsc: runsc version") && !strings.Contains(text.stdout, "cannot run a sandbox") {
+		assert.Contains(t, text.stdout, "  gVisor platform: ")
+	}
 
 	// In / the workspace check fails, and so does doctor.
 	slash := e.runIn("/", nil, "doctor", "--json")

@@ -60,6 +60,8 @@ type env struct {
 	work  string
 	state string
 	vars  []string
+	// timeout bounds each run; 0 is 2 minutes.
+	timeout time.Duration
 }
 
 func newEnv(t testing.TB) *env {
@@ -184,7 +186,11 @@ func (e *env) runWith(binary, dir, stdin string, extraEnv []string, args ...stri
 	if binary == "" {
 		binary = bin
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	limit := e.timeout
+	if limit == 0 {
+		limit = 2 * time.Minute
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, binary, args...)
 	cmd.Dir = dir

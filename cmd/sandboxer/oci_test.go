@@ -136,9 +136,17 @@ func TestOCIAnyImage(t *testing.T) {
 	r = e.run("", nil, "sandbox", "rm", id)
 	require.Equal(t, 0, r.code, r.stderr)
 
-	ents, err := os.ReadDir(filepath.Join(e.state, "oci", "images"))
+	images := filepath.Join(e.state, "oci", "images")
+	trees, err := filepath.Glob(filepath.Join(images, "[0-9a-f]*"))
 	require.NoError(t, err)
-	assert.Len(t, ents, 1, "one tree for the image")
+	require.Len(t, trees, 1, "one tree for the image")
+	// No sandbox uses it any more: prune removes it.
+	r = e.run("", nil, "sandbox", "prune")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Equal(t, "oci:image:sha256:"+filepath.Base(trees[0])+"\n", r.stdout)
+	ents, err := os.ReadDir(images)
+	require.NoError(t, err)
+	assert.Empty(t, ents, "the tree and its lock file are gone")
 	r = e.run("", nil, "tool", "bash", "--adapter", "oci", "--image", "docker-archive:missing.tar", "--input", `{"cmd":"true"}`)
 	assert.Contains(t, r.stdout+r.stderr, "INVALID_INPUT", "a missing file")
 }

@@ -13,7 +13,7 @@ import (
 // ociConfig is the oci adapter's Config of s. --image is its root file system only when it is not
 // the docker adapter's default: otherwise the adapter's own (the same recipe as that image).
 func ociConfig(s Settings, persist bool) oci.Config {
-	c := oci.Config{Runtime: s.Runtime, StateDir: s.StateDir, AllowNetwork: s.AllowNetwork, AllowHosts: s.AllowHosts, Persist: persist,
+	c := oci.Config{Runtime: s.Runtime, RunscPlatform: s.RunscPlatform, StateDir: s.StateDir, AllowNetwork: s.AllowNetwork, AllowHosts: s.AllowHosts, Persist: persist,
 		ForkMaxFileBytes: s.SyncMaxFileBytes, WorkspaceBytes: s.Disk}
 	if s.Image != DefaultImage {
 		c.Image = s.Image

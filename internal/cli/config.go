@@ -55,6 +55,7 @@ const (
 	keyNoCaches       = "no-caches"
 	keyMCPMaxMessage  = "mcp-max-message-bytes"
 	keyRuntime        = "runtime"
+	keyRunscPlatform  = "runsc-platform"
 	// The kubernetes adapter's (kubernetes.Config). KUBECONFIG is read by client-go itself when
 	// --kubeconfig is not given.
 	keyKubeconfig      = "kubeconfig"
@@ -71,7 +72,7 @@ var knownKeys = map[string]bool{
 	keyTimeout: true, keyJournal: true, keyStateDir: true, keyRunID: true, keyNodeID: true,
 	keyIteration: true, keyAttempt: true, keySandbox: true, keyStore: true, keySyncMaxFile: true,
 	keyIsolation: true, keyRequireIso: true, keyMemory: true, keyPids: true, keyCPUs: true, keyDisk: true,
-	keyROBind: true, keyRWBind: true, keyNoCaches: true, keyMCPMaxMessage: true, keyRuntime: true, keyAllowHosts: true, keyDisableLayers: true,
+	keyROBind: true, keyRWBind: true, keyNoCaches: true, keyMCPMaxMessage: true, keyRuntime: true, keyRunscPlatform: true, keyAllowHosts: true, keyDisableLayers: true,
 	keyKubeconfig: true, keyKubeContext: true, keyNamespace: true, keyKubeImage: true, keyKubeAgentImage: true,
 	keyImagePullPolicy: true, keyRuntimeClass: true,
 }
@@ -150,6 +151,9 @@ type Settings struct {
 	MCPMaxMessageBytes int
 	// Runtime is the OCI runtime of the oci adapter (runc, runsc or crun).
 	Runtime string
+	// RunscPlatform is gVisor's platform under runsc (oci.Config.RunscPlatform): auto, kvm,
+	// ptrace or systrap.
+	RunscPlatform string
 	// The kubernetes adapter's cluster and pods: the kubeconfig file ("" is KUBECONFIG, then
 	// ~/.kube/config, then in-cluster; absolute), its context, the namespace, the sandbox image,
 	// its pull policy and an optional runtime class; "" is the adapter's default for each.
@@ -219,7 +223,14 @@ func addCommonFlags(f *pflag.FlagSet) {
 	f.StringArray(keyRWBind, nil, "local adapter: a host directory commands may also write (repeatable; refused when it holds a unix socket)")
 	f.Bool(keyNoCaches, false, "local adapter: show commands none of the caller's build and module caches (Go, pip, npm, cargo), which they otherwise read copy-on-write")
 	f.String(keyRuntime, oci.Runc, "OCI runtime of the oci adapter: "+strings.Join(oci.Runtimes, "|"))
+	addRunscPlatformFlag(f)
 	addKubernetesFlags(f)
+}
+
+// addRunscPlatformFlag declares --runsc-platform (sandbox commands and doctor).
+func addRunscPlatformFlag(f *pflag.FlagSet) {
+	f.String(keyRunscPlatform, oci.PlatformAuto, "oci adapter under runsc: gVisor's platform, "+strings.Join(oci.PlatformNames(), "|")+
+		" (auto: kvm where /dev/kvm exists and a probe sandbox runs on it in time, else runsc's default; `sandboxer doctor` says which and why)")
 }
 
 // addKubernetesFlags declares the kubernetes adapter's flags (sandbox commands and doctor).
@@ -307,6 +318,9 @@ func loadIn(inv invocation, flags *pflag.FlagSet) (Settings, error) {
 	s.Store = v.GetString(keyStore)
 	if s.Runtime = v.GetString(keyRuntime); s.Runtime != "" && !slices.Contains(oci.Runtimes, s.Runtime) {
 		return Settings{}, fmt.Errorf("--%s %q: want one of %v", keyRuntime, s.Runtime, oci.Runtimes)
+	}
+	if s.RunscPlatform = v.GetString(keyRunscPlatform); s.RunscPlatform != "" && !slices.Contains(oci.PlatformNames(), s.RunscPlatform) {
+		return Settings{}, fmt.Errorf("--%s %q: want one of %v", keyRunscPlatform, s.RunscPlatform, oci.PlatformNames())
 	}
 	// Read whether or not the command declares the flags: sandbox rm, ls and prune reach the
 	// cluster of the environment or the config file.

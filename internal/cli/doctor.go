@@ -136,7 +136,8 @@ func newDoctorCmd(std Streams) *cobra.Command {
 is started in new user+network namespaces) and Landlock (the kernel's ABI version), then list
 each adapter of this build with the capabilities it declares here, and each OCI runtime of the
 oci adapter (runc, runsc, crun): found or not, its version, and the isolation layers a probe
-sandbox had in force, whether the local adapter takes the workspace (--root, or the current
+sandbox had in force (for runsc also gVisor's platform and why: kvm is probed afresh, bounded,
+where /dev/kvm exists; --runsc-platform forces one), whether the local adapter takes the workspace (--root, or the current
 directory: not /, a system or home directory, nor one holding sandboxer's own files), and the
 local adapter's isolation layers: in force here, or missing and why (a command that needs a
 missing layer is refused unless --disable-layer names it). With a kubeconfig (--kubeconfig,
@@ -212,6 +213,7 @@ the cluster is never a failed probe).`,
 	c.Flags().String("config", "", configFlagUsage)
 	c.Flags().String(keyImage, DefaultImage, "image of the docker adapter to look for")
 	c.Flags().String(keyAdapter, DefaultAdapter, "the adapter to probe in depth (kubernetes: a probe pod tells whether the cluster enforces NetworkPolicy egress)")
+	addRunscPlatformFlag(c.Flags())
 	addKubernetesFlags(c.Flags())
 	return c
 }
@@ -287,6 +289,9 @@ func printOCIRuntimes(std Streams, reps []oci.RuntimeReport) {
 			fmt.Fprintf(std.Out, "%s (%s) cannot run a sandbox here: %s\n", r.Version, r.Path, r.Error)
 		default:
 			fmt.Fprintf(std.Out, "%s (%s), kernel %s\n  enforces: %s\n", r.Version, r.Path, r.Kernel, strings.Join(r.Layers, ", "))
+		}
+		if r.Platform != nil {
+			fmt.Fprintf(std.Out, "  gVisor platform: %s\n", r.Platform)
 		}
 	}
 }
