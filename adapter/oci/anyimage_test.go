@@ -26,7 +26,7 @@ import (
 )
 
 // debianImage is the Debian toolchain image (adaptertest.DebianImage).
-func debianImage(t *testing.T) string { return adaptertest.DebianImage(t) }
+func debianImage(t testing.TB) string { return adaptertest.DebianImage(t) }
 
 // savedImage writes the small sandbox image of the docker adapter (busybox) as a `docker save`
 // tarball into a temporary directory.

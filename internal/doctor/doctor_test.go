@@ -4,6 +4,7 @@ import (
 	"context"
 	"os/exec"
 	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -30,6 +31,20 @@ func TestProbesDoNotPanicAndExplain(t *testing.T) {
 	for _, c := range []doctor.Check{doctor.NetworkNamespace(ctx), doctor.Landlock(), doctor.Platform()} {
 		assert.NotEmpty(t, c.Detail, c.Name)
 	}
+}
+
+// The daemon's line names its storage driver as `docker info` does, with what it costs when that
+// is known.
+func TestDockerStorageDriver(t *testing.T) {
+	t.Parallel()
+	d, _ := doctor.Docker(context.Background(), "sandboxer-doctor-test-no-such-image:never")
+	out, err := exec.Command("docker", "info", "-f", "{{.Driver}}").Output()
+	if !d.OK || err != nil {
+		t.Skipf("no docker daemon or CLI: %s %v", d.Detail, err)
+	}
+	driver := strings.TrimSpace(string(out))
+	assert.Contains(t, d.Detail, ", storage "+driver, d.Detail)
+	assert.Equal(t, driver == "fuse-overlayfs", strings.Contains(d.Detail, "FUSE round trip"), d.Detail)
 }
 
 // The platform line names the system, and fails where the local adapter has no kernel isolation.
