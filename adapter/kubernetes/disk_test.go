@@ -3,6 +3,7 @@ package kubernetes_test
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
@@ -31,8 +32,10 @@ func TestDiskFillEvictsThePod(t *testing.T) {
 
 	nodeDir := os.Getenv("SANDBOXER_TEST_K8S_NODE_DIR")
 	var before int64
+	vol := filepath.Join(nodeDir, "pods", string(p.UID), "volumes", "kubernetes.io~empty-dir", "workspace")
 	if nodeDir != "" {
 		before = freeBytes(t, nodeDir)
+		require.DirExists(t, vol, "the pod's workspace volume on the node")
 	}
 	res, err := sb.ExecuteCommand(ctx, adapter.Command{Args: []string{"sh", "-c",
 		"dd if=/dev/zero of=/tmp/fill bs=1048576 count=64 2>&1; echo exit=$?; rm -f /tmp/fill"}})
@@ -65,17 +68,20 @@ func TestDiskFillEvictsThePod(t *testing.T) {
 		t.Log("SANDBOXER_TEST_K8S_NODE_DIR unset: the node's free space is not checked")
 		return
 	}
-	// The evicted pod's emptyDir goes with it; Stop deletes what is left.
+	// The evicted pod's emptyDir goes with it; Stop deletes what is left. The node's free space
+	// is shared with every other writer of its file system (other tests, builds), so what is
+	// checked is that the pod's own volume, where the fill was, is gone; the free space is logged.
 	require.NoError(t, sb.Stop(ctx))
-	var lost int64
+	var statErr error
 	for range 60 {
-		syscall.Sync()
-		if lost = before - freeBytes(t, nodeDir); lost < 32<<20 {
+		if _, statErr = os.Stat(vol); os.IsNotExist(statErr) {
 			break
 		}
 		time.Sleep(time.Second)
 	}
-	assert.Less(t, lost, int64(32<<20), "the node got its space back")
+	assert.True(t, os.IsNotExist(statErr), "the node got its space back: the pod's workspace volume %s is gone (%v)", vol, statErr)
+	syscall.Sync()
+	t.Logf("the node's free space: %d bytes less than before the fill", before-freeBytes(t, nodeDir))
 }
 
 func freeBytes(t *testing.T, dir string) int64 {
