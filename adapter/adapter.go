@@ -20,6 +20,12 @@ const DefaultMaxOutputBytes = 200000
 // namespace (docker, memory).
 const DefaultWorkspace = "/workspace"
 
+// DefaultHome is the HOME of commands in the container adapters (docker, oci, kubernetes): a
+// directory of the sandbox's own outside the workspace (what toolchains keep there, Go's build
+// cache, never lands in the project), writable by the sandbox user, on the same capped storage as
+// the workspace where there is one, kept as long as the sandbox.
+const DefaultHome = "/home/sandbox"
+
 // Sandbox runs commands and moves files inside one isolated workspace.
 //
 // Paths are relative to the workspace root, or absolute inside it. Every method fails with

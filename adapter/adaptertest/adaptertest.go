@@ -43,6 +43,11 @@ type Harness struct {
 
 	// Grace is how long past a timeout a call may take to return; 0 means 3 seconds.
 	Grace time.Duration
+
+	// PrivateHome says the commands' HOME is a directory of the sandbox's own outside the
+	// workspace (every adapter but memory, whose HOME is the workspace): Exec/PrivateHome checks
+	// it, and skips without it.
+	PrivateHome bool
 }
 
 // SecretContent is the content of the file "secret" in the Outside directory.
@@ -75,6 +80,7 @@ func Run(t *testing.T, h Harness) {
 	t.Run("Exec/StreamsApart", s.testStreams)
 	t.Run("Exec/Dir", s.testDir)
 	t.Run("Exec/Environment", s.testEnvironment)
+	t.Run("Exec/PrivateHome", s.testPrivateHome)
 	t.Run("Exec/Stdin", s.testStdin)
 	t.Run("Exec/NotFound", s.testNotFound)
 	t.Run("Exec/InvalidInput", s.testInvalidExec)

@@ -14,10 +14,10 @@ import (
 	"github.com/sandboxer/sandboxer/adapter"
 )
 
-// CheckDiskFill fills the workspace and /tmp of sb from inside, as a hostile command would
-// (issue 34, item 5: a sandbox wrote 3 GiB to the host's root file system): sb's /workspace is
-// capped at wsBytes and its /tmp at tmpBytes; hostDir is a directory on the host file system that
-// holds the workspace's storage. Each write past a cap must end in "No space left on device",
+// CheckDiskFill fills the workspace, HOME and /tmp of sb from inside, as a hostile command would
+// (issue 34, item 5: a sandbox wrote 3 GiB to the host's root file system): sb's /workspace and
+// its HOME share one cap of wsBytes and its /tmp is capped at tmpBytes; hostDir is a directory on
+// the host file system that holds the workspace's storage. Each write past a cap must end in "No space left on device",
 // the host's file system must lose at most about the cap (free space from statfs of hostDir,
 // before and after), and the sandbox must still answer, with room again once the file is gone.
 func CheckDiskFill(t *testing.T, sb adapter.Sandbox, wsBytes, tmpBytes int64, hostDir string) {
@@ -35,11 +35,12 @@ func CheckDiskFill(t *testing.T, sb adapter.Sandbox, wsBytes, tmpBytes int64, ho
 	defer diskFill.Unlock()
 	before := freeBytes(t, hostDir)
 	// Four times the cap, in MiB (dd stops at the first failed write): without the cap the host
-	// would lose that much, well past the bound checked.
+	// would lose that much, well past the bound checked. HOME first: its write alone meets the
+	// cap; the workspace's then finds the shared file system full.
 	for _, c := range []struct {
 		path  string
 		bytes int64
-	}{{"/workspace/fill", wsBytes}, {"/tmp/fill", tmpBytes}} {
+	}{{"$HOME/fill", wsBytes}, {"/workspace/fill", wsBytes}, {"/tmp/fill", tmpBytes}} {
 		res := run(fmt.Sprintf("dd if=/dev/zero of=%s bs=1048576 count=%d 2>&1; echo exit=$?; sync", c.path, 4*c.bytes>>20))
 		out := string(res.Stdout)
 		assert.Contains(t, out, "No space left on device", "%s: writing four times its cap", c.path)
@@ -50,7 +51,7 @@ func CheckDiskFill(t *testing.T, sb adapter.Sandbox, wsBytes, tmpBytes int64, ho
 		assert.Less(t, before-after, wsBytes+wsBytes/4+32<<20,
 			"%s: the host lost at most about the workspace's cap (%d bytes): %d", c.path, wsBytes, before-after)
 	}
-	res := run("rm /workspace/fill /tmp/fill && echo again > /workspace/again && cat /workspace/again")
+	res := run(`rm /workspace/fill "$HOME/fill" /tmp/fill && echo again > /workspace/again && cat /workspace/again`)
 	assert.Equal(t, "again\n", string(res.Stdout), "the sandbox answers, with room again: %s", res.Stderr)
 	run("rm -f /workspace/again")
 }

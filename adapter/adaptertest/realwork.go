@@ -41,7 +41,7 @@ func DebianImage(t testing.TB) string {
 }
 
 // CheckRealWork runs real work in sb, a sandbox of the Debian toolchain image (issue 35): as the
-// sandbox user with HOME the workspace, a Go module's tests, a C program built by make, Python,
+// sandbox user with HOME its own (adapter.DefaultHome, outside the workspace), a Go module's tests, a C program built by make, Python,
 // and a git commit and `git mv`, with the files written, listed and read through the adapter.
 func CheckRealWork(t *testing.T, sb adapter.Sandbox) {
 	t.Helper()
@@ -61,7 +61,7 @@ git init -q g && cd g && echo x > f && git add f && git -c user.email=a@b -c use
 		Timeout: 3 * time.Minute})
 	require.NoError(t, err)
 	require.Equal(t, 0, res.ExitCode, "stdout %s\nstderr %s", res.Stdout, res.Stderr)
-	assert.Equal(t, "1000\n/workspace\nok  \nhello from C\n{\"py\": 3}\n1\n", string(res.Stdout))
+	assert.Equal(t, "1000\n"+adapter.DefaultHome+"\nok  \nhello from C\n{\"py\": 3}\n1\n", string(res.Stdout))
 
 	l, ok := sb.(adapter.Lister)
 	require.True(t, ok, "the container adapters list files")

@@ -24,8 +24,9 @@ import (
 func TestConformanceWithoutAgent(t *testing.T) {
 	needDocker(t)
 	adaptertest.Run(t, adaptertest.Harness{
-		New:     func(t *testing.T) adapter.Sandbox { return newSandbox(t, docker.Config{NoAgent: true}) },
-		Outside: outside,
+		New:         func(t *testing.T) adapter.Sandbox { return newSandbox(t, docker.Config{NoAgent: true}) },
+		Outside:     outside,
+		PrivateHome: true,
 	})
 }
 

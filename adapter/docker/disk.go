@@ -22,8 +22,12 @@ import (
 // lives on the daemon's root file system without a size (the local driver has none, overlay2's
 // size option needs xfs project quotas), so with a daemon on this host the adapter makes the
 // workspace itself: an ext4 file system of the cap's size in a sparse file
-// (STATE/docker/disks/ID/workspace.ext4), loop-mounted at STATE/docker/disks/ID/workspace and
-// bound at /workspace instead of the volume (package adapter/internal/diskcap). Stop releases
+// (STATE/docker/disks/ID/workspace.ext4), loop-mounted at STATE/docker/disks/ID/fs, whose
+// directories workspace and home are bound at /workspace and at HOME (adapter.DefaultHome)
+// instead of the volumes (package adapter/internal/diskcap): one cap for both, so that a command
+// cannot fill the host's disk through HOME either. (Containers made before HOME had the file
+// system mounted at STATE/docker/disks/ID/workspace and bound whole at /workspace: diskAt
+// recognises that layout, and Stop, Prune and the janitor release it the same.) Stop releases
 // it once the container is gone; for a sandbox that is not persistent the janitor does when this
 // process dies first (the daemon removes the container then); Prune releases those of the
 // containers it removes and those whose containers are gone.
@@ -60,11 +64,40 @@ func (c Config) workspaceBytes() int64 { return orDefault(c.WorkspaceBytes, Defa
 // disksBase holds the sandboxes' workspace file systems.
 func (c Config) disksBase() string { return filepath.Join(c.stateDir(), "docker", disksDirName) }
 
-// disk is one sandbox's capped workspace: dir holds the image file and the mount point.
-type disk struct{ dir string }
+// disk is one sandbox's capped workspace and HOME: dir holds the image file and the mount point.
+type disk struct {
+	dir string
+	// legacy: the file system is mounted at dir/workspace and is the workspace (a container made
+	// before HOME was on it).
+	legacy bool
+}
+
+// Names in a disk's directory: the mount point, and the mount point of the legacy layout.
+const (
+	fsDirName     = "fs"
+	legacyDirName = "workspace"
+)
 
 func (d disk) image() string { return filepath.Join(d.dir, diskcap.ImageName) }
-func (d disk) mount() string { return filepath.Join(d.dir, "workspace") }
+
+// mount is where the file system is mounted on the host.
+func (d disk) mount() string {
+	if d.legacy {
+		return filepath.Join(d.dir, legacyDirName)
+	}
+	return filepath.Join(d.dir, fsDirName)
+}
+
+// workspace and home are the directories of the file system bound at /workspace and at HOME
+// (the legacy layout's workspace is the file system's root, and it has no home).
+func (d disk) workspace() string {
+	if d.legacy {
+		return d.mount()
+	}
+	return filepath.Join(d.mount(), "workspace")
+}
+
+func (d disk) home() string { return filepath.Join(d.mount(), "home") }
 
 // newDisk makes sandbox id's capped workspace when the daemon is on this host and the host
 // allows it, and returns it with the directory to bind at /workspace; otherwise an empty disk and
@@ -92,7 +125,15 @@ func newDisk(ctx context.Context, eng engine, cfg Config, id string, lookAfter b
 	if lookAfter {
 		janitor.Register(d.dir)
 	}
-	if err := diskcap.Mount(ctx, d.image(), d.mount(), size, uid, gid); err != nil {
+	err := diskcap.Mount(ctx, d.image(), d.mount(), size, uid, gid)
+	for _, dir := range []string{d.workspace(), d.home()} {
+		if err == nil {
+			if err = os.Mkdir(dir, 0o755); err == nil {
+				err = os.Lchown(dir, uid, gid)
+			}
+		}
+	}
+	if err != nil {
 		d.release()
 		if lookAfter {
 			janitor.Release(d.dir)
@@ -135,24 +176,31 @@ func (d disk) release() error {
 	return err
 }
 
-// diskOf returns the disk bound at /workspace in a container, if it is one of this adapter's.
+// diskOf returns the disk bound at /workspace in a container, if it is one of this adapter's:
+// the source is ID/fs/workspace, or ID/workspace in the legacy layout.
 func diskOf(ins client.ContainerInspectResult) disk {
 	for _, m := range ins.Container.Mounts {
 		if m.Destination == adapter.DefaultWorkspace && m.Type == "bind" {
-			return diskAt(filepath.Dir(m.Source))
+			parent := filepath.Dir(m.Source)
+			if filepath.Base(m.Source) == "workspace" && filepath.Base(parent) == fsDirName {
+				return diskAt(filepath.Dir(parent))
+			}
+			return diskAt(parent)
 		}
 	}
 	return disk{}
 }
 
 // diskAt is the disk of directory dir when dir has the shape of one (STATE/docker/disks/ID):
-// the janitor and a container's mounts name nothing else.
+// the janitor and a container's mounts name nothing else. A directory holding the legacy mount
+// point (ID/workspace) is of the legacy layout.
 func diskAt(dir string) disk {
 	if !filepath.IsAbs(dir) || filepath.Base(filepath.Dir(dir)) != disksDirName ||
 		filepath.Base(filepath.Dir(filepath.Dir(dir))) != "docker" {
 		return disk{}
 	}
-	return disk{dir: filepath.Clean(dir)}
+	_, err := os.Lstat(filepath.Join(dir, legacyDirName))
+	return disk{dir: filepath.Clean(dir), legacy: err == nil}
 }
 
 // inForce reports whether the container's /workspace is the disk's file system: the host's mount
@@ -163,18 +211,19 @@ func (d disk) inForce(pid int) bool {
 		return false
 	}
 	var host, inside syscall.Stat_t
-	return syscall.Stat(d.mount(), &host) == nil &&
+	return syscall.Stat(d.workspace(), &host) == nil &&
 		syscall.Stat("/proc/"+strconv.Itoa(pid)+"/root"+adapter.DefaultWorkspace, &inside) == nil &&
 		host.Dev == inside.Dev
 }
 
-// bind sets up hc and cc to bind the disk at /workspace in place of the anonymous volume.
+// bind sets up hc and cc to bind the disk's workspace and home at /workspace and HOME in place of
+// the anonymous volumes.
 func (d disk) bind(cc *container.Config, hc *container.HostConfig) {
 	if d.dir == "" {
 		return
 	}
 	cc.Volumes = nil
-	hc.Binds = append(hc.Binds, d.mount()+":"+adapter.DefaultWorkspace)
+	hc.Binds = append(hc.Binds, d.workspace()+":"+adapter.DefaultWorkspace, d.home()+":"+adapter.DefaultHome)
 }
 
 // sweepDisks releases the disks of the ids in gone, and those of sandboxes without a container

@@ -2,6 +2,7 @@ package docker_test
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -75,4 +76,29 @@ func TestWorkspaceCapDefaultAndNone(t *testing.T) {
 	assert.Error(t, err)
 	assert.Empty(t, docker.DiskDir(none))
 	require.NoError(t, none.Stop(context.Background()))
+}
+
+// A disk's directory is found again from a container's bind (diskOf) and by the janitor and Prune
+// (diskAt) in both layouts: the file system at ID/fs with its workspace and home, and the legacy
+// one (containers made before HOME), mounted at ID/workspace and bound whole.
+func TestDiskLayouts(t *testing.T) {
+	t.Parallel()
+	base := filepath.Join(t.TempDir(), "docker", "disks")
+	dir := filepath.Join(base, "0123456789abcdef")
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "fs"), 0o755))
+	mount, ws := docker.DiskMounts(dir)
+	assert.Equal(t, filepath.Join(dir, "fs"), mount)
+	assert.Equal(t, filepath.Join(dir, "fs", "workspace"), ws)
+	assert.Equal(t, dir, docker.DiskOfBind(filepath.Join(dir, "fs", "workspace")))
+
+	legacy := filepath.Join(base, "fedcba9876543210")
+	require.NoError(t, os.MkdirAll(filepath.Join(legacy, "workspace"), 0o755))
+	mount, ws = docker.DiskMounts(legacy)
+	assert.Equal(t, filepath.Join(legacy, "workspace"), mount)
+	assert.Equal(t, mount, ws, "the legacy file system is the workspace")
+	assert.Equal(t, legacy, docker.DiskOfBind(filepath.Join(legacy, "workspace")))
+
+	assert.Empty(t, docker.DiskOfBind("/srv/project"), "not a disk's")
+	mount, _ = docker.DiskMounts(filepath.Join(t.TempDir(), "elsewhere"))
+	assert.Empty(t, mount)
 }

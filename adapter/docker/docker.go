@@ -2,8 +2,9 @@
 // Engine, driven through its API (github.com/moby/moby/client) with the workspace at /workspace.
 //
 // Containers are hardened by default (see Config): no network, every capability dropped,
-// no-new-privileges, a read-only root file system with a writable /workspace (a 10 GiB file system
-// of its own where the host allows it, see disk.go; else an anonymous volume) and /tmp (tmpfs), a non-root user, memory, CPU and pids limits, the daemon's default seccomp
+// no-new-privileges, a read-only root file system with a writable /workspace and HOME
+// (adapter.DefaultHome, outside the workspace: both on a 10 GiB file system of their own where the
+// host allows it, see disk.go; else anonymous volumes) and /tmp (tmpfs), a non-root user, memory, CPU and pids limits, the daemon's default seccomp
 // profile, docker-init as PID 1, and labels that mark them as sandboxer's. The Docker socket is
 // never mounted.
 //
@@ -26,6 +27,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -231,6 +233,10 @@ type Sandbox struct {
 	streams      string    // host directory of the agent's direct streams ("": none)
 	lookedAfter  bool      // the janitor removes streams if this process dies before Stop
 
+	// workspaceHome: the container has nothing at adapter.DefaultHome (made before commands had
+	// a HOME of their own): its commands' HOME stays the workspace.
+	workspaceHome bool
+
 	disk            disk  // the capped workspace, or none
 	diskBytes       int64 // its size
 	diskLookedAfter bool  // the janitor releases it if this process dies before Stop
@@ -369,7 +375,9 @@ func create(ctx context.Context, eng engine, cfg Config, pool string) (*Sandbox,
 		Cmd:        []string{"/bin/sleep", "infinity"},
 		WorkingDir: adapter.DefaultWorkspace,
 		Env:        commandEnv(imageEnv),
-		Volumes:    map[string]struct{}{adapter.DefaultWorkspace: {}},
+		// Without a capped disk, the workspace and HOME are anonymous volumes, removed with the
+		// container.
+		Volumes: map[string]struct{}{adapter.DefaultWorkspace: {}, adapter.DefaultHome: {}},
 	}
 	// The janitor releases the disk of a sandbox that goes with its owner (the agent's); one
 	// without the agent outlives its owner until Prune, which releases it then.
@@ -503,6 +511,7 @@ func attach(ctx context.Context, eng engine, cfg Config, id string) (*Sandbox, e
 	// own at its first call.
 	s := &Sandbox{cfg: cfg, eng: eng, id: id, containerID: c.ID, agentVersion: c.Config.Labels[LabelAgent],
 		agentBin: c.Config.Labels[LabelAgentPath], imageEnv: c.Config.Env, streams: streamsDirOf(ins), disk: diskOf(ins)}
+	s.workspaceHome = !slices.ContainsFunc(c.Mounts, func(m container.MountPoint) bool { return m.Destination == adapter.DefaultHome })
 	s.diskBytes, _ = strconv.ParseInt(c.Config.Labels[LabelDisk], 10, 64)
 	if s.disk.dir == "" || s.diskBytes <= 0 {
 		s.disk, s.diskErr = disk{}, errors.New("the sandbox was made without a cap")

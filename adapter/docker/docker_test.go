@@ -54,8 +54,9 @@ func outside(t *testing.T, sb adapter.Sandbox) (string, func(string) ([]byte, bo
 func TestConformance(t *testing.T) {
 	needDocker(t)
 	adaptertest.Run(t, adaptertest.Harness{
-		New:     func(t *testing.T) adapter.Sandbox { return newSandbox(t, docker.Config{}) },
-		Outside: outside,
+		New:         func(t *testing.T) adapter.Sandbox { return newSandbox(t, docker.Config{}) },
+		Outside:     outside,
+		PrivateHome: true,
 	})
 }
 

@@ -20,7 +20,7 @@ import (
 // baseEnv is the minimal environment of every command (and of the container itself).
 var baseEnv = []string{
 	"PATH=/usr/local/bin:/usr/bin:/bin",
-	"HOME=" + adapter.DefaultWorkspace,
+	"HOME=" + adapter.DefaultHome,
 	"LANG=C.UTF-8",
 	"TZ=UTC",
 }
@@ -221,6 +221,9 @@ func (s *Sandbox) ExecuteCommand(ctx context.Context, cmd adapter.Command) (adap
 func (s *Sandbox) env(cmd adapter.Command) []string {
 	proxyEnv := egress.EnvOf(s.Egress())
 	base := commandEnv(s.imageEnv)
+	if s.workspaceHome {
+		base = adapter.WorkspaceHome(base)
+	}
 	env := make([]string, 0, len(base)+len(proxyEnv)+len(s.cfg.Env)+len(cmd.Env))
 	return append(append(append(append(env, base...), proxyEnv...), s.cfg.Env...), cmd.Env...)
 }

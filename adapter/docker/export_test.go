@@ -4,6 +4,10 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/client"
+
+	"github.com/sandboxer/sandboxer/adapter"
 	"github.com/sandboxer/sandboxer/adapter/agent"
 	"github.com/sandboxer/sandboxer/adapter/internal/diskcap"
 )
@@ -19,8 +23,10 @@ func UseAgent(s *Sandbox, c *agent.Client) func() {
 func DiskLeftovers(dir string) []string {
 	d := disk{dir: dir}
 	var out []string
-	if diskcap.MountedAt(d.mount()) {
-		out = append(out, "mount "+d.mount())
+	for _, m := range []string{d.mount(), disk{dir: dir, legacy: true}.mount()} {
+		if diskcap.MountedAt(m) {
+			out = append(out, "mount "+m)
+		}
 	}
 	for _, dev := range diskcap.Loops(d.image()) {
 		out = append(out, "loop device "+dev)
@@ -36,3 +42,20 @@ func DiskDir(s *Sandbox) string { return s.disk.dir }
 
 // DiskDirOf is where sandbox id of cfg's state directory has its capped workspace.
 func DiskDirOf(cfg Config, id string) string { return filepath.Join(cfg.disksBase(), id) }
+
+// DiskMounts is where the disk of directory dir (STATE/docker/disks/ID) is mounted and its
+// workspace, as the janitor and Prune find them ("" when dir is not a disk's).
+func DiskMounts(dir string) (mount, workspace string) {
+	d := diskAt(dir)
+	if d.dir == "" {
+		return "", ""
+	}
+	return d.mount(), d.workspace()
+}
+
+// DiskOfBind is the directory of the disk whose bind at /workspace has source src ("": none).
+func DiskOfBind(src string) string {
+	var ins client.ContainerInspectResult
+	ins.Container.Mounts = []container.MountPoint{{Type: "bind", Source: src, Destination: adapter.DefaultWorkspace}}
+	return diskOf(ins).dir
+}

@@ -128,7 +128,7 @@ func TestPrune(t *testing.T) {
 	orphan := strings.Fields(rest)[0]
 	orphanDisk := docker.DiskDirOf(docker.Config{}, orphan)
 	if diskcap.Check() == nil {
-		assert.Contains(t, docker.DiskLeftovers(orphanDisk), "mount "+filepath.Join(orphanDisk, "workspace"), "a capped workspace")
+		assert.Contains(t, docker.DiskLeftovers(orphanDisk), "mount "+filepath.Join(orphanDisk, "fs"), "a capped workspace and HOME")
 	}
 
 	// This process is alive: nothing of it is pruned, even a container it stopped; the orphan is.

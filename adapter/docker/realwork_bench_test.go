@@ -39,7 +39,7 @@ func BenchmarkRealWork(b *testing.B) {
 // BenchmarkGoTestVariants takes the docker sandbox's real work apart (issue 35: go test warm
 // at 1.68x bare): next to the sandbox as BenchmarkRealWork makes it, the same without the
 // workspace's cap (the daemon's volume instead of the loop-mounted ext4), with the build cache
-// on the /tmp tmpfs instead of under HOME=/workspace, without the seccomp profile, and a
+// on the /tmp tmpfs instead of under HOME (on the capped disk), without the seccomp profile, and a
 // container of the same image that sandboxer did not make (plainContainer: `docker run` with
 // the same user, /tmp and workspace bind, each command a plain daemon exec). Each with its paired
 // bare runs (x-bare); the go test's warm runs alone:

@@ -232,6 +232,9 @@ type Sandbox struct {
 	// network is the egress probe's verdict (AnnotNetwork).
 	network string
 	rv      string // the pod's resourceVersion when create finished (a pool's claim precondition)
+	// workspaceHome: the pod has nothing at adapter.DefaultHome (made before commands had a HOME
+	// of their own): its commands' HOME stays the workspace.
+	workspaceHome bool
 
 	agent agentproc.Slot[*agentConn]
 
@@ -293,7 +296,8 @@ func Attach(ctx context.Context, cfg Config, id string) (*Sandbox, error) {
 	if p.Status.Phase != "Running" || p.DeletionTimestamp != nil {
 		return nil, errs.New(errs.SandboxUnavailable, "attach", "", "sandbox %s: its pod is %s", id, podState(p))
 	}
-	return &Sandbox{k: k, cfg: cfg, id: id, pod: p.Name, network: p.Annotations[AnnotNetwork], agentBin: p.Annotations[AnnotAgentPath]}, nil
+	return &Sandbox{k: k, cfg: cfg, id: id, pod: p.Name, network: p.Annotations[AnnotNetwork], agentBin: p.Annotations[AnnotAgentPath],
+		workspaceHome: !mountsHome(p)}, nil
 }
 
 // ID returns the sandbox id (the pod is namePrefix + id).

@@ -66,9 +66,10 @@ current-context: x
 func TestConformance(t *testing.T) {
 	needCluster(t)
 	adaptertest.Run(t, adaptertest.Harness{
-		New:     func(t *testing.T) adapter.Sandbox { return newSandbox(t, base) },
-		Outside: outside,
-		Grace:   5 * time.Second,
+		New:         func(t *testing.T) adapter.Sandbox { return newSandbox(t, base) },
+		Outside:     outside,
+		Grace:       5 * time.Second,
+		PrivateHome: true,
 	})
 }
 

@@ -36,10 +36,13 @@ const (
 // baseEnv is the minimal environment of every command (and of the container itself).
 var baseEnv = []string{
 	"PATH=/usr/local/bin:/usr/bin:/bin",
-	"HOME=" + adapter.DefaultWorkspace,
+	"HOME=" + adapter.DefaultHome,
 	"LANG=C.UTF-8",
 	"TZ=UTC",
 }
+
+// homeVolume is the volume of the commands' HOME (adapter.DefaultHome).
+const homeVolume = "home"
 
 // commandEnv is baseEnv, without its PATH in a pod of any image (AgentImage): the container's
 // environment, which the agent passes on, then has the image's.
@@ -48,6 +51,17 @@ func commandEnv(anyImage bool) []string {
 		return baseEnv
 	}
 	return slices.DeleteFunc(slices.Clone(baseEnv), func(e string) bool { return strings.HasPrefix(e, "PATH=") })
+}
+
+// mountsHome reports whether pod p's sandbox container has HOME mounted (a pod made before
+// commands had a HOME of their own has not).
+func mountsHome(p *corev1.Pod) bool {
+	for _, c := range p.Spec.Containers {
+		if c.Name == containerName {
+			return slices.ContainsFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool { return m.MountPath == adapter.DefaultHome })
+		}
+	}
+	return false
 }
 
 // agentBin is where the sandbox container finds the agent an init container brought, "" when
@@ -175,11 +189,18 @@ func (c Config) podSpec(id, pool string) *corev1.Pod {
 				},
 				VolumeMounts: []corev1.VolumeMount{
 					{Name: "workspace", MountPath: adapter.DefaultWorkspace},
+					{Name: homeVolume, MountPath: adapter.DefaultHome},
 					{Name: "tmp", MountPath: "/tmp"},
 				},
 			}},
+			// HOME is an emptyDir of its own rather than a subPath of the workspace's: an
+			// emptyDir is made writable by everyone (subPath directories get what the kubelet
+			// version gives them), and the workspace volume stays the workspace. Both are on the
+			// node's disk, where the kubelet counts them together against the pod's
+			// ephemeral-storage limit (WorkspaceBytes), so HOME does not add to the cap.
 			Volumes: []corev1.Volume{
 				{Name: "workspace", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: ws}}},
+				{Name: homeVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: ws}}},
 				{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory, SizeLimit: tmp}}},
 			},
 		},

@@ -188,7 +188,8 @@ func claim(ctx context.Context, k *kube, cfg Config, pool string) (*Sandbox, err
 		if err != nil {
 			return nil, k.classify("claim", err)
 		}
-		return &Sandbox{k: k, cfg: cfg, id: got.Labels[LabelID], pod: got.Name, network: got.Annotations[AnnotNetwork], agentBin: got.Annotations[AnnotAgentPath]}, nil
+		return &Sandbox{k: k, cfg: cfg, id: got.Labels[LabelID], pod: got.Name, network: got.Annotations[AnnotNetwork], agentBin: got.Annotations[AnnotAgentPath],
+			workspaceHome: !mountsHome(got)}, nil
 	}
 	return nil, nil
 }

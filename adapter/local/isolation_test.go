@@ -413,7 +413,8 @@ func conformance(t *testing.T, newSandbox func(local.Config) (*local.Sandbox, er
 			require.NoError(t, err)
 			return sb
 		},
-		Outside: outside,
+		Outside:     outside,
+		PrivateHome: true,
 	})
 }
 

@@ -32,7 +32,7 @@ func outside(t *testing.T, _ adapter.Sandbox) (string, func(string) ([]byte, boo
 }
 
 func TestConformance(t *testing.T) {
-	adaptertest.Run(t, adaptertest.Harness{New: newLocal, Outside: outside})
+	adaptertest.Run(t, adaptertest.Harness{New: newLocal, Outside: outside, PrivateHome: true})
 }
 
 func TestReadFIFODoesNotHang(t *testing.T) {

@@ -35,6 +35,9 @@ func (s *Sandbox) ExecuteCommand(ctx context.Context, cmd adapter.Command) (adap
 func (s *Sandbox) env(cmd adapter.Command) []string {
 	proxyEnv := egress.EnvOf(s.Egress())
 	base := adapter.ImageEnv(baseEnv, s.rec.ImageEnv)
+	if s.rec.Home == "" { // made before commands had a HOME of their own
+		base = adapter.WorkspaceHome(base)
+	}
 	env := make([]string, 0, len(base)+len(proxyEnv)+len(s.cfg.Env)+len(cmd.Env))
 	return append(append(append(append(env, base...), proxyEnv...), s.cfg.Env...), cmd.Env...)
 }

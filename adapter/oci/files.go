@@ -391,28 +391,37 @@ func (s *Sandbox) ListFiles(ctx context.Context, dir string) ([]adapter.FileInfo
 	return out, nil
 }
 
-// prepareWorkspace makes the workspace directory (or takes the given one), owned by the sandbox
-// user, fills it from copyFrom (a workspace being forked, by adapter.CopyTree) when set, and opens
-// the root on it.
+// prepareWorkspace makes the workspace directory (or takes the given one) and the commands' HOME,
+// both owned by the sandbox user and on the capped file system where there is one (capWorkspace),
+// fills the workspace from copyFrom (a workspace being forked, by adapter.CopyTree; HOME starts
+// empty, as the local adapter's) when set, and opens the root on it.
 func (s *Sandbox) prepareWorkspace(ctx context.Context, copyFrom *os.Root) error {
-	ws := s.rec.Workspace
 	uid := s.rec.HostUID
+	s.rec.Home = s.lay.home(s.rec.ID)
+	var made []string
 	if s.rec.OwnWorkspace {
-		if err := os.MkdirAll(filepath.Dir(ws), 0o711); err != nil {
-			return err
-		}
-		if err := os.Mkdir(ws, 0o755); err != nil {
-			return err
-		}
-		if err := os.Lchown(ws, uid, uid); err != nil {
-			return err
-		}
 		if err := s.capWorkspace(ctx); err != nil {
 			return err
 		}
-	} else if err := os.MkdirAll(ws, 0o755); err != nil {
+		made = append(made, s.rec.Workspace)
+	} else if err := os.MkdirAll(s.rec.Workspace, 0o755); err != nil {
 		return err
 	}
+	for _, d := range append(made, s.rec.Home) {
+		if err := os.MkdirAll(filepath.Dir(d), 0o711); err != nil {
+			return err
+		}
+		if err := os.Mkdir(d, 0o755); err != nil {
+			return err
+		}
+		if err := os.Lchown(d, uid, uid); err != nil {
+			return err
+		}
+	}
+	if err := s.lay.writeRecord(s.rec); err != nil {
+		return err
+	}
+	ws := s.rec.Workspace
 	root, err := os.OpenRoot(ws)
 	if err != nil {
 		return err
@@ -439,10 +448,11 @@ func (s *Sandbox) prepareWorkspace(ctx context.Context, copyFrom *os.Root) error
 	return nil
 }
 
-// capWorkspace mounts a file system of Config.WorkspaceBytes at the workspace the sandbox made,
-// owned by the sandbox user, where the host allows it (diskcap.Check); elsewhere s.diskErr says
-// why not and the workspace stays a directory of the host's file system. The record names the
-// file before it is made, so that every removal releases it.
+// capWorkspace mounts a file system of Config.WorkspaceBytes at the sandbox's directory's disk,
+// owned by the sandbox user, where the host allows it (diskcap.Check), and makes its directories
+// workspace and home the sandbox's workspace and HOME: one cap for both. Elsewhere s.diskErr says
+// why not, and the workspace and HOME stay directories of the host's file system. The record
+// names the file and the mount before they are made, so that every removal releases them.
 func (s *Sandbox) capWorkspace(ctx context.Context) error {
 	size := s.cfg.workspaceBytes()
 	switch {
@@ -456,18 +466,23 @@ func (s *Sandbox) capWorkspace(ctx context.Context) error {
 	if s.diskErr = diskcap.Check(); s.diskErr != nil {
 		return nil
 	}
-	s.rec.Disk = s.lay.disk(s.rec.ID)
+	s.rec.Disk, s.rec.DiskMount = s.lay.disk(s.rec.ID), s.lay.diskMount(s.rec.ID)
 	if err := s.lay.writeRecord(s.rec); err != nil {
 		return err
 	}
-	s.diskErr = diskcap.Mount(ctx, s.rec.Disk, s.rec.Workspace, size, s.rec.HostUID, s.rec.HostUID)
+	if err := os.Mkdir(s.rec.DiskMount, 0o755); err != nil {
+		return err
+	}
+	if s.diskErr = diskcap.Mount(ctx, s.rec.Disk, s.rec.DiskMount, size, s.rec.HostUID, s.rec.HostUID); s.diskErr == nil {
+		s.rec.Workspace, s.rec.Home = filepath.Join(s.rec.DiskMount, "workspace"), filepath.Join(s.rec.DiskMount, "home")
+	}
 	return nil
 }
 
 // WorkspaceCap returns the size of the file system at /workspace (Config.WorkspaceBytes), or 0
 // and why the workspace is not capped.
 func (s *Sandbox) WorkspaceCap() (int64, error) {
-	if s.rec.Disk == "" || !diskcap.Mounted(s.rec.Disk, s.rec.Workspace) {
+	if s.rec.Disk == "" || !diskcap.Mounted(s.rec.Disk, s.rec.diskMount()) {
 		if s.diskErr == nil {
 			return 0, errors.New("the workspace is not capped (not made by this sandbox)")
 		}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -48,6 +49,7 @@ type imageTree struct {
 // tree is read-only and shared, so the runtime could not create them.
 var imageMountPoints = rootfs.MountPoints{
 	Dirs: []string{"proc", "dev", "sys", "tmp", "mnt", strings.TrimPrefix(adapter.DefaultWorkspace, "/"),
+		path.Dir(strings.TrimPrefix(adapter.DefaultHome, "/")), strings.TrimPrefix(adapter.DefaultHome, "/"),
 		strings.TrimPrefix(agent.DirectSandboxDir, "/")},
 	Files: []string{"etc/hosts", "etc/resolv.conf", strings.TrimPrefix(agent.BroughtPath, "/")},
 }
@@ -255,7 +257,7 @@ func imageRoot(ctx context.Context, dir, ref string) (t imageTree, release func(
 		if err != nil {
 			return imageTree{}, nil, errs.Wrap(errs.Internal, op, "", err)
 		}
-		if isDir(t.dir) {
+		if isDir(t.dir) && rootfs.HasMountPoints(t.dir, imageMountPoints) {
 			return t, release, nil
 		}
 		release()
@@ -263,8 +265,13 @@ func imageRoot(ctx context.Context, dir, ref string) (t imageTree, release func(
 		if err != nil {
 			return imageTree{}, nil, errs.Wrap(errs.Internal, op, "", err)
 		}
-		if !isDir(t.dir) { // else another sandbox unpacked it meanwhile
+		switch {
+		case !isDir(t.dir): // else another sandbox unpacked it meanwhile
 			err = unpackImage(ctx, src, dir, id.Hex, t.dir)
+		case !rootfs.HasMountPoints(t.dir, imageMountPoints):
+			// Unpacked by an older version, which mounted less (HOME): the mount points it lacks
+			// are added, empty directories the sandboxes that use the tree never look at.
+			err = rootfs.AddMountPoints(t.dir, imageMountPoints)
 		}
 		unlock()
 		if err != nil {

@@ -346,7 +346,7 @@ func (s *Sandbox) observeLayers(pid int) []string {
 // on the host where the bundle binds it, and, for runc and crun, whether the container's
 // /workspace is that file system (runsc's gofer serves the host's directory to its kernel).
 func (s *Sandbox) diskInForce(pid int) bool {
-	if s.rec.Disk == "" || !diskcap.Mounted(s.rec.Disk, s.rec.Workspace) {
+	if s.rec.Disk == "" || !diskcap.Mounted(s.rec.Disk, s.rec.diskMount()) {
 		return false
 	}
 	if s.rt.name == Runsc {

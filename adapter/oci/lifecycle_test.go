@@ -398,9 +398,11 @@ func TestUserNamespaceBehindUnsearchableDir(t *testing.T) {
 			if err != nil {
 				continue
 			}
-			// The workspace's own file system (WorkspaceBytes) is the sandbox's, not the start's.
+			// The file system of the workspace and HOME (WorkspaceBytes) is the sandbox's, not the
+			// start's.
+			disk := filepath.Join(state, "oci", "sandboxes", sb.ID(), "disk")
 			for _, line := range strings.Split(string(mi), "\n") {
-				if f := strings.Fields(line); len(f) > 4 && f[4] != sb.HostWorkspace() {
+				if f := strings.Fields(line); len(f) > 4 && f[4] != disk {
 					assert.NotContains(t, line, private, "thread %s sees a mount of the start", task.Name())
 				}
 			}

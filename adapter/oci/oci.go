@@ -9,8 +9,9 @@
 // once per digest (images/, with the host's agent beside it in agent/); the runtime's own state (runtime/NAME,
 // its --root, never the runtime's global default); one directory per sandbox with its bundle and
 // a record of who owns it (sandboxes/ID); and the workspaces the sandboxes made (workspaces/ID),
-// host directories mounted read-write at /workspace, each a file system of Config.WorkspaceBytes
-// where the host allows it.
+// host directories mounted read-write at /workspace; the commands' HOME (adapter.DefaultHome) is
+// a directory of the sandbox's own beside it, and both are on one file system of
+// Config.WorkspaceBytes where the host allows it.
 //
 // The sandbox agent (package agent) is the container's PID 1: it reaps orphans and serves every
 // command over the container's stdio, so a command costs a fork in the container and a round
@@ -30,6 +31,7 @@
 package oci
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -171,7 +173,7 @@ type Config struct {
 	// and shared read-only, from oci-layout:PATH[:TAG|@DIGEST] (an OCI image layout directory),
 	// docker-archive:PATH (a `docker save` tarball) or, any other name, the local docker daemon.
 	// No registry is ever contacted. The host's agent is mounted read-only at agent.BroughtPath;
-	// the commands get the image's environment (its PATH), HOME staying /workspace; the image's
+	// the commands get the image's environment (its PATH), HOME staying adapter.DefaultHome; the image's
 	// entrypoint, command, user and working directory are not used. An image of another
 	// platform is refused (errs.InvalidInput). See docs/oci.md, "Any image".
 	Image string `mapstructure:"image"`
@@ -383,6 +385,16 @@ func (l layout) workspace(id string) string     { return filepath.Join(l.dir, "w
 // disk is the file holding the file system of sandbox id's capped workspace (WorkspaceBytes).
 func (l layout) disk(id string) string { return filepath.Join(l.sandbox(id), diskcap.ImageName) }
 
+// diskMount is where that file system is mounted on the host.
+func (l layout) diskMount(id string) string { return filepath.Join(l.sandbox(id), "disk") }
+
+// home is sandbox id's HOME where it has no capped file system to hold it.
+func (l layout) home(id string) string { return filepath.Join(l.sandbox(id), "home") }
+
+// diskMount is where the record's capped file system is mounted (Workspace in the layout made
+// before HOME).
+func (r record) diskMount() string { return cmp.Or(r.DiskMount, r.Workspace) }
+
 // streams is the host directory of a sandbox's direct streams (see package agent), mounted
 // read-only at agent.DirectSandboxDir: a dialled port or an accepted connection is a unix
 // connection of its own instead of a stream multiplexed over the runtime's pipes.
@@ -405,9 +417,16 @@ type record struct {
 	Workspace     string `json:"workspace"`
 	OwnWorkspace  bool   `json:"ownWorkspace"` // made by the sandbox, removed with it unless kept
 	KeepWorkspace bool   `json:"keepWorkspace"`
-	// Disk is the file of the file system mounted at Workspace (see Config.WorkspaceBytes),
-	// set before it is made: removal unmounts and removes it.
-	Disk         string `json:"disk,omitempty"`
+	// Disk is the file of the capped file system (see Config.WorkspaceBytes), set before it is
+	// made: removal unmounts and removes it. It is mounted at DiskMount, whose directories
+	// workspace and home are Workspace and Home; a record without DiskMount (made before HOME) has
+	// it mounted at Workspace.
+	Disk      string `json:"disk,omitempty"`
+	DiskMount string `json:"diskMount,omitempty"`
+	// Home is the host directory mounted at HOME (adapter.DefaultHome): on the capped file
+	// system, else the sandbox's directory's home. "" in a record made before HOME had it: such a
+	// sandbox's commands keep the workspace as HOME.
+	Home         string `json:"home,omitempty"`
 	UserNS       bool   `json:"userns"`
 	HostUID      int    `json:"hostUid"` // host uid (and gid) of the sandbox user
 	AllowNetwork bool   `json:"allowNetwork"`
@@ -590,7 +609,7 @@ func create(ctx context.Context, cfg Config, copyFrom *os.Root) (*Sandbox, error
 		}
 		return fail(err)
 	}
-	b := bundle{root: root, workspace: s.rec.Workspace, persist: cfg.Persist, cfg: cfg, userns: userns, cgroup: cgroupPath(id),
+	b := bundle{root: root, workspace: s.rec.Workspace, home: s.rec.Home, persist: cfg.Persist, cfg: cfg, userns: userns, cgroup: cgroupPath(id),
 		seccomp: !cfg.NoSeccomp && rt.name != Runsc, streams: lay.streams(id)}
 	if cfg.AllowNetwork {
 		if _, err := os.Stat("/etc/resolv.conf"); err == nil {
@@ -801,7 +820,7 @@ func removeSandbox(ctx context.Context, rt *runtimeBin, lay layout, rec record) 
 		errList = append(errList, err)
 	}
 	if len(errList) == 0 && rec.Disk != "" {
-		if err := diskcap.Release(rec.Disk, rec.Workspace); err != nil {
+		if err := diskcap.Release(rec.Disk, rec.diskMount()); err != nil {
 			errList = append(errList, err)
 		}
 	}

@@ -42,8 +42,9 @@ var _ adapter.Workspaced = (*oci.Sandbox)(nil)
 func TestConformance(t *testing.T) {
 	eachRuntime(t, func(t *testing.T, rt string) {
 		adaptertest.Run(t, adaptertest.Harness{
-			New:     func(t *testing.T) adapter.Sandbox { return newSandbox(t, rt, oci.Config{}) },
-			Outside: outside,
+			New:         func(t *testing.T) adapter.Sandbox { return newSandbox(t, rt, oci.Config{}) },
+			Outside:     outside,
+			PrivateHome: true,
 		})
 	})
 }

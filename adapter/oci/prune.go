@@ -422,8 +422,10 @@ func leftovers(ctx context.Context, cfg Config, id string) []string {
 			}
 		}
 	}
-	if diskcap.MountedAt(lay.workspace(id)) {
-		out = append(out, "mount "+lay.workspace(id))
+	for _, m := range []string{lay.workspace(id), lay.diskMount(id)} {
+		if diskcap.MountedAt(m) {
+			out = append(out, "mount "+m)
+		}
 	}
 	for _, dev := range diskcap.Loops(lay.disk(id)) {
 		out = append(out, "loop device "+dev+" of "+lay.disk(id))

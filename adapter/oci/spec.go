@@ -20,7 +20,7 @@ import (
 // baseEnv is the minimal environment of the container and of every command.
 var baseEnv = []string{
 	"PATH=" + rootfs.DefPath,
-	"HOME=" + adapter.DefaultWorkspace,
+	"HOME=" + adapter.DefaultHome,
 	"LANG=C.UTF-8",
 	"TZ=UTC",
 }
@@ -43,6 +43,7 @@ const specVersion = "1.0.2"
 type bundle struct {
 	root       sandboxRoot // the shared, read-only tree (and the agent brought into an image)
 	workspace  string      // host directory mounted at /workspace
+	home       string      // host directory mounted at HOME (adapter.DefaultHome)
 	persist    bool        // the agent stays when its stream ends
 	cfg        Config
 	userns     bool   // a user namespace maps container uid 0.. to cfg.uidBase()..
@@ -96,6 +97,7 @@ func (b bundle) spec() (*specs.Spec, error) {
 			{Destination: "/dev/mqueue", Type: "mqueue", Source: "mqueue", Options: []string{"nosuid", "noexec", "nodev"}},
 			{Destination: "/tmp", Type: "tmpfs", Source: "tmpfs", Options: append([]string{"nosuid", "nodev", "mode=1777"}, c.tmpOptions()...)},
 			{Destination: adapter.DefaultWorkspace, Type: "bind", Source: b.workspace, Options: []string{"rbind", "rw", "nosuid", "nodev"}},
+			{Destination: adapter.DefaultHome, Type: "bind", Source: b.home, Options: []string{"rbind", "rw", "nosuid", "nodev"}},
 		},
 		Linux: &specs.Linux{
 			Namespaces: []specs.LinuxNamespace{
@@ -180,7 +182,7 @@ func execProcess(s *specs.Spec) *specs.Process {
 }
 
 // Bundle writes into dir (created if needed) the bundle a sandbox of cfg would run, with args as
-// its process instead of the agent, over an empty workspace dir/workspace, and returns the
+// its process instead of the agent, over an empty workspace dir/workspace (and HOME dir/home), and returns the
 // command line that runs it in the foreground with cfg's runtime as one container (which the
 // runtime deletes when it exits, so the command can run again), and a clean-up that removes
 // what may remain of it (its container and cgroups): the bare runtime that the benchmarks
@@ -227,19 +229,21 @@ func Bundle(cfg Config, dir string, args []string) (argv []string, cleanup func(
 	if len(rt.detach) > 0 {
 		return nil, nil, errs.New(errs.SandboxUnavailable, op, "", "%s runs only in the adapter's private mount namespace on this hybrid cgroup host", rt.name)
 	}
-	ws := filepath.Join(dir, "workspace")
-	if err := os.MkdirAll(ws, 0o755); err != nil {
-		return nil, nil, errs.Wrap(errs.Internal, op, "", err)
-	}
+	ws, home := filepath.Join(dir, "workspace"), filepath.Join(dir, "home")
 	uid := rootfs.UID
 	if userns {
 		uid += int(cfg.uidBase())
 	}
-	if err := os.Lchown(ws, uid, uid); err != nil {
-		return nil, nil, errs.Wrap(errs.Internal, op, "", err)
+	for _, d := range []string{ws, home} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return nil, nil, errs.Wrap(errs.Internal, op, "", err)
+		}
+		if err := os.Lchown(d, uid, uid); err != nil {
+			return nil, nil, errs.Wrap(errs.Internal, op, "", err)
+		}
 	}
 	id := newID()
-	b := bundle{root: root, workspace: ws, cfg: cfg, userns: userns, cgroup: cgroupPath(id),
+	b := bundle{root: root, workspace: ws, home: home, cfg: cfg, userns: userns, cgroup: cgroupPath(id),
 		seccomp: !cfg.NoSeccomp && rt.name != Runsc}
 	s, err := b.spec()
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -38,11 +39,6 @@ func UnpackImage(r io.Reader, dst string, mp MountPoints) error {
 		return err
 	}
 	defer root.Close()
-	type dirMode struct {
-		name  string
-		mode  fs.FileMode
-		mtime time.Time
-	}
 	var dirs []dirMode
 	var links [][2]string // target, name
 	tr := tar.NewReader(r)
@@ -104,6 +100,35 @@ func UnpackImage(r io.Reader, dst string, mp MountPoints) error {
 			return fmt.Errorf("%s: link to %s: %w", l[1], l[0], err)
 		}
 	}
+	made, err := addMountPoints(root, mp)
+	if err != nil {
+		return err
+	}
+	dirs = append(dirs, made...)
+	// Deepest first, so that a parent's time is set after its children's changes.
+	slices.SortFunc(dirs, func(a, b dirMode) int { return strings.Compare(b.name, a.name) })
+	for _, d := range dirs {
+		if err := root.Chmod(d.name, readOnly(d)); err != nil {
+			return err
+		}
+		if !d.mtime.IsZero() {
+			root.Chtimes(d.name, d.mtime, d.mtime)
+		}
+	}
+	return root.Chmod(".", 0o555)
+}
+
+// dirMode is a directory's mode and time, set once what it holds is made.
+type dirMode struct {
+	name  string
+	mode  fs.FileMode
+	mtime time.Time
+}
+
+// addMountPoints makes the mount points of mp that root lacks and returns the directories it
+// made, with their modes.
+func addMountPoints(root *os.Root, mp MountPoints) ([]dirMode, error) {
+	var dirs []dirMode
 	for _, d := range mp.Dirs {
 		if _, err := root.Lstat(d); errors.Is(err, fs.ErrNotExist) {
 			mode := fs.FileMode(0o755)
@@ -111,7 +136,7 @@ func UnpackImage(r io.Reader, dst string, mp MountPoints) error {
 				mode = 0o777 | fs.ModeSticky
 			}
 			if err := root.MkdirAll(d, 0o755); err != nil {
-				return fmt.Errorf("mount point %s: %w", d, err)
+				return dirs, fmt.Errorf("mount point %s: %w", d, err)
 			}
 			dirs = append(dirs, dirMode{name: d, mode: mode})
 		}
@@ -120,31 +145,54 @@ func UnpackImage(r io.Reader, dst string, mp MountPoints) error {
 		if _, err := root.Lstat(name); errors.Is(err, fs.ErrNotExist) {
 			if dir := path.Dir(name); dir != "." {
 				if err := root.MkdirAll(dir, 0o755); err != nil {
-					return fmt.Errorf("mount point %s: %w", name, err)
+					return dirs, fmt.Errorf("mount point %s: %w", name, err)
 				}
 			}
 			f, err := root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 			if err != nil {
-				return fmt.Errorf("mount point %s: %w", name, err)
+				return dirs, fmt.Errorf("mount point %s: %w", name, err)
 			}
 			f.Close()
 		}
 	}
-	// Deepest first, so that a parent's time is set after its children's changes.
-	slices.SortFunc(dirs, func(a, b dirMode) int { return strings.Compare(b.name, a.name) })
-	for _, d := range dirs {
-		mode := d.mode &^ 0o222
-		if d.name == "tmp" { // sandboxes mount a tmpfs over it, which gets this directory's mode
-			mode = d.mode
-		}
-		if err := root.Chmod(d.name, mode); err != nil {
-			return err
-		}
-		if !d.mtime.IsZero() {
-			root.Chtimes(d.name, d.mtime, d.mtime)
+	return dirs, nil
+}
+
+// AddMountPoints makes in dir, a tree of UnpackImage unpacked when mp named fewer mount points,
+// those of mp it lacks, read-only as UnpackImage makes them (the caller, host root, writes in
+// the read-only tree).
+func AddMountPoints(dir string, mp MountPoints) error {
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	made, err := addMountPoints(root, mp)
+	for _, d := range made {
+		if cerr := root.Chmod(d.name, readOnly(d)); err == nil {
+			err = cerr
 		}
 	}
-	return root.Chmod(".", 0o555)
+	return err
+}
+
+// HasMountPoints reports whether the tree dir has every mount point of mp.
+func HasMountPoints(dir string, mp MountPoints) bool {
+	for _, p := range append(slices.Clone(mp.Dirs), mp.Files...) {
+		if _, err := os.Lstat(filepath.Join(dir, p)); err != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// readOnly is the mode of a directory of a finished tree: d's without write bits, /tmp's as it is
+// (sandboxes mount a tmpfs over it, which gets this directory's mode).
+func readOnly(d dirMode) fs.FileMode {
+	if d.name == "tmp" {
+		return d.mode
+	}
+	return d.mode &^ 0o222
 }
 
 // RemoveTree removes a tree whose directories may be read-only (one of Materialize or

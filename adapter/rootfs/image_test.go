@@ -104,3 +104,30 @@ func TestUnpackImage(t *testing.T) {
 	assert.Equal(t, fs.FileMode(0o644), mode("etc/hosts"))
 	assert.Equal(t, fs.ModeSymlink, mode("lib")&fs.ModeType, "a path the image has is left as it is")
 }
+
+// A tree unpacked when the mount points were fewer (before HOME) gets those it lacks added,
+// read-only as the unpack makes them; what it had is left as it was.
+func TestAddMountPoints(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("writing in a read-only tree needs root")
+	}
+	dir := filepath.Join(t.TempDir(), "tree")
+	t.Cleanup(func() { rootfs.RemoveTree(dir) })
+	old := rootfs.MountPoints{Dirs: []string{"proc", "tmp", "workspace"}, Files: []string{"etc/hosts"}}
+	require.NoError(t, rootfs.UnpackImage(layerOf(t, tar.Header{Name: "etc/", Typeflag: tar.TypeDir, Mode: 0o755}), dir, old))
+	now := rootfs.MountPoints{Dirs: append(old.Dirs, "home", "home/sandbox"), Files: old.Files}
+	assert.True(t, rootfs.HasMountPoints(dir, old))
+	assert.False(t, rootfs.HasMountPoints(dir, now))
+
+	require.NoError(t, rootfs.AddMountPoints(dir, now))
+	assert.True(t, rootfs.HasMountPoints(dir, now))
+	for _, d := range []string{".", "home", "home/sandbox", "workspace"} {
+		fi, err := os.Stat(filepath.Join(dir, d))
+		require.NoError(t, err)
+		assert.Equal(t, fs.ModeDir|0o555, fi.Mode(), d)
+	}
+	fi, err := os.Stat(filepath.Join(dir, "tmp"))
+	require.NoError(t, err)
+	assert.Equal(t, fs.ModeDir|fs.ModeSticky|0o777, fi.Mode(), "tmp as it was")
+	require.NoError(t, rootfs.AddMountPoints(dir, now), "nothing more to add")
+}

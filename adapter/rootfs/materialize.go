@@ -21,7 +21,7 @@ import (
 
 // recipeVersion changes whenever Archive changes what it puts in the tree, so that a tree made by
 // an older recipe is not taken for the current one.
-const recipeVersion = "rootfs-recipe-2"
+const recipeVersion = "rootfs-recipe-3"
 
 // Tree is a root file system unpacked on the host.
 type Tree struct {

@@ -3,8 +3,8 @@
 // installed as a link (sh, cat, ls, kill, nc, wget, ...), ripgrep with the shared libraries and
 // dynamic loader it needs, the sandbox agent (compiled from the source embedded in package agent
 // with the Go toolchain, statically linked; see agent.Path), /etc/passwd and /etc/group with a
-// non-root user "sandbox" (UID:GID 1000:1000), an empty /workspace owned by that user and a
-// world-writable /tmp. Only files of the host are used: no registry is contacted.
+// non-root user "sandbox" (UID:GID 1000:1000), an empty /workspace and /home/sandbox (the
+// commands' HOME, adapter.DefaultHome) owned by that user and a world-writable /tmp. Only files of the host are used: no registry is contacted.
 //
 // Archive assembles it as a tar, deterministically (sorted entries, fixed times and owners), so
 // the same host files give the same content hash. The docker image imports that archive;
@@ -31,6 +31,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sandboxer/sandboxer/adapter"
 	"github.com/sandboxer/sandboxer/adapter/agent"
 )
 
@@ -39,7 +40,7 @@ const (
 	UID     = 1000
 	GID     = 1000
 	User    = "1000:1000"
-	Home    = "/workspace"
+	Home    = adapter.DefaultHome
 	DefPath = "/usr/local/bin:/usr/bin:/bin"
 )
 
@@ -108,6 +109,10 @@ func Archive(o Options) ([]byte, error) {
 	entries["root"].hdr.Mode = 0o700
 	dir("tmp", 0o1777, 0)
 	dir("workspace", 0o755, UID)
+	// HOME: a mount point in the oci adapter's read-only tree; in the docker image, the sandbox
+	// user's, as a volume mounted there copies its owner from the image.
+	dir("home", 0o755, 0)
+	dir(strings.TrimPrefix(Home, "/"), 0o755, UID)
 	// The mount point of the agent's direct streams (the root is read-only).
 	dir(strings.TrimPrefix(agent.DirectSandboxDir, "/"), 0o755, 0)
 
@@ -148,7 +153,7 @@ func Archive(o Options) ([]byte, error) {
 		file(strings.TrimPrefix(agent.Path, "/"), 0o755, bin)
 	}
 
-	file("etc/passwd", 0o644, []byte("root:x:0:0:root:/root:/bin/sh\nsandbox:x:1000:1000:sandbox:/workspace:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n"))
+	file("etc/passwd", 0o644, []byte("root:x:0:0:root:/root:/bin/sh\nsandbox:x:1000:1000:sandbox:"+Home+":/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n"))
 	file("etc/group", 0o644, []byte("root:x:0:\nsandbox:x:1000:\nnogroup:x:65534:\n"))
 	file("etc/nsswitch.conf", 0o644, []byte("passwd: files\ngroup: files\nhosts: files dns\n"))
 	// Mount points of the oci adapter (a runtime cannot create them in a read-only tree); docker

@@ -42,10 +42,11 @@ func TestRootfsIsDeterministicAndComplete(t *testing.T) {
 		require.NoError(t, err)
 		entries[h.Name] = h
 	}
-	for _, name := range []string{"bin/busybox", "bin/sh", "bin/cat", "bin/kill", "bin/setsid", "bin/nc", "bin/wget", "usr/bin/rg", "usr/local/bin/sandboxer-agent", "etc/passwd", "etc/group", "tmp/", "workspace/"} {
+	for _, name := range []string{"bin/busybox", "bin/sh", "bin/cat", "bin/kill", "bin/setsid", "bin/nc", "bin/wget", "usr/bin/rg", "usr/local/bin/sandboxer-agent", "etc/passwd", "etc/group", "tmp/", "workspace/", "home/sandbox/"} {
 		assert.Contains(t, entries, name)
 	}
 	assert.Equal(t, 1000, entries["workspace/"].Uid)
+	assert.Equal(t, 1000, entries["home/sandbox/"].Uid, "HOME, the sandbox user's")
 	assert.Equal(t, int64(0o1777), entries["tmp/"].Mode)
 
 	noAgent, err := rootfs.Archive(rootfs.Options{NoAgent: true})

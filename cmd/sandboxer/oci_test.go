@@ -124,7 +124,7 @@ func TestOCIAnyImage(t *testing.T) {
 	r := e.run("", nil, "tool", "bash", "--adapter", "oci", "--image", "docker-archive:../bb.tar", "--input",
 		`{"cmd":"sh","args":["-c","id -u; echo $HOME; test -x /.sandboxer-agent && echo brought"]}`)
 	require.Equal(t, 0, r.code, r.stdout+r.stderr)
-	assert.Equal(t, "1000\n/workspace\nbrought\n", decodeReply(t, r).Output)
+	assert.Equal(t, "1000\n/home/sandbox\nbrought\n", decodeReply(t, r).Output)
 
 	r = e.run("", nil, "sandbox", "create", "--adapter", "oci", "--image", "docker-archive:../bb.tar")
 	require.Equal(t, 0, r.code, r.stderr)

@@ -31,7 +31,8 @@ func goProjectIn(t testing.TB, dir string) {
 }
 
 // The issue's "done when" (35): a one-shot `exec -- go test ./...` in a Go project passes in a
-// container with a toolchain image, on the project's files, and what the tests write lands.
+// container with a toolchain image, on the project's files, and what the tests write lands; Go's
+// build cache, in HOME, does not.
 func TestOneShotGoTestInAToolchainImage(t *testing.T) {
 	t.Parallel()
 	requireDocker(t)
@@ -45,6 +46,17 @@ func TestOneShotGoTestInAToolchainImage(t *testing.T) {
 	got, err := os.ReadFile(e.work + "/vet.txt")
 	require.NoError(t, err)
 	assert.Equal(t, "vetted\n", string(got))
+	noHomeIn(t, e.work)
+}
+
+// noHomeIn checks that nothing of a command's HOME landed in the project dir: Go's build cache
+// ($HOME/.cache/go-build) stays in the sandbox's own HOME, outside the workspace that is synced
+// back.
+func noHomeIn(t *testing.T, dir string) {
+	t.Helper()
+	for _, d := range []string{".cache", ".config"} {
+		assert.NoDirExists(t, filepath.Join(dir, d), "HOME's %s is not in the project", d)
+	}
 }
 
 // The same on kubernetes: the Debian image with the agent brought by an init container.
@@ -63,6 +75,7 @@ func TestKubernetesOneShotGoTestInAToolchainImage(t *testing.T) {
 		"--kubernetes-image", img, "--timeout", "5m", "--", "go", "test", "./...")
 	require.Equal(t, 0, r.code, r.stdout+r.stderr)
 	assert.Contains(t, r.stdout, "ok  \texample.com/q")
+	noHomeIn(t, e.work)
 }
 
 // The same on oci under each runtime (runc, crun, runsc): the Debian image from the local docker
@@ -97,6 +110,7 @@ func TestOCIOneShotGoTestInAToolchainImage(t *testing.T) {
 			kernel, err := os.ReadFile(filepath.Join(dir, "kernel.txt"))
 			require.NoError(t, err)
 			assert.Equal(t, rt == "runsc", strings.TrimSpace(string(kernel)) == "4.4.0", "gVisor's kernel under runsc only: %s", kernel)
+			noHomeIn(t, dir)
 		})
 	}
 }

@@ -27,6 +27,7 @@ import (
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/moby/moby/client"
 
+	"github.com/sandboxer/sandboxer/adapter"
 	"github.com/sandboxer/sandboxer/adapter/agent"
 	"github.com/sandboxer/sandboxer/adapter/rootfs"
 )
@@ -161,7 +162,7 @@ func Build(ctx context.Context, o Options) (Result, error) {
 	progress("importing " + tag)
 	changes := []string{
 		"USER " + User,
-		"WORKDIR " + Home,
+		"WORKDIR " + adapter.DefaultWorkspace,
 		"ENV PATH=" + DefPath,
 		"ENV HOME=" + Home,
 		"ENV LANG=C.UTF-8",
