@@ -610,6 +610,13 @@ func signalNumber(s string) (int, bool) {
 	return 0, false
 }
 
+// isJobPid reports whether a is the pid of a background job or subshell: the interpreter numbers
+// them $$+1, $$+2... ($! and $BASHPID).
+func isJobPid(a string) bool {
+	n, err := strconv.Atoi(a)
+	return err == nil && n > os.Getpid()
+}
+
 // runKill models kill for what the interpreter can honour: the shell itself ($$, or 0 for its
 // process group) can be signalled and ends with 128+signo; kill -0 $$ succeeds; kill -l lists
 // signals. Background jobs are goroutines that cannot be signalled one by one: kill reports that.
@@ -654,7 +661,7 @@ func runKill(ctx context.Context, cl *call, hc interp.HandlerContext, args []str
 				continue
 			}
 			return -sig
-		case strings.HasPrefix(a, "%") || strings.HasPrefix(a, "g"):
+		case strings.HasPrefix(a, "%") || isJobPid(a):
 			fmt.Fprintf(hc.Stderr, "kill: %s: background jobs cannot be signalled in the memory sandbox\n", a)
 			status = 1
 		default:

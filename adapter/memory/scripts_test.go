@@ -63,6 +63,7 @@ func TestScripts(t *testing.T) {
 		{name: "dev stderr", script: `echo err > /dev/stderr`, errOut: "err\n"},
 		{name: "kill self", script: `echo a; kill -9 $$; echo b`, out: "a\n", code: 137},
 		{name: "kill in child shell", script: `sh -c 'kill $$'; echo "child=$?"`, out: "child=143\n"},
+		{name: "kill a background job refused", script: `sleep 0.05 & kill $! 2>&1 | grep -c "background jobs cannot be signalled"; wait`, out: "1\n"},
 		{name: "kill -l", script: `kill -l | head -n 2`, out: " 1) SIGHUP\n 2) SIGINT\n"},
 		{name: "etc passwd invisible", script: `cat /etc/passwd; ls /etc | wc -l`, out: "0\n", errOut: "cat: /etc/passwd: No such file or directory\n"},
 		{name: "process builtins", script: `umask; ulimit -n; jobs; echo $UID; env | grep -c UID`, out: "0022\nunlimited\n1000\n0\n", code: 1},

@@ -184,13 +184,15 @@ type Runner struct {
 
 	lastExpandExit exitStatus // used to surface exit statuses while expanding fields
 
-	// bgProcs holds all background shells spawned by this runner.
-	// Their PIDs are 1-indexed, from 1 to len(bgProcs), with a "g" prefix
-	// to distinguish them from real PIDs on the host operating system.
+	// bgProcs holds all background shells spawned by this runner, in order:
+	// background commands, which are jobs, and process substitutions.
 	//
 	// Note that each shell only tracks its direct children;
 	// subshells do not share nor inherit the background PIDs they can wait for.
-	bgProcs []bgProc
+	bgProcs []*bgProc
+
+	// lastBgPid is $!, which subshells inherit; zero if unset.
+	lastBgPid int
 
 	opts runnerOpts
 
@@ -338,7 +340,7 @@ func (e *exitStatus) fromHandlerError(err error) {
 
 // panicked reports whether a finished background job ended with a panic,
 // which wait surfaces as a fatal error.
-func (bg bgProc) panicked() bool {
+func (bg *bgProc) panicked() bool {
 	_, ok := bg.exit.err.(*PanicError)
 	return bg.exit.fatalExit && ok
 }
@@ -349,6 +351,39 @@ type bgProc struct {
 	done chan struct{}
 
 	exit *exitStatus
+
+	// pid is the number that $! and wait know it by: $$ plus the
+	// subshell's number, which is also its $BASHPID.
+	pid int
+
+	// job is its job number for %N, or 0 for a process substitution.
+	job int
+
+	// waited is set once wait has reported the job, which then leaves
+	// the job table: %N and wait -n no longer see it.
+	waited bool
+}
+
+// newBgProc records a background shell run by r2, the subshell that runs it.
+func (r *Runner) newBgProc(r2 *Runner, job bool) *bgProc {
+	bg := &bgProc{
+		done: make(chan struct{}),
+		exit: new(exitStatus),
+		pid:  os.Getpid() + r2.pid,
+	}
+	if job {
+		// Like Bash, a new job takes the number after the highest one
+		// still in the table.
+		bg.job = 1
+		for _, other := range r.bgProcs {
+			if other.job >= bg.job && !other.waited {
+				bg.job = other.job + 1
+			}
+		}
+	}
+	r.bgProcs = append(r.bgProcs, bg)
+	r.lastBgPid = bg.pid
+	return bg
 }
 
 type alias struct {
@@ -1267,6 +1302,7 @@ func (r *Runner) subshell(background bool) *Runner {
 		funcNames:      slices.Clone(r.funcNames),
 		startTime:      r.startTime,
 		pid:            int(subshellPids.Add(1)),
+		lastBgPid:      r.lastBgPid,
 		usedNew:        r.usedNew,
 		exit:           r.exit,
 		lastExit:       r.lastExit,

@@ -12,6 +12,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -392,38 +393,7 @@ func (r *Runner) builtin(ctx context.Context, pos syntax.Pos, name string, args 
 		}
 		exit.code = r.changeDir(ctx, "cd", path)
 	case "wait":
-		fp := flagParser{remaining: args}
-		for fp.more() {
-			switch flag := fp.flag(); flag {
-			case "-n", "-p":
-				return failf(2, "wait: unsupported option %q\n", flag)
-			default:
-				return failf(2, "wait: invalid option %q\n", flag)
-			}
-		}
-		if len(args) == 0 {
-			// Note that "wait" without arguments always returns exit status zero.
-			for _, bg := range r.bgProcs {
-				<-bg.done
-				if bg.panicked() {
-					return *bg.exit
-				}
-			}
-			break
-		}
-		for _, arg := range args {
-			arg, ok := strings.CutPrefix(arg, "g")
-			pid := atoi(arg)
-			if !ok || pid <= 0 || pid > int64(len(r.bgProcs)) {
-				return failf(1, "wait: pid %s is not a child of this shell\n", arg)
-			}
-			bg := r.bgProcs[pid-1]
-			<-bg.done
-			exit = *bg.exit
-			if bg.panicked() {
-				return exit
-			}
-		}
+		return r.waitBuiltin(args)
 	case "builtin":
 		if len(args) < 1 {
 			break
@@ -1502,4 +1472,162 @@ func (r *Runner) optStatusText(status bool) string {
 		return "on"
 	}
 	return "off"
+}
+
+// waitBuiltin is Bash's wait without job control: with no arguments it
+// waits for every background shell and returns 0; with ids (pids from $!
+// or job specs %N, %%, %+, %-) it returns the status of the last one;
+// with -n it waits for the next job of the table, or of the ids, to end.
+// -p VAR stores the pid of the job whose status is returned, and -f is
+// accepted and does nothing, as in Bash when job control is off.
+func (r *Runner) waitBuiltin(args []string) exitStatus {
+	var exit exitStatus
+	fp := flagParser{remaining: args}
+	next, pidVar := false, ""
+	for fp.more() {
+		switch flag := fp.flag(); flag {
+		case "-n":
+			next = true
+		case "-f":
+		case "-p":
+			if pidVar = fp.value(); pidVar == "" {
+				r.errf("wait: -p: option requires an argument\n")
+				exit.code = 2
+				return exit
+			}
+		default:
+			r.errf("wait: %s: invalid option\nwait: usage: wait [-fn] [-p var] [id ...]\n", flag)
+			exit.code = 2
+			return exit
+		}
+	}
+	args = fp.args()
+	if pidVar != "" && !syntax.ValidName(pidVar) {
+		r.errf("wait: `%s': not a valid identifier\n", pidVar)
+		exit.code = 2
+		return exit
+	}
+	report := func(bg *bgProc) {
+		bg.waited = true
+		exit = *bg.exit
+		if pidVar != "" {
+			r.setVarString(pidVar, strconv.Itoa(bg.pid))
+		}
+	}
+	var ids []*bgProc
+	for _, arg := range args {
+		bg, code := r.findBgProc(arg)
+		if bg == nil {
+			exit.code = code
+			if !next {
+				continue
+			}
+			return exit
+		}
+		if next {
+			ids = append(ids, bg)
+			continue
+		}
+		<-bg.done
+		report(bg)
+		if bg.panicked() {
+			return exit
+		}
+	}
+	if !next {
+		if len(args) == 0 {
+			// Note that "wait" without arguments always returns exit status zero.
+			for _, bg := range r.bgProcs {
+				<-bg.done
+				bg.waited = bg.job > 0
+				if bg.panicked() {
+					return *bg.exit
+				}
+			}
+		}
+		return exit
+	}
+	if len(args) == 0 {
+		for _, bg := range r.bgProcs {
+			if bg.job > 0 && !bg.waited {
+				ids = append(ids, bg)
+			}
+		}
+	}
+	if len(ids) == 0 {
+		exit.code = 127
+		return exit
+	}
+	// Report a job that already ended first, in the order they started.
+	for _, bg := range ids {
+		select {
+		case <-bg.done:
+			report(bg)
+			return exit
+		default:
+		}
+	}
+	cases := make([]reflect.SelectCase, len(ids))
+	for i, bg := range ids {
+		cases[i] = reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(bg.done)}
+	}
+	i, _, _ := reflect.Select(cases)
+	report(ids[i])
+	return exit
+}
+
+// findBgProc finds the background shell that a wait argument names, a pid
+// or a job spec, or reports why there is none and the status for it.
+func (r *Runner) findBgProc(arg string) (*bgProc, uint8) {
+	spec, isJob := strings.CutPrefix(arg, "%")
+	if !isJob {
+		pid, err := strconv.Atoi(arg)
+		if err != nil || pid <= 0 {
+			r.errf("wait: `%s': not a pid or valid job spec\n", arg)
+			return nil, 1
+		}
+		for _, bg := range r.bgProcs {
+			if bg.pid == pid {
+				return bg, 0
+			}
+		}
+		r.errf("wait: pid %s is not a child of this shell\n", arg)
+		return nil, 127
+	}
+	var jobs []*bgProc // the job table, in order of job number
+	for _, bg := range r.bgProcs {
+		if bg.job > 0 && !bg.waited {
+			jobs = append(jobs, bg)
+		}
+	}
+	slices.SortStableFunc(jobs, func(a, b *bgProc) int { return a.job - b.job })
+	switch {
+	case spec == "" || spec == "%" || spec == "+":
+		if len(jobs) > 0 {
+			return jobs[len(jobs)-1], 0
+		}
+		r.errf("wait: %s: no current job\n", arg)
+		return nil, 127
+	case spec == "-":
+		if len(jobs) > 1 {
+			return jobs[len(jobs)-2], 0
+		}
+		if len(jobs) == 1 {
+			return jobs[0], 0
+		}
+		r.errf("wait: %s: no previous job\n", arg)
+		return nil, 127
+	}
+	n, err := strconv.Atoi(spec)
+	if err != nil {
+		r.errf("wait: %s: job specifications by command name are not supported\n", arg)
+		return nil, 2
+	}
+	for _, bg := range jobs {
+		if bg.job == n {
+			return bg, 0
+		}
+	}
+	r.errf("wait: %s: no such job\n", arg)
+	return nil, 127
 }

@@ -118,11 +118,7 @@ func (r *Runner) fillExpandConfig(ctx context.Context) {
 			stdout := r.origStdout
 			// TODO: note that `man bash` mentions that `wait` only waits for the last
 			// process substitution as long as it is $!; the logic here would mean we wait for all of them.
-			bg := bgProc{
-				done: make(chan struct{}),
-				exit: new(exitStatus),
-			}
-			r.bgProcs = append(r.bgProcs, bg)
+			bg := r.newBgProc(r2, false)
 			go func() {
 				defer func() {
 					*bg.exit = r2.exit
@@ -356,11 +352,7 @@ func (r *Runner) stmt(ctx context.Context, st *syntax.Stmt) {
 		st2 := *st
 		st2.Background = false
 		st2.Disown = false
-		bg := bgProc{
-			done: make(chan struct{}),
-			exit: new(exitStatus),
-		}
-		r.bgProcs = append(r.bgProcs, bg)
+		bg := r.newBgProc(r2, true)
 		go func() {
 			defer func() {
 				*bg.exit = r2.exit

@@ -205,8 +205,8 @@ func (r *Runner) lookupVar(name string) expand.Variable {
 			vr.List = r.Params
 		}
 	case "!":
-		if n := len(r.bgProcs); n > 0 {
-			vr.Kind, vr.Str = expand.String, "g"+strconv.Itoa(n)
+		if r.lastBgPid > 0 {
+			vr.Kind, vr.Str = expand.String, strconv.Itoa(r.lastBgPid)
 		}
 	case "?":
 		vr.Kind, vr.Str = expand.String, strconv.Itoa(int(r.lastExit.code))
