@@ -297,7 +297,8 @@ func (e *exitStatus) endSubshell(parens bool) {
 	if parens && e.unbound {
 		e.code = 1
 	}
-	e.exiting, e.aborting, e.unbound = false, false, false
+	// A return in a subshell ends the subshell only, as exit does.
+	e.exiting, e.aborting, e.unbound, e.returning = false, false, false, false
 	// A subshell which fails triggers errexit in its parent,
 	// even if errexit was ignored when the subshell's last command failed.
 	e.errState = errUnchecked
@@ -1300,6 +1301,8 @@ func (r *Runner) subshell(background bool) *Runner {
 		noErrExit:      r.noErrExit,
 		pipeStatus:     slices.Clone(r.pipeStatus),
 		funcNames:      slices.Clone(r.funcNames),
+		inFunc:         r.inFunc,
+		inSource:       r.inSource,
 		startTime:      r.startTime,
 		pid:            int(subshellPids.Add(1)),
 		lastBgPid:      r.lastBgPid,

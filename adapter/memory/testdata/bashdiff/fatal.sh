@@ -108,3 +108,20 @@ echo "st=$?"
 echo 'echo hi' > s.sh
 ./s.sh
 echo "st=$?"
+
+#### return-in-subshell-carries-on
+f() { (return 3); echo "st=$?"; echo after; }
+f
+
+#### return-in-pipeline-of-function
+f() { true | return 7; echo "p=$?"; }
+f
+
+#### return-in-subshell-outside-function
+(return 1)
+echo "st=$?"
+
+#### local-in-subshell-of-function
+f() ( local x=1; echo "x=$x" )
+f
+echo "[${x-unset}]"
