@@ -1508,10 +1508,20 @@ func (r *Runner) setFd(n int, e fdEntry) {
 }
 
 func (r *Runner) redir(ctx context.Context, rd *syntax.Redirect) (io.Closer, error) {
+	isHdoc := rd.Op == syntax.Hdoc || rd.Op == syntax.DashHdoc
+	var arg string
+	if !isHdoc {
+		arg = r.literal(rd.Word)
+	}
 	fd := -1 // the default for the operator
 	if rd.N != nil {
 		n, err := strconv.Atoi(rd.N.Value)
-		if err != nil || n < 0 {
+		if name, ok := fdVarName(rd.N.Value); ok {
+			n, err = r.fdOfVar(name, (rd.Op == syntax.DplIn || rd.Op == syntax.DplOut) && arg == "-")
+			if err != nil {
+				return nil, err
+			}
+		} else if err != nil || n < 0 {
 			return nil, fmt.Errorf("unsupported redirect fd: %v", rd.N.Value)
 		}
 		fd = n
@@ -1523,7 +1533,7 @@ func (r *Runner) redir(ctx context.Context, rd *syntax.Redirect) (io.Closer, err
 		return def
 	}
 	// Note that Hdoc is nil for an empty here-document.
-	if rd.Op == syntax.Hdoc || rd.Op == syntax.DashHdoc {
+	if isHdoc {
 		pr, err := r.hdocReader(rd)
 		if err != nil {
 			return nil, err
@@ -1531,7 +1541,6 @@ func (r *Runner) redir(ctx context.Context, rd *syntax.Redirect) (io.Closer, err
 		r.setFd(fdOr(0), fdEntry{r: pr})
 		return pr, nil
 	}
-	arg := r.literal(rd.Word)
 	switch rd.Op {
 	case syntax.WordHdoc:
 		pr, pw, err := newPipe()
@@ -1556,7 +1565,9 @@ func (r *Runner) redir(ctx context.Context, rd *syntax.Redirect) (io.Closer, err
 			r.setFd(n, fdEntry{})
 			return nil, nil
 		}
-		src, err := strconv.Atoi(arg)
+		// "N>&M-" moves M to N: it duplicates M, then closes it.
+		srcArg, move := strings.CutSuffix(arg, "-")
+		src, err := strconv.Atoi(srcArg)
 		if err != nil {
 			if rd.Op == syntax.DplOut && fd < 0 {
 				// ">&file" is the same as "&>file".
@@ -1569,9 +1580,27 @@ func (r *Runner) redir(ctx context.Context, rd *syntax.Redirect) (io.Closer, err
 			return nil, fmt.Errorf("%d: %w", src, errBadFd)
 		}
 		r.setFd(n, e)
+		if move && src != n {
+			r.setFd(src, fdEntry{})
+		}
 		return nil, nil
-	case syntax.RdrIn, syntax.RdrOut, syntax.AppOut, syntax.RdrClob, syntax.RdrInOut,
-		syntax.RdrAll, syntax.AppAll:
+	case syntax.RdrIn, syntax.RdrOut, syntax.AppOut, syntax.RdrClob:
+		// Like Bash, /dev/fd/N names the shell's own descriptor N.
+		if rest, ok := strings.CutPrefix(arg, "/dev/fd/"); ok {
+			if src, err := strconv.Atoi(rest); err == nil && src > 2 {
+				e, ok := r.getFd(src)
+				if !ok || (rd.Op == syntax.RdrIn && e.r == nil) || (rd.Op != syntax.RdrIn && e.w == nil) {
+					return nil, fmt.Errorf("%s: %w", arg, errBadFd)
+				}
+				if rd.Op == syntax.RdrIn {
+					r.setFd(fdOr(0), e)
+				} else {
+					r.setFd(fdOr(1), e)
+				}
+				return nil, nil
+			}
+		}
+	case syntax.RdrInOut, syntax.RdrAll, syntax.AppAll:
 		// done further below
 	default:
 		return nil, fmt.Errorf("unhandled redirect op: %v", rd.Op)
@@ -1619,6 +1648,35 @@ func (r *Runner) redir(ctx context.Context, rd *syntax.Redirect) (io.Closer, err
 		r.stderr = f
 	}
 	return f, nil
+}
+
+// fdVarName reports whether the word before a redirection is "{varname}",
+// which asks the shell to allocate a descriptor and store it in varname.
+func fdVarName(s string) (string, bool) {
+	name, ok := strings.CutPrefix(s, "{")
+	name, ok2 := strings.CutSuffix(name, "}")
+	return name, ok && ok2 && syntax.ValidName(name)
+}
+
+// fdOfVar is the descriptor of a "{varname}" redirection: a new one from 10
+// up, stored in varname, or the one varname holds when closing it.
+func (r *Runner) fdOfVar(name string, closing bool) (int, error) {
+	if closing {
+		n, err := strconv.Atoi(r.envGet(name))
+		if err != nil || n < 0 {
+			return 0, fmt.Errorf("%s: ambiguous redirect", name)
+		}
+		return n, nil
+	}
+	n := 10
+	for {
+		if _, used := r.fds[n]; !used {
+			break
+		}
+		n++
+	}
+	r.setVarString(name, strconv.Itoa(n))
+	return n, nil
 }
 
 func (r *Runner) loopStmtsBroken(ctx context.Context, stmts []*syntax.Stmt) bool {
