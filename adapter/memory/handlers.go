@@ -213,7 +213,7 @@ func (s *Sandbox) runCommand(ctx context.Context, cl *call, hc interp.HandlerCon
 		return nestedExit(code, err)
 	}
 	if u, ok := coreutils.Lookup(name); ok {
-		return s.runUtility(ctx, cl, hc.Dir, hc.Env, hc.Stdin, hc.Stdout, hc.Stderr, u, args), nil
+		return s.runUtility(ctx, cl, hc, u, args), nil
 	}
 	if interp.IsBuiltin(name) {
 		// Reached through xargs or env, or by path: run it in a child shell, as /usr/bin/NAME would.
@@ -300,8 +300,11 @@ func exportedOnly(env expand.Environ) expand.Environ {
 	return shellEnv(coreutils.Environ(env))
 }
 
-func (s *Sandbox) runUtility(ctx context.Context, cl *call, dir string, vars expand.Environ, stdin io.Reader, stdout, stderr io.Writer, u coreutils.Func, args []string) int {
-	e := &coreutils.Env{Ctx: ctx, FS: gatedFS{cl}, Dir: dir, Stdin: stdin, Stdout: stdout, Stderr: stderr, Vars: vars}
+// runUtility runs a utility of coreutils with the calling command's directory, variables, standard
+// streams and descriptors (hc).
+func (s *Sandbox) runUtility(ctx context.Context, cl *call, hc interp.HandlerContext, u coreutils.Func, args []string) int {
+	fsys := stdioFS{FS: gatedFS{cl}, stdin: hc.Stdin, stdout: hc.Stdout, stderr: hc.Stderr, fd: hc.Fd}
+	e := &coreutils.Env{Ctx: ctx, FS: fsys, Dir: hc.Dir, Stdin: hc.Stdin, Stdout: hc.Stdout, Stderr: hc.Stderr, Vars: hc.Env}
 	e.Exec = func(e *coreutils.Env, args []string) int {
 		if n := cl.commands.Add(1); n > int64(cl.sb.cfg.MaxCommands) {
 			_ = cl.limit("commands", "more than %d commands", cl.sb.cfg.MaxCommands)

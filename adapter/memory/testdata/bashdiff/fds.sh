@@ -139,3 +139,28 @@ B
 #### fd-redirect-in-if
 if true; then echo inside >&3; fi 3>if.txt
 cat if.txt
+
+#### utility-reads-dev-stdin
+echo piped | cat /dev/stdin
+
+#### utility-writes-dev-stderr
+echo logged | tee /dev/stderr 2>/dev/null
+
+#### utility-writes-dev-stdout
+echo twice | tee /dev/stdout
+
+#### utility-reads-dev-fd-0
+echo zero | wc -c /dev/fd/0 | sed 's/ .*//'
+
+#### utility-dev-fd-not-open
+echo x | tee /dev/fd/9 >/dev/null
+echo "st=$?"
+
+#### utility-reads-fd-from-file
+printf 'a\nb\n' > in.txt
+cat /dev/fd/3 3<in.txt | wc -l
+
+#### dev-stdout-is-not-a-file
+echo out | tee /dev/stdout >/dev/null
+ls /dev/stdout >/dev/null 2>&1 && echo listed
+[ -f /dev/stdout ] || echo "not a regular file"
