@@ -1021,6 +1021,20 @@ func (cfg *Config) expandUser(field string, moreFields bool) (prefix, rest strin
 		return "", field
 	}
 
+	// "~+" and "~-" are the current and previous directories.
+	switch name {
+	case "+", "-":
+		dir := "PWD"
+		if name == "-" {
+			dir = "OLDPWD"
+		}
+		vr := cfg.Env.Get(dir)
+		if vr.IsSet() {
+			return vr.String(), rest
+		}
+		return "", field
+	}
+
 	// Not the current user; try via "HOME <name>", otherwise fall back to
 	// os/user. There isn't a way to lookup user home dirs without cgo.
 

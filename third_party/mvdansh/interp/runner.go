@@ -1101,6 +1101,20 @@ func (r *Runner) callExprFields(cm *syntax.CallExpr) []string {
 		}
 		i += len(als.args)
 	}
+	// Like Bash, an argument that looks like an assignment, such as
+	// "prefix=~/x" in "make prefix=~/x", has its tildes expanded as one.
+	copied := false
+	for i, arg := range args {
+		if i == 0 {
+			continue
+		}
+		if w := argTildes(arg, r.envGet); w != arg {
+			if !copied {
+				args, copied = slices.Clone(args), true
+			}
+			args[i] = w
+		}
+	}
 	r.lastExpandExit = exitStatus{}
 	return r.fields(args...)
 }
