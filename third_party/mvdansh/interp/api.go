@@ -102,9 +102,12 @@ type Runner struct {
 	// accessHandler is a function responsible for checking file access. It must be non-nil.
 	accessHandler AccessHandlerFunc
 
-	stdin  stdinFile // e.g. the read end of a pipe
-	stdout io.Writer
-	stderr io.Writer
+	stdin stdinFile // e.g. the read end of a pipe
+	// stdinClosed is set once standard input is closed with <&-; a nil
+	// stdin otherwise reads nothing.
+	stdinClosed bool
+	stdout      io.Writer
+	stderr      io.Writer
 
 	// fds holds the file descriptors above 2 which redirections like 3>file
 	// or exec 4<&0 opened. It is copied on write by each statement with
@@ -1291,6 +1294,7 @@ func (r *Runner) subshell(background bool) *Runner {
 		statHandler:    r.statHandler,
 		accessHandler:  r.accessHandler,
 		stdin:          r.stdin,
+		stdinClosed:    r.stdinClosed,
 		stdout:         r.stdout,
 		stderr:         r.stderr,
 		fds:            r.fds, // copied on write

@@ -1243,7 +1243,7 @@ func (r *Runner) readBuiltin(ctx context.Context, args []string) (exit exitStatu
 	in := r.stdin
 	if fd != 0 {
 		e, ok := r.getFd(fd)
-		if !ok || e.r == nil {
+		if !ok || (e.r == nil && !e.empty) {
 			return failf(1, "read: %d: invalid file descriptor: Bad file descriptor\n", fd)
 		}
 		in = e.r

@@ -105,10 +105,13 @@ func (hc HandlerContext) Fd(n int) (r io.Reader, w io.Writer, ok bool) {
 	if !ok {
 		return nil, nil, false
 	}
-	if e.r != nil {
+	switch {
+	case e.r != nil:
 		r = e.r
+	case e.empty:
+		r = strings.NewReader("")
 	}
-	return r, e.w, e.r != nil || e.w != nil
+	return r, e.w, r != nil || e.w != nil
 }
 
 // CallHandlerFunc is a handler which runs on every [syntax.CallExpr].

@@ -368,7 +368,7 @@ func (r *Runner) stmt(ctx context.Context, st *syntax.Stmt) {
 }
 
 func (r *Runner) stmtSync(ctx context.Context, st *syntax.Stmt) {
-	oldIn, oldOut, oldErr, oldFds := r.stdin, r.stdout, r.stderr, r.fds
+	oldIn, oldOut, oldErr, oldFds, oldInClosed := r.stdin, r.stdout, r.stderr, r.fds, r.stdinClosed
 	var closers []io.Closer
 	if call, ok := st.Cmd.(*syntax.CallExpr); ok && len(st.Redirs) > 0 && len(call.Args) == 0 {
 		// Like Bash, the assignments of a command without a name happen before
@@ -389,7 +389,7 @@ func (r *Runner) stmtSync(ctx context.Context, st *syntax.Stmt) {
 			}
 			r.exit = assignExit
 		}
-		r.stdin, r.stdout, r.stderr, r.fds = oldIn, oldOut, oldErr, oldFds
+		r.stdin, r.stdout, r.stderr, r.fds, r.stdinClosed = oldIn, oldOut, oldErr, oldFds, oldInClosed
 		r.stmtStatus(ctx, st)
 		return
 	}
@@ -429,7 +429,7 @@ func (r *Runner) stmtSync(ctx context.Context, st *syntax.Stmt) {
 		// shell itself, so don't undo them and keep their files open.
 		r.keepRedirs = false
 	} else if len(st.Redirs) > 0 {
-		r.stdin, r.stdout, r.stderr, r.fds = oldIn, oldOut, oldErr, oldFds
+		r.stdin, r.stdout, r.stderr, r.fds, r.stdinClosed = oldIn, oldOut, oldErr, oldFds, oldInClosed
 		for _, cls := range closers {
 			cls.Close()
 		}
@@ -1468,6 +1468,10 @@ func (r *Runner) hdocString(rd *syntax.Redirect) string {
 type fdEntry struct {
 	r stdinFile
 	w io.Writer
+
+	// empty is set for an input which reads nothing, such as the
+	// standard input of a Runner given none, when r is nil.
+	empty bool
 }
 
 // closedWriter is the writer of a closed output file descriptor, as with >&-.
@@ -1481,7 +1485,9 @@ var errBadFd = errors.New("Bad file descriptor")
 func (r *Runner) getFd(n int) (fdEntry, bool) {
 	switch n {
 	case 0:
-		return fdEntry{r: r.stdin}, r.stdin != nil
+		// A Runner without standard input reads nothing from it, as
+		// from /dev/null, until it is closed with <&-.
+		return fdEntry{r: r.stdin, empty: r.stdin == nil}, !r.stdinClosed
 	case 1:
 		_, closed := r.stdout.(closedWriter)
 		return fdEntry{w: r.stdout}, !closed
@@ -1498,6 +1504,7 @@ func (r *Runner) setFd(n int, e fdEntry) {
 	switch n {
 	case 0:
 		r.stdin = e.r
+		r.stdinClosed = e.r == nil && !e.empty
 		return
 	case 1, 2:
 		w := e.w
@@ -1513,7 +1520,7 @@ func (r *Runner) setFd(n int, e fdEntry) {
 	}
 	fds := make(map[int]fdEntry, len(r.fds)+1)
 	maps.Copy(fds, r.fds)
-	if e.r == nil && e.w == nil {
+	if e.r == nil && e.w == nil && !e.empty {
 		delete(fds, n)
 	} else {
 		fds[n] = e
@@ -1590,7 +1597,7 @@ func (r *Runner) redir(ctx context.Context, rd *syntax.Redirect) (io.Closer, err
 			return nil, fmt.Errorf("%s: ambiguous redirect", arg)
 		}
 		e, ok := r.getFd(src)
-		if !ok || (rd.Op == syntax.DplIn && e.r == nil && n == 0) {
+		if !ok || (rd.Op == syntax.DplIn && e.r == nil && !e.empty && n == 0) {
 			return nil, fmt.Errorf("%d: %w", src, errBadFd)
 		}
 		r.setFd(n, e)
@@ -1603,7 +1610,7 @@ func (r *Runner) redir(ctx context.Context, rd *syntax.Redirect) (io.Closer, err
 		if rest, ok := strings.CutPrefix(arg, "/dev/fd/"); ok {
 			if src, err := strconv.Atoi(rest); err == nil && src > 2 {
 				e, ok := r.getFd(src)
-				if !ok || (rd.Op == syntax.RdrIn && e.r == nil) || (rd.Op != syntax.RdrIn && e.w == nil) {
+				if !ok || (rd.Op == syntax.RdrIn && e.r == nil && !e.empty) || (rd.Op != syntax.RdrIn && e.w == nil) {
 					return nil, fmt.Errorf("%s: %w", arg, errBadFd)
 				}
 				if rd.Op == syntax.RdrIn {

@@ -164,3 +164,14 @@ cat /dev/fd/3 3<in.txt | wc -l
 echo out | tee /dev/stdout >/dev/null
 ls /dev/stdout >/dev/null 2>&1 && echo listed
 [ -f /dev/stdout ] || echo "not a regular file"
+
+#### save-stdin-without-input
+exec 3<&0
+read -r x <&3
+echo "st=$? x=[$x]"
+exec 3<&-
+
+#### closed-stdin-cannot-be-duplicated
+exec 0<&-
+exec 4<&0
+echo "st=$?"
