@@ -79,7 +79,7 @@ func callHandler(ctx context.Context, args []string) ([]string, error) {
 	switch args[0] {
 	case "kill":
 		return append([]string{internalKill}, args[1:]...), nil
-	case "umask", "ulimit", "jobs":
+	case "umask", "ulimit":
 		return append([]string{internalNoop, args[0]}, args[1:]...), nil
 	case "type":
 		return append([]string{internalType}, args[1:]...), nil
@@ -817,8 +817,8 @@ func runPwd(ctx context.Context, cl *call, hc interp.HandlerContext, args []stri
 }
 
 // runNoop answers the process-attribute builtins the interpreter lacks: umask (reports 0022 and
-// accepts a new value, which files created here ignore), ulimit (everything unlimited; the
-// adapter's own limits apply) and jobs (background jobs are not listed).
+// accepts a new value, which files created here ignore) and ulimit (everything unlimited; the
+// adapter's own limits apply).
 func runNoop(ctx context.Context, cl *call, hc interp.HandlerContext, args []string) int {
 	name, rest := args[1], args[2:]
 	switch name {

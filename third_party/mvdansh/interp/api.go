@@ -197,6 +197,10 @@ type Runner struct {
 	// lastBgPid is $!, which subshells inherit; zero if unset.
 	lastBgPid int
 
+	// parentJobs is the job table of the shell this subshell was made
+	// from, as it was then, which jobs lists as Bash does: kill $(jobs -p).
+	parentJobs []*bgProc
+
 	opts runnerOpts
 
 	origDir    string
@@ -366,6 +370,27 @@ type bgProc struct {
 	// waited is set once wait has reported the job, which then leaves
 	// the job table: %N and wait -n no longer see it.
 	waited bool
+
+	// stmt is the job's command, which jobs lists.
+	stmt *syntax.Stmt
+}
+
+// jobTable returns the jobs that have not been waited for, in order of job
+// number, with those of the parent shell first for a subshell.
+func (r *Runner) jobTable() []*bgProc {
+	jobs := r.parentJobs
+	for _, bg := range r.bgProcs {
+		if bg.job > 0 && !bg.waited {
+			if len(jobs) == len(r.parentJobs) {
+				jobs = slices.Clip(jobs)
+			}
+			jobs = append(jobs, bg)
+		}
+	}
+	if len(jobs) > len(r.parentJobs) {
+		slices.SortStableFunc(jobs, func(a, b *bgProc) int { return a.job - b.job })
+	}
+	return jobs
 }
 
 // newBgProc records a background shell run by r2, the subshell that runs it.
@@ -1310,6 +1335,7 @@ func (r *Runner) subshell(background bool) *Runner {
 		startTime:      r.startTime,
 		pid:            int(subshellPids.Add(1)),
 		lastBgPid:      r.lastBgPid,
+		parentJobs:     r.jobTable(),
 		usedNew:        r.usedNew,
 		exit:           r.exit,
 		lastExit:       r.lastExit,

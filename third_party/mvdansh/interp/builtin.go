@@ -394,6 +394,8 @@ func (r *Runner) builtin(ctx context.Context, pos syntax.Pos, name string, args 
 		exit.code = r.changeDir(ctx, "cd", path)
 	case "wait":
 		return r.waitBuiltin(args)
+	case "jobs":
+		return r.jobsBuiltin(args)
 	case "builtin":
 		if len(args) < 1 {
 			break
@@ -1516,7 +1518,7 @@ func (r *Runner) waitBuiltin(args []string) exitStatus {
 	}
 	var ids []*bgProc
 	for _, arg := range args {
-		bg, code := r.findBgProc(arg)
+		bg, code := r.findBgProc("wait", arg)
 		if bg == nil {
 			exit.code = code
 			if !next {
@@ -1576,14 +1578,85 @@ func (r *Runner) waitBuiltin(args []string) exitStatus {
 	return exit
 }
 
+// jobsBuiltin is Bash's jobs without job control: it lists the jobs of the
+// table that are still running, as "[N]+  Running  command &", or their
+// pids with -p. A job that has ended is no longer listed, as Bash drops it
+// silently without job control. -l adds the pid; -r and -n list the same
+// jobs, -s none, as no job is ever stopped.
+func (r *Runner) jobsBuiltin(args []string) exitStatus {
+	var exit exitStatus
+	fp := flagParser{remaining: args}
+	mode := ""
+	for fp.more() {
+		switch flag := fp.flag(); flag {
+		case "-p", "-l", "-s":
+			mode = flag
+		case "-r", "-n":
+		case "-x":
+			r.errf("jobs: -x is not supported\n")
+			exit.code = 2
+			return exit
+		default:
+			r.errf("jobs: %s: invalid option\njobs: usage: jobs [-lnprs] [jobspec ...] or jobs -x command [args]\n", flag)
+			exit.code = 2
+			return exit
+		}
+	}
+	jobs := r.jobTable()
+	mark := func(bg *bgProc) byte {
+		switch {
+		case bg == jobs[len(jobs)-1]:
+			return '+'
+		case len(jobs) > 1 && bg == jobs[len(jobs)-2]:
+			return '-'
+		}
+		return ' '
+	}
+	list := jobs
+	if specs := fp.args(); len(specs) > 0 {
+		list = nil
+		for _, spec := range specs {
+			bg, code := r.findBgProc("jobs", spec)
+			if bg == nil {
+				exit.code = min(code, 1)
+				continue
+			}
+			list = append(list, bg)
+		}
+	}
+	for _, bg := range list {
+		select {
+		case <-bg.done:
+			continue // ended: no longer listed
+		default:
+		}
+		if mode == "-s" {
+			continue
+		}
+		if mode == "-p" {
+			r.outf("%d\n", bg.pid)
+			continue
+		}
+		var sb strings.Builder
+		syntax.NewPrinter().Print(&sb, bg.stmt)
+		text := strings.TrimSpace(sb.String())
+		if mode == "-l" {
+			r.outf("[%d]%c %d %-24s%s &\n", bg.job, mark(bg), bg.pid, "Running", text)
+		} else {
+			r.outf("[%d]%c  %-24s%s &\n", bg.job, mark(bg), "Running", text)
+		}
+	}
+	return exit
+}
+
 // findBgProc finds the background shell that a wait argument names, a pid
 // or a job spec, or reports why there is none and the status for it.
-func (r *Runner) findBgProc(arg string) (*bgProc, uint8) {
+func (r *Runner) findBgProc(builtin, arg string) (*bgProc, uint8) {
 	spec, isJob := strings.CutPrefix(arg, "%")
 	if !isJob {
 		pid, err := strconv.Atoi(arg)
 		if err != nil || pid <= 0 {
-			r.errf("wait: `%s': not a pid or valid job spec\n", arg)
+			r.errf("%s: `%s': not a pid or valid job spec\n", builtin, arg)
 			return nil, 1
 		}
 		for _, bg := range r.bgProcs {
@@ -1591,7 +1664,7 @@ func (r *Runner) findBgProc(arg string) (*bgProc, uint8) {
 				return bg, 0
 			}
 		}
-		r.errf("wait: pid %s is not a child of this shell\n", arg)
+		r.errf("%s: pid %s is not a child of this shell\n", builtin, arg)
 		return nil, 127
 	}
 	var jobs []*bgProc // the job table, in order of job number
@@ -1606,7 +1679,7 @@ func (r *Runner) findBgProc(arg string) (*bgProc, uint8) {
 		if len(jobs) > 0 {
 			return jobs[len(jobs)-1], 0
 		}
-		r.errf("wait: %s: no current job\n", arg)
+		r.errf("%s: %s: no current job\n", builtin, arg)
 		return nil, 127
 	case spec == "-":
 		if len(jobs) > 1 {
@@ -1615,12 +1688,12 @@ func (r *Runner) findBgProc(arg string) (*bgProc, uint8) {
 		if len(jobs) == 1 {
 			return jobs[0], 0
 		}
-		r.errf("wait: %s: no previous job\n", arg)
+		r.errf("%s: %s: no previous job\n", builtin, arg)
 		return nil, 127
 	}
 	n, err := strconv.Atoi(spec)
 	if err != nil {
-		r.errf("wait: %s: job specifications by command name are not supported\n", arg)
+		r.errf("%s: %s: job specifications by command name are not supported\n", builtin, arg)
 		return nil, 2
 	}
 	for _, bg := range jobs {
@@ -1628,6 +1701,6 @@ func (r *Runner) findBgProc(arg string) (*bgProc, uint8) {
 			return bg, 0
 		}
 	}
-	r.errf("wait: %s: no such job\n", arg)
+	r.errf("%s: %s: no such job\n", builtin, arg)
 	return nil, 127
 }

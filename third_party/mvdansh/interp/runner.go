@@ -353,6 +353,7 @@ func (r *Runner) stmt(ctx context.Context, st *syntax.Stmt) {
 		st2.Background = false
 		st2.Disown = false
 		bg := r.newBgProc(r2, true)
+		bg.stmt = &st2
 		go func() {
 			defer func() {
 				*bg.exit = r2.exit

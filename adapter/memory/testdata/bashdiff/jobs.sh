@@ -176,3 +176,39 @@ echo "${#PIPESTATUS[@]}"
 echo hi | tr a-z A-Z > up.txt &
 wait
 cat up.txt
+
+#### jobs-empty
+jobs
+jobs -p
+echo "st=$?"
+
+#### jobs-lists-running
+sleep 0.3 &
+sleep 0.3 &
+jobs
+wait
+
+#### jobs-p-count
+sleep 0.3 & sleep 0.3 & sleep 0.3 &
+jobs -p | wc -l
+wait
+
+#### jobs-p-is-bang
+sleep 0.3 &
+[ "$(jobs -p)" = "$!" ] && echo same
+wait
+
+#### wait-jobs-p
+(sleep 0.1; exit 3) &
+wait $(jobs -p)
+echo "st=$?"
+
+#### jobs-after-wait-empty
+sleep 0.1 &
+wait
+jobs
+echo "n=$(jobs -p | wc -l)"
+
+#### jobs-no-such-job
+jobs %3
+echo "st=$?"
