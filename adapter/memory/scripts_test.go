@@ -65,6 +65,7 @@ func TestScripts(t *testing.T) {
 		{name: "kill in child shell", script: `sh -c 'kill $$'; echo "child=$?"`, out: "child=143\n"},
 		{name: "kill a background job refused", script: `sleep 0.05 & kill $! 2>&1 | grep -c "background jobs cannot be signalled"; wait`, out: "1\n"},
 		{name: "kill -l", script: `kill -l | head -n 2`, out: " 1) SIGHUP\n 2) SIGINT\n"},
+		{name: "no host users for tilde", script: `echo ~root ~root/x; echo ~ | grep -c workspace`, out: "~root ~root/x\n1\n"},
 		{name: "etc passwd invisible", script: `cat /etc/passwd; ls /etc | wc -l`, out: "0\n", errOut: "cat: /etc/passwd: No such file or directory\n"},
 		{name: "process builtins", script: `umask; ulimit -n; jobs; echo $UID; env | grep -c UID`, out: "0022\nunlimited\n1000\n0\n", code: 1},
 		{name: "test -O refused", script: `test -O a.txt`, errOut: "*", code: 2},

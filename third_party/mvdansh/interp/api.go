@@ -124,6 +124,9 @@ type Runner struct {
 	// procSubstDir is set by [ProcSubstDir]; procSubstOut holds the pending
 	// >(cmd) process substitutions of the current statement.
 	procSubstDir string
+
+	// userHomeDir is set by [UserHomeDirs].
+	userHomeDir  func(name string) (string, bool)
 	procSubstOut []procSubstOut
 
 	// lastArg is $_, the last argument of the last simple command.
@@ -542,6 +545,18 @@ func CommandString(enabled bool) RunnerOption {
 func ProcSubstDir(dir string) RunnerOption {
 	return func(r *Runner) error {
 		r.procSubstDir = dir
+		return nil
+	}
+}
+
+// UserHomeDirs makes tilde expansions of named users, such as "~name/file",
+// ask fn for the user's home directory rather than the host's user database
+// (os/user), for a runner whose users are not the host's; fn returning ok
+// false leaves the word as written, as for a user that does not exist. A nil
+// fn restores the host's database. The setting is kept by [Runner.Reset].
+func UserHomeDirs(fn func(name string) (dir string, ok bool)) RunnerOption {
+	return func(r *Runner) error {
+		r.userHomeDir = fn
 		return nil
 	}
 }
@@ -1092,6 +1107,7 @@ func (r *Runner) Reset() {
 		accessHandler:  r.accessHandler,
 		commandString:  r.commandString,
 		procSubstDir:   r.procSubstDir,
+		userHomeDir:    r.userHomeDir,
 
 		// These can be set by functions like [Dir] or [Params], but
 		// builtins can overwrite them; reset the fields to whatever the
@@ -1327,6 +1343,7 @@ func (r *Runner) subshell(background bool) *Runner {
 		opts:           r.opts,
 		commandString:  r.commandString,
 		procSubstDir:   r.procSubstDir,
+		userHomeDir:    r.userHomeDir,
 		noErrExit:      r.noErrExit,
 		pipeStatus:     slices.Clone(r.pipeStatus),
 		funcNames:      slices.Clone(r.funcNames),
