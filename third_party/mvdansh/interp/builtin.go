@@ -826,7 +826,11 @@ func (r *Runner) builtin(ctx context.Context, pos syntax.Pos, name string, args 
 					exit.code = 1
 				}
 			default: // ""
+				// Like Bash, listing named options fails if one is off.
 				r.printOptLine(arg, *opt, supported)
+				if !*opt {
+					exit.code = 1
+				}
 			}
 		}
 		r.updateExpandOpts()
@@ -1056,11 +1060,12 @@ func mapfileSplit(delim byte, dropDelim bool) bufio.SplitFunc {
 
 func (r *Runner) printOptLine(name string, enabled, supported bool) {
 	state := r.optStatusText(enabled)
+	// Like Bash, the name is padded to 15 columns before the tab.
 	if supported {
-		r.outf("%s\t%s\n", name, state)
+		r.outf("%-15s\t%s\n", name, state)
 		return
 	}
-	r.outf("%s\t%s\t(%q not supported)\n", name, state, r.optStatusText(!enabled))
+	r.outf("%-15s\t%s\t(%q not supported)\n", name, state, r.optStatusText(!enabled))
 }
 
 func (r *Runner) readLine(ctx context.Context, raw bool) ([]byte, error) {

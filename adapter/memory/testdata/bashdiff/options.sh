@@ -140,3 +140,116 @@ echo "$E $D"
 #### tilde-oldpwd-unset
 unset OLDPWD
 echo ~-
+
+#### noclobber-append-to-new
+set -C
+echo a >> fresh.txt
+cat fresh.txt
+
+#### noclobber-in-subshell-inherited
+set -C
+echo a > f
+( echo b > f ) 2>/dev/null
+echo "st=$?"
+cat f
+
+#### noclobber-exec-redirect
+set -C
+echo a > f
+exec 3> f
+echo "st=$?"
+
+#### noclobber-force-on-new-file
+set -C
+echo new >| n.txt
+cat n.txt
+
+#### noclobber-bash-c-child
+set -C
+echo a > f
+bash -c 'echo b > f'
+cat f
+
+#### noclobber-directory-target
+set -C
+mkdir d
+echo x > d
+echo "st=$?"
+
+#### noclobber-set-o-listing
+set -o noclobber
+set -o | grep noclobber
+
+#### lastpipe-off-in-bash-c
+shopt lastpipe
+
+#### lastpipe-pipeline-var-assignment
+shopt -s lastpipe
+echo "a b" | read -r x y
+echo "$y $x"
+
+#### lastpipe-while-sets-array
+shopt -s lastpipe
+declare -a arr
+printf '1\n2\n3\n' | while read -r n; do arr+=("$n"); done
+echo "${arr[*]}"
+
+#### lastpipe-exit-ends-shell
+shopt -s lastpipe
+echo x | exit 3
+echo not-reached
+
+#### lastpipe-pipestatus
+shopt -s lastpipe
+false | true | read -r v <<< ""
+echo "${PIPESTATUS[*]}"
+
+#### lastpipe-with-pipefail
+shopt -s lastpipe
+set -o pipefail
+false | read -r v
+echo "st=$?"
+
+#### lastpipe-in-function
+shopt -s lastpipe
+f() { echo inner | read -r got; echo "got=$got"; }
+f
+
+#### lastpipe-cd-persists
+shopt -s lastpipe
+mkdir -p sub
+echo | cd sub
+basename "$PWD"
+
+#### lastpipe-local-var
+shopt -s lastpipe
+f() { local v=old; echo new | read -r v; echo "$v"; }
+f
+
+#### lastpipe-unset-after
+shopt -s lastpipe
+echo one | read -r a
+shopt -u lastpipe
+echo two | read -r a
+echo "$a"
+
+#### lastpipe-builtin-echo-last
+shopt -s lastpipe
+v=1
+echo 5 | { read -r v; }
+echo "$v"
+
+#### lastpipe-middle-stays-subshell
+shopt -s lastpipe
+v=1
+echo 2 | { read -r v; echo "$v"; } | cat
+echo "$v"
+
+#### lastpipe-with-command-subst
+shopt -s lastpipe
+echo "$(echo hi | read -r w; echo "w=$w")"
+
+#### lastpipe-negated
+shopt -s lastpipe
+! echo z | read -r q
+echo "st=$? q=$q"
