@@ -621,6 +621,9 @@ func newRunner() *interp.Runner {
 		func(r *interp.Runner) error { r.Dir = Workspace; return nil }, // interp.Dir would stat the host
 		interp.StdIO(nil, io.Discard, io.Discard),
 		interp.ProcSubstDir(procSubstDir),
+		// The tree has no user database: ~root stays as written, as with an empty /etc/passwd,
+		// rather than the interpreter reading the host's.
+		interp.UserHomeDirs(func(string) (string, bool) { return "", false }),
 		interp.ExecHandlers(func(interp.ExecHandlerFunc) interp.ExecHandlerFunc { return execHandler }),
 		interp.CallHandler(callHandler),
 		interp.OpenHandler(openHandler),

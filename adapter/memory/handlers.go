@@ -79,7 +79,7 @@ func callHandler(ctx context.Context, args []string) ([]string, error) {
 	switch args[0] {
 	case "kill":
 		return append([]string{internalKill}, args[1:]...), nil
-	case "umask", "ulimit", "jobs":
+	case "umask", "ulimit":
 		return append([]string{internalNoop, args[0]}, args[1:]...), nil
 	case "type":
 		return append([]string{internalType}, args[1:]...), nil
@@ -213,7 +213,7 @@ func (s *Sandbox) runCommand(ctx context.Context, cl *call, hc interp.HandlerCon
 		return nestedExit(code, err)
 	}
 	if u, ok := coreutils.Lookup(name); ok {
-		return s.runUtility(ctx, cl, hc.Dir, hc.Env, hc.Stdin, hc.Stdout, hc.Stderr, u, args), nil
+		return s.runUtility(ctx, cl, hc, u, args), nil
 	}
 	if interp.IsBuiltin(name) {
 		// Reached through xargs or env, or by path: run it in a child shell, as /usr/bin/NAME would.
@@ -300,8 +300,11 @@ func exportedOnly(env expand.Environ) expand.Environ {
 	return shellEnv(coreutils.Environ(env))
 }
 
-func (s *Sandbox) runUtility(ctx context.Context, cl *call, dir string, vars expand.Environ, stdin io.Reader, stdout, stderr io.Writer, u coreutils.Func, args []string) int {
-	e := &coreutils.Env{Ctx: ctx, FS: gatedFS{cl}, Dir: dir, Stdin: stdin, Stdout: stdout, Stderr: stderr, Vars: vars}
+// runUtility runs a utility of coreutils with the calling command's directory, variables, standard
+// streams and descriptors (hc).
+func (s *Sandbox) runUtility(ctx context.Context, cl *call, hc interp.HandlerContext, u coreutils.Func, args []string) int {
+	fsys := stdioFS{FS: gatedFS{cl}, stdin: hc.Stdin, stdout: hc.Stdout, stderr: hc.Stderr, fd: hc.Fd}
+	e := &coreutils.Env{Ctx: ctx, FS: fsys, Dir: hc.Dir, Stdin: hc.Stdin, Stdout: hc.Stdout, Stderr: hc.Stderr, Vars: hc.Env}
 	e.Exec = func(e *coreutils.Env, args []string) int {
 		if n := cl.commands.Add(1); n > int64(cl.sb.cfg.MaxCommands) {
 			_ = cl.limit("commands", "more than %d commands", cl.sb.cfg.MaxCommands)
@@ -610,6 +613,13 @@ func signalNumber(s string) (int, bool) {
 	return 0, false
 }
 
+// isJobPid reports whether a is the pid of a background job or subshell: the interpreter numbers
+// them $$+1, $$+2... ($! and $BASHPID).
+func isJobPid(a string) bool {
+	n, err := strconv.Atoi(a)
+	return err == nil && n > os.Getpid()
+}
+
 // runKill models kill for what the interpreter can honour: the shell itself ($$, or 0 for its
 // process group) can be signalled and ends with 128+signo; kill -0 $$ succeeds; kill -l lists
 // signals. Background jobs are goroutines that cannot be signalled one by one: kill reports that.
@@ -654,7 +664,7 @@ func runKill(ctx context.Context, cl *call, hc interp.HandlerContext, args []str
 				continue
 			}
 			return -sig
-		case strings.HasPrefix(a, "%") || strings.HasPrefix(a, "g"):
+		case strings.HasPrefix(a, "%") || isJobPid(a):
 			fmt.Fprintf(hc.Stderr, "kill: %s: background jobs cannot be signalled in the memory sandbox\n", a)
 			status = 1
 		default:
@@ -807,8 +817,8 @@ func runPwd(ctx context.Context, cl *call, hc interp.HandlerContext, args []stri
 }
 
 // runNoop answers the process-attribute builtins the interpreter lacks: umask (reports 0022 and
-// accepts a new value, which files created here ignore), ulimit (everything unlimited; the
-// adapter's own limits apply) and jobs (background jobs are not listed).
+// accepts a new value, which files created here ignore) and ulimit (everything unlimited; the
+// adapter's own limits apply).
 func runNoop(ctx context.Context, cl *call, hc interp.HandlerContext, args []string) int {
 	name, rest := args[1], args[2:]
 	switch name {

@@ -52,9 +52,29 @@ func BracesSeq(cfg *Config, word *syntax.Word) iter.Seq2[*syntax.Word, error] {
 				yield(nil, fmt.Errorf("brace expansion would exceed %d elements", limit))
 				return false
 			}
-			return yield(w, nil)
+			return yield(joinLits(w), nil)
 		})
 	}
+}
+
+// joinLits merges the adjacent literal parts that brace expansion leaves
+// apart ("{~,~/x}" gives "~" and "" for the first word), so that the word
+// reads as it would have been written: a tilde prefix is expanded only
+// when nothing but a slash or the end of the literal follows the name.
+func joinLits(w *syntax.Word) *syntax.Word {
+	parts := make([]syntax.WordPart, 0, len(w.Parts))
+	for _, wp := range w.Parts {
+		lit, ok := wp.(*syntax.Lit)
+		if n := len(parts); ok && n > 0 {
+			if prev, ok := parts[n-1].(*syntax.Lit); ok {
+				parts[n-1] = &syntax.Lit{ValuePos: prev.ValuePos, ValueEnd: lit.ValueEnd, Value: prev.Value + lit.Value}
+				continue
+			}
+		}
+		parts = append(parts, wp)
+	}
+	w.Parts = parts
+	return w
 }
 
 // bracesSeqRec yields each fully-expanded word descended from word.

@@ -37,12 +37,18 @@ type Config struct {
 	//   * "#", "@", "*", "0"-"9" for the shell's parameters
 	//   * "?", "$", "PPID" for the shell's status and process
 	//   * "HOME foo" to retrieve user foo's home directory (if unset,
-	//     os/user.Lookup will be used)
+	//     UserHomeDir or else os/user.Lookup will be used)
 	//
 	// If nil, there are no environment variables set. Use
 	// ListEnviron(os.Environ()...) to use the system's environment
 	// variables.
 	Env Environ
+
+	// UserHomeDir, if not nil, gives the home directory of user name for
+	// a tilde expansion such as "~name/file" in place of os/user.Lookup,
+	// for a shell whose users are not the host's; ok false leaves the word
+	// as written, as for a user that does not exist.
+	UserHomeDir func(name string) (dir string, ok bool)
 
 	// CmdSubst expands a command substitution node, writing its standard
 	// output to the provided [io.Writer].
@@ -1021,6 +1027,20 @@ func (cfg *Config) expandUser(field string, moreFields bool) (prefix, rest strin
 		return "", field
 	}
 
+	// "~+" and "~-" are the current and previous directories.
+	switch name {
+	case "+", "-":
+		dir := "PWD"
+		if name == "-" {
+			dir = "OLDPWD"
+		}
+		vr := cfg.Env.Get(dir)
+		if vr.IsSet() {
+			return vr.String(), rest
+		}
+		return "", field
+	}
+
 	// Not the current user; try via "HOME <name>", otherwise fall back to
 	// os/user. There isn't a way to lookup user home dirs without cgo.
 
@@ -1028,6 +1048,12 @@ func (cfg *Config) expandUser(field string, moreFields bool) (prefix, rest strin
 		return vr.String(), rest
 	}
 
+	if cfg.UserHomeDir != nil {
+		if dir, ok := cfg.UserHomeDir(name); ok && dir != "" {
+			return dir, rest
+		}
+		return "", field
+	}
 	u, err := user.Lookup(name)
 	if err != nil {
 		return "", field

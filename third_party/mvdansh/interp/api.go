@@ -102,9 +102,12 @@ type Runner struct {
 	// accessHandler is a function responsible for checking file access. It must be non-nil.
 	accessHandler AccessHandlerFunc
 
-	stdin  stdinFile // e.g. the read end of a pipe
-	stdout io.Writer
-	stderr io.Writer
+	stdin stdinFile // e.g. the read end of a pipe
+	// stdinClosed is set once standard input is closed with <&-; a nil
+	// stdin otherwise reads nothing.
+	stdinClosed bool
+	stdout      io.Writer
+	stderr      io.Writer
 
 	// fds holds the file descriptors above 2 which redirections like 3>file
 	// or exec 4<&0 opened. It is copied on write by each statement with
@@ -121,6 +124,9 @@ type Runner struct {
 	// procSubstDir is set by [ProcSubstDir]; procSubstOut holds the pending
 	// >(cmd) process substitutions of the current statement.
 	procSubstDir string
+
+	// userHomeDir is set by [UserHomeDirs].
+	userHomeDir  func(name string) (string, bool)
 	procSubstOut []procSubstOut
 
 	// lastArg is $_, the last argument of the last simple command.
@@ -184,13 +190,19 @@ type Runner struct {
 
 	lastExpandExit exitStatus // used to surface exit statuses while expanding fields
 
-	// bgProcs holds all background shells spawned by this runner.
-	// Their PIDs are 1-indexed, from 1 to len(bgProcs), with a "g" prefix
-	// to distinguish them from real PIDs on the host operating system.
+	// bgProcs holds all background shells spawned by this runner, in order:
+	// background commands, which are jobs, and process substitutions.
 	//
 	// Note that each shell only tracks its direct children;
 	// subshells do not share nor inherit the background PIDs they can wait for.
-	bgProcs []bgProc
+	bgProcs []*bgProc
+
+	// lastBgPid is $!, which subshells inherit; zero if unset.
+	lastBgPid int
+
+	// parentJobs is the job table of the shell this subshell was made
+	// from, as it was then, which jobs lists as Bash does: kill $(jobs -p).
+	parentJobs []*bgProc
 
 	opts runnerOpts
 
@@ -295,7 +307,8 @@ func (e *exitStatus) endSubshell(parens bool) {
 	if parens && e.unbound {
 		e.code = 1
 	}
-	e.exiting, e.aborting, e.unbound = false, false, false
+	// A return in a subshell ends the subshell only, as exit does.
+	e.exiting, e.aborting, e.unbound, e.returning = false, false, false, false
 	// A subshell which fails triggers errexit in its parent,
 	// even if errexit was ignored when the subshell's last command failed.
 	e.errState = errUnchecked
@@ -338,7 +351,7 @@ func (e *exitStatus) fromHandlerError(err error) {
 
 // panicked reports whether a finished background job ended with a panic,
 // which wait surfaces as a fatal error.
-func (bg bgProc) panicked() bool {
+func (bg *bgProc) panicked() bool {
 	_, ok := bg.exit.err.(*PanicError)
 	return bg.exit.fatalExit && ok
 }
@@ -349,6 +362,60 @@ type bgProc struct {
 	done chan struct{}
 
 	exit *exitStatus
+
+	// pid is the number that $! and wait know it by: $$ plus the
+	// subshell's number, which is also its $BASHPID.
+	pid int
+
+	// job is its job number for %N, or 0 for a process substitution.
+	job int
+
+	// waited is set once wait has reported the job, which then leaves
+	// the job table: %N and wait -n no longer see it.
+	waited bool
+
+	// stmt is the job's command, which jobs lists.
+	stmt *syntax.Stmt
+}
+
+// jobTable returns the jobs that have not been waited for, in order of job
+// number, with those of the parent shell first for a subshell.
+func (r *Runner) jobTable() []*bgProc {
+	jobs := r.parentJobs
+	for _, bg := range r.bgProcs {
+		if bg.job > 0 && !bg.waited {
+			if len(jobs) == len(r.parentJobs) {
+				jobs = slices.Clip(jobs)
+			}
+			jobs = append(jobs, bg)
+		}
+	}
+	if len(jobs) > len(r.parentJobs) {
+		slices.SortStableFunc(jobs, func(a, b *bgProc) int { return a.job - b.job })
+	}
+	return jobs
+}
+
+// newBgProc records a background shell run by r2, the subshell that runs it.
+func (r *Runner) newBgProc(r2 *Runner, job bool) *bgProc {
+	bg := &bgProc{
+		done: make(chan struct{}),
+		exit: new(exitStatus),
+		pid:  os.Getpid() + r2.pid,
+	}
+	if job {
+		// Like Bash, a new job takes the number after the highest one
+		// still in the table.
+		bg.job = 1
+		for _, other := range r.bgProcs {
+			if other.job >= bg.job && !other.waited {
+				bg.job = other.job + 1
+			}
+		}
+	}
+	r.bgProcs = append(r.bgProcs, bg)
+	r.lastBgPid = bg.pid
+	return bg
 }
 
 type alias struct {
@@ -478,6 +545,18 @@ func CommandString(enabled bool) RunnerOption {
 func ProcSubstDir(dir string) RunnerOption {
 	return func(r *Runner) error {
 		r.procSubstDir = dir
+		return nil
+	}
+}
+
+// UserHomeDirs makes tilde expansions of named users, such as "~name/file",
+// ask fn for the user's home directory rather than the host's user database
+// (os/user), for a runner whose users are not the host's; fn returning ok
+// false leaves the word as written, as for a user that does not exist. A nil
+// fn restores the host's database. The setting is kept by [Runner.Reset].
+func UserHomeDirs(fn func(name string) (dir string, ok bool)) RunnerOption {
+	return func(r *Runner) error {
+		r.userHomeDir = fn
 		return nil
 	}
 }
@@ -1028,6 +1107,7 @@ func (r *Runner) Reset() {
 		accessHandler:  r.accessHandler,
 		commandString:  r.commandString,
 		procSubstDir:   r.procSubstDir,
+		userHomeDir:    r.userHomeDir,
 
 		// These can be set by functions like [Dir] or [Params], but
 		// builtins can overwrite them; reset the fields to whatever the
@@ -1255,6 +1335,7 @@ func (r *Runner) subshell(background bool) *Runner {
 		statHandler:    r.statHandler,
 		accessHandler:  r.accessHandler,
 		stdin:          r.stdin,
+		stdinClosed:    r.stdinClosed,
 		stdout:         r.stdout,
 		stderr:         r.stderr,
 		fds:            r.fds, // copied on write
@@ -1262,11 +1343,16 @@ func (r *Runner) subshell(background bool) *Runner {
 		opts:           r.opts,
 		commandString:  r.commandString,
 		procSubstDir:   r.procSubstDir,
+		userHomeDir:    r.userHomeDir,
 		noErrExit:      r.noErrExit,
 		pipeStatus:     slices.Clone(r.pipeStatus),
 		funcNames:      slices.Clone(r.funcNames),
+		inFunc:         r.inFunc,
+		inSource:       r.inSource,
 		startTime:      r.startTime,
 		pid:            int(subshellPids.Add(1)),
+		lastBgPid:      r.lastBgPid,
+		parentJobs:     r.jobTable(),
 		usedNew:        r.usedNew,
 		exit:           r.exit,
 		lastExit:       r.lastExit,

@@ -12,6 +12,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -392,38 +393,9 @@ func (r *Runner) builtin(ctx context.Context, pos syntax.Pos, name string, args 
 		}
 		exit.code = r.changeDir(ctx, "cd", path)
 	case "wait":
-		fp := flagParser{remaining: args}
-		for fp.more() {
-			switch flag := fp.flag(); flag {
-			case "-n", "-p":
-				return failf(2, "wait: unsupported option %q\n", flag)
-			default:
-				return failf(2, "wait: invalid option %q\n", flag)
-			}
-		}
-		if len(args) == 0 {
-			// Note that "wait" without arguments always returns exit status zero.
-			for _, bg := range r.bgProcs {
-				<-bg.done
-				if bg.panicked() {
-					return *bg.exit
-				}
-			}
-			break
-		}
-		for _, arg := range args {
-			arg, ok := strings.CutPrefix(arg, "g")
-			pid := atoi(arg)
-			if !ok || pid <= 0 || pid > int64(len(r.bgProcs)) {
-				return failf(1, "wait: pid %s is not a child of this shell\n", arg)
-			}
-			bg := r.bgProcs[pid-1]
-			<-bg.done
-			exit = *bg.exit
-			if bg.panicked() {
-				return exit
-			}
-		}
+		return r.waitBuiltin(args)
+	case "jobs":
+		return r.jobsBuiltin(args)
 	case "builtin":
 		if len(args) < 1 {
 			break
@@ -854,7 +826,11 @@ func (r *Runner) builtin(ctx context.Context, pos syntax.Pos, name string, args 
 					exit.code = 1
 				}
 			default: // ""
+				// Like Bash, listing named options fails if one is off.
 				r.printOptLine(arg, *opt, supported)
+				if !*opt {
+					exit.code = 1
+				}
 			}
 		}
 		r.updateExpandOpts()
@@ -1084,11 +1060,12 @@ func mapfileSplit(delim byte, dropDelim bool) bufio.SplitFunc {
 
 func (r *Runner) printOptLine(name string, enabled, supported bool) {
 	state := r.optStatusText(enabled)
+	// Like Bash, the name is padded to 15 columns before the tab.
 	if supported {
-		r.outf("%s\t%s\n", name, state)
+		r.outf("%-15s\t%s\n", name, state)
 		return
 	}
-	r.outf("%s\t%s\t(%q not supported)\n", name, state, r.optStatusText(!enabled))
+	r.outf("%-15s\t%s\t(%q not supported)\n", name, state, r.optStatusText(!enabled))
 }
 
 func (r *Runner) readLine(ctx context.Context, raw bool) ([]byte, error) {
@@ -1273,7 +1250,7 @@ func (r *Runner) readBuiltin(ctx context.Context, args []string) (exit exitStatu
 	in := r.stdin
 	if fd != 0 {
 		e, ok := r.getFd(fd)
-		if !ok || e.r == nil {
+		if !ok || (e.r == nil && !e.empty) {
 			return failf(1, "read: %d: invalid file descriptor: Bad file descriptor\n", fd)
 		}
 		in = e.r
@@ -1502,4 +1479,233 @@ func (r *Runner) optStatusText(status bool) string {
 		return "on"
 	}
 	return "off"
+}
+
+// waitBuiltin is Bash's wait without job control: with no arguments it
+// waits for every background shell and returns 0; with ids (pids from $!
+// or job specs %N, %%, %+, %-) it returns the status of the last one;
+// with -n it waits for the next job of the table, or of the ids, to end.
+// -p VAR stores the pid of the job whose status is returned, and -f is
+// accepted and does nothing, as in Bash when job control is off.
+func (r *Runner) waitBuiltin(args []string) exitStatus {
+	var exit exitStatus
+	fp := flagParser{remaining: args}
+	next, pidVar := false, ""
+	for fp.more() {
+		switch flag := fp.flag(); flag {
+		case "-n":
+			next = true
+		case "-f":
+		case "-p":
+			if pidVar = fp.value(); pidVar == "" {
+				r.errf("wait: -p: option requires an argument\n")
+				exit.code = 2
+				return exit
+			}
+		default:
+			r.errf("wait: %s: invalid option\nwait: usage: wait [-fn] [-p var] [id ...]\n", flag)
+			exit.code = 2
+			return exit
+		}
+	}
+	args = fp.args()
+	if pidVar != "" && !syntax.ValidName(pidVar) {
+		r.errf("wait: `%s': not a valid identifier\n", pidVar)
+		exit.code = 2
+		return exit
+	}
+	report := func(bg *bgProc) {
+		bg.waited = true
+		exit = *bg.exit
+		if pidVar != "" {
+			r.setVarString(pidVar, strconv.Itoa(bg.pid))
+		}
+	}
+	var ids []*bgProc
+	for _, arg := range args {
+		bg, code := r.findBgProc("wait", arg)
+		if bg == nil {
+			exit.code = code
+			if !next {
+				continue
+			}
+			return exit
+		}
+		if next {
+			ids = append(ids, bg)
+			continue
+		}
+		<-bg.done
+		report(bg)
+		if bg.panicked() {
+			return exit
+		}
+	}
+	if !next {
+		if len(args) == 0 {
+			// Note that "wait" without arguments always returns exit status zero.
+			for _, bg := range r.bgProcs {
+				<-bg.done
+				bg.waited = bg.job > 0
+				if bg.panicked() {
+					return *bg.exit
+				}
+			}
+		}
+		return exit
+	}
+	if len(args) == 0 {
+		for _, bg := range r.bgProcs {
+			if bg.job > 0 && !bg.waited {
+				ids = append(ids, bg)
+			}
+		}
+	}
+	if len(ids) == 0 {
+		exit.code = 127
+		return exit
+	}
+	// Report a job that already ended first, in the order they started.
+	for _, bg := range ids {
+		select {
+		case <-bg.done:
+			report(bg)
+			return exit
+		default:
+		}
+	}
+	cases := make([]reflect.SelectCase, len(ids))
+	for i, bg := range ids {
+		cases[i] = reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(bg.done)}
+	}
+	i, _, _ := reflect.Select(cases)
+	report(ids[i])
+	return exit
+}
+
+// jobsBuiltin is Bash's jobs without job control: it lists the jobs of the
+// table that are still running, as "[N]+  Running  command &", or their
+// pids with -p. A job that has ended is no longer listed, as Bash drops it
+// silently without job control. -l adds the pid; -r and -n list the same
+// jobs, -s none, as no job is ever stopped.
+func (r *Runner) jobsBuiltin(args []string) exitStatus {
+	var exit exitStatus
+	fp := flagParser{remaining: args}
+	mode := ""
+	for fp.more() {
+		switch flag := fp.flag(); flag {
+		case "-p", "-l", "-s":
+			mode = flag
+		case "-r", "-n":
+		case "-x":
+			r.errf("jobs: -x is not supported\n")
+			exit.code = 2
+			return exit
+		default:
+			r.errf("jobs: %s: invalid option\njobs: usage: jobs [-lnprs] [jobspec ...] or jobs -x command [args]\n", flag)
+			exit.code = 2
+			return exit
+		}
+	}
+	jobs := r.jobTable()
+	mark := func(bg *bgProc) byte {
+		switch {
+		case bg == jobs[len(jobs)-1]:
+			return '+'
+		case len(jobs) > 1 && bg == jobs[len(jobs)-2]:
+			return '-'
+		}
+		return ' '
+	}
+	list := jobs
+	if specs := fp.args(); len(specs) > 0 {
+		list = nil
+		for _, spec := range specs {
+			bg, code := r.findBgProc("jobs", spec)
+			if bg == nil {
+				exit.code = min(code, 1)
+				continue
+			}
+			list = append(list, bg)
+		}
+	}
+	for _, bg := range list {
+		select {
+		case <-bg.done:
+			continue // ended: no longer listed
+		default:
+		}
+		if mode == "-s" {
+			continue
+		}
+		if mode == "-p" {
+			r.outf("%d\n", bg.pid)
+			continue
+		}
+		var sb strings.Builder
+		syntax.NewPrinter().Print(&sb, bg.stmt)
+		text := strings.TrimSpace(sb.String())
+		if mode == "-l" {
+			r.outf("[%d]%c %d %-24s%s &\n", bg.job, mark(bg), bg.pid, "Running", text)
+		} else {
+			r.outf("[%d]%c  %-24s%s &\n", bg.job, mark(bg), "Running", text)
+		}
+	}
+	return exit
+}
+
+// findBgProc finds the background shell that a wait argument names, a pid
+// or a job spec, or reports why there is none and the status for it.
+func (r *Runner) findBgProc(builtin, arg string) (*bgProc, uint8) {
+	spec, isJob := strings.CutPrefix(arg, "%")
+	if !isJob {
+		pid, err := strconv.Atoi(arg)
+		if err != nil || pid <= 0 {
+			r.errf("%s: `%s': not a pid or valid job spec\n", builtin, arg)
+			return nil, 1
+		}
+		for _, bg := range r.bgProcs {
+			if bg.pid == pid {
+				return bg, 0
+			}
+		}
+		r.errf("%s: pid %s is not a child of this shell\n", builtin, arg)
+		return nil, 127
+	}
+	var jobs []*bgProc // the job table, in order of job number
+	for _, bg := range r.bgProcs {
+		if bg.job > 0 && !bg.waited {
+			jobs = append(jobs, bg)
+		}
+	}
+	slices.SortStableFunc(jobs, func(a, b *bgProc) int { return a.job - b.job })
+	switch {
+	case spec == "" || spec == "%" || spec == "+":
+		if len(jobs) > 0 {
+			return jobs[len(jobs)-1], 0
+		}
+		r.errf("%s: %s: no current job\n", builtin, arg)
+		return nil, 127
+	case spec == "-":
+		if len(jobs) > 1 {
+			return jobs[len(jobs)-2], 0
+		}
+		if len(jobs) == 1 {
+			return jobs[0], 0
+		}
+		r.errf("%s: %s: no previous job\n", builtin, arg)
+		return nil, 127
+	}
+	n, err := strconv.Atoi(spec)
+	if err != nil {
+		r.errf("%s: %s: job specifications by command name are not supported\n", builtin, arg)
+		return nil, 2
+	}
+	for _, bg := range jobs {
+		if bg.job == n {
+			return bg, 0
+		}
+	}
+	r.errf("%s: %s: no such job\n", builtin, arg)
+	return nil, 127
 }

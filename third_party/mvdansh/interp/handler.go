@@ -92,6 +92,28 @@ func (hc HandlerContext) IsFunction(name string) bool {
 	return hc.runner != nil && hc.runner.Funcs[name] != nil
 }
 
+// Fd returns the shell's file descriptor n as a handler sees it, such as 3
+// after "exec 3>file" or in "cmd 3<<EOF": r is set when the descriptor is
+// open for reading and w when it is open for writing. ok is false when the
+// descriptor is not open. This lets an [ExecHandlerFunc] that runs programs
+// in-process serve /dev/fd/N, which names the calling shell's descriptors.
+func (hc HandlerContext) Fd(n int) (r io.Reader, w io.Writer, ok bool) {
+	if hc.runner == nil || n < 0 {
+		return nil, nil, false
+	}
+	e, ok := hc.runner.getFd(n)
+	if !ok {
+		return nil, nil, false
+	}
+	switch {
+	case e.r != nil:
+		r = e.r
+	case e.empty:
+		r = strings.NewReader("")
+	}
+	return r, e.w, r != nil || e.w != nil
+}
+
 // CallHandlerFunc is a handler which runs on every [syntax.CallExpr].
 // It is called once variable assignments and field expansion have occurred.
 // The context includes a [HandlerContext] value.

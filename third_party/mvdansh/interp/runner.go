@@ -46,7 +46,8 @@ const (
 func (r *Runner) fillExpandConfig(ctx context.Context) {
 	r.ectx = ctx
 	r.ecfg = &expand.Config{
-		Env: expandEnv{r},
+		Env:         expandEnv{r},
+		UserHomeDir: r.userHomeDir,
 		CmdSubst: func(w io.Writer, cs *syntax.CmdSubst) error {
 			switch len(cs.Stmts) {
 			case 0: // nothing to do
@@ -118,11 +119,7 @@ func (r *Runner) fillExpandConfig(ctx context.Context) {
 			stdout := r.origStdout
 			// TODO: note that `man bash` mentions that `wait` only waits for the last
 			// process substitution as long as it is $!; the logic here would mean we wait for all of them.
-			bg := bgProc{
-				done: make(chan struct{}),
-				exit: new(exitStatus),
-			}
-			r.bgProcs = append(r.bgProcs, bg)
+			bg := r.newBgProc(r2, false)
 			go func() {
 				defer func() {
 					*bg.exit = r2.exit
@@ -356,11 +353,8 @@ func (r *Runner) stmt(ctx context.Context, st *syntax.Stmt) {
 		st2 := *st
 		st2.Background = false
 		st2.Disown = false
-		bg := bgProc{
-			done: make(chan struct{}),
-			exit: new(exitStatus),
-		}
-		r.bgProcs = append(r.bgProcs, bg)
+		bg := r.newBgProc(r2, true)
+		bg.stmt = &st2
 		go func() {
 			defer func() {
 				*bg.exit = r2.exit
@@ -376,7 +370,7 @@ func (r *Runner) stmt(ctx context.Context, st *syntax.Stmt) {
 }
 
 func (r *Runner) stmtSync(ctx context.Context, st *syntax.Stmt) {
-	oldIn, oldOut, oldErr, oldFds := r.stdin, r.stdout, r.stderr, r.fds
+	oldIn, oldOut, oldErr, oldFds, oldInClosed := r.stdin, r.stdout, r.stderr, r.fds, r.stdinClosed
 	var closers []io.Closer
 	if call, ok := st.Cmd.(*syntax.CallExpr); ok && len(st.Redirs) > 0 && len(call.Args) == 0 {
 		// Like Bash, the assignments of a command without a name happen before
@@ -397,7 +391,7 @@ func (r *Runner) stmtSync(ctx context.Context, st *syntax.Stmt) {
 			}
 			r.exit = assignExit
 		}
-		r.stdin, r.stdout, r.stderr, r.fds = oldIn, oldOut, oldErr, oldFds
+		r.stdin, r.stdout, r.stderr, r.fds, r.stdinClosed = oldIn, oldOut, oldErr, oldFds, oldInClosed
 		r.stmtStatus(ctx, st)
 		return
 	}
@@ -437,7 +431,7 @@ func (r *Runner) stmtSync(ctx context.Context, st *syntax.Stmt) {
 		// shell itself, so don't undo them and keep their files open.
 		r.keepRedirs = false
 	} else if len(st.Redirs) > 0 {
-		r.stdin, r.stdout, r.stderr, r.fds = oldIn, oldOut, oldErr, oldFds
+		r.stdin, r.stdout, r.stderr, r.fds, r.stdinClosed = oldIn, oldOut, oldErr, oldFds, oldInClosed
 		for _, cls := range closers {
 			cls.Close()
 		}
@@ -1109,6 +1103,20 @@ func (r *Runner) callExprFields(cm *syntax.CallExpr) []string {
 		}
 		i += len(als.args)
 	}
+	// Like Bash, an argument that looks like an assignment, such as
+	// "prefix=~/x" in "make prefix=~/x", has its tildes expanded as one.
+	copied := false
+	for i, arg := range args {
+		if i == 0 {
+			continue
+		}
+		if w := argTildes(arg, r.envGet); w != arg {
+			if !copied {
+				args, copied = slices.Clone(args), true
+			}
+			args[i] = w
+		}
+	}
 	r.lastExpandExit = exitStatus{}
 	return r.fields(args...)
 }
@@ -1462,6 +1470,10 @@ func (r *Runner) hdocString(rd *syntax.Redirect) string {
 type fdEntry struct {
 	r stdinFile
 	w io.Writer
+
+	// empty is set for an input which reads nothing, such as the
+	// standard input of a Runner given none, when r is nil.
+	empty bool
 }
 
 // closedWriter is the writer of a closed output file descriptor, as with >&-.
@@ -1475,7 +1487,9 @@ var errBadFd = errors.New("Bad file descriptor")
 func (r *Runner) getFd(n int) (fdEntry, bool) {
 	switch n {
 	case 0:
-		return fdEntry{r: r.stdin}, r.stdin != nil
+		// A Runner without standard input reads nothing from it, as
+		// from /dev/null, until it is closed with <&-.
+		return fdEntry{r: r.stdin, empty: r.stdin == nil}, !r.stdinClosed
 	case 1:
 		_, closed := r.stdout.(closedWriter)
 		return fdEntry{w: r.stdout}, !closed
@@ -1492,6 +1506,7 @@ func (r *Runner) setFd(n int, e fdEntry) {
 	switch n {
 	case 0:
 		r.stdin = e.r
+		r.stdinClosed = e.r == nil && !e.empty
 		return
 	case 1, 2:
 		w := e.w
@@ -1507,7 +1522,7 @@ func (r *Runner) setFd(n int, e fdEntry) {
 	}
 	fds := make(map[int]fdEntry, len(r.fds)+1)
 	maps.Copy(fds, r.fds)
-	if e.r == nil && e.w == nil {
+	if e.r == nil && e.w == nil && !e.empty {
 		delete(fds, n)
 	} else {
 		fds[n] = e
@@ -1516,10 +1531,20 @@ func (r *Runner) setFd(n int, e fdEntry) {
 }
 
 func (r *Runner) redir(ctx context.Context, rd *syntax.Redirect) (io.Closer, error) {
+	isHdoc := rd.Op == syntax.Hdoc || rd.Op == syntax.DashHdoc
+	var arg string
+	if !isHdoc {
+		arg = r.literal(rd.Word)
+	}
 	fd := -1 // the default for the operator
 	if rd.N != nil {
 		n, err := strconv.Atoi(rd.N.Value)
-		if err != nil || n < 0 {
+		if name, ok := fdVarName(rd.N.Value); ok {
+			n, err = r.fdOfVar(name, (rd.Op == syntax.DplIn || rd.Op == syntax.DplOut) && arg == "-")
+			if err != nil {
+				return nil, err
+			}
+		} else if err != nil || n < 0 {
 			return nil, fmt.Errorf("unsupported redirect fd: %v", rd.N.Value)
 		}
 		fd = n
@@ -1531,7 +1556,7 @@ func (r *Runner) redir(ctx context.Context, rd *syntax.Redirect) (io.Closer, err
 		return def
 	}
 	// Note that Hdoc is nil for an empty here-document.
-	if rd.Op == syntax.Hdoc || rd.Op == syntax.DashHdoc {
+	if isHdoc {
 		pr, err := r.hdocReader(rd)
 		if err != nil {
 			return nil, err
@@ -1539,7 +1564,6 @@ func (r *Runner) redir(ctx context.Context, rd *syntax.Redirect) (io.Closer, err
 		r.setFd(fdOr(0), fdEntry{r: pr})
 		return pr, nil
 	}
-	arg := r.literal(rd.Word)
 	switch rd.Op {
 	case syntax.WordHdoc:
 		pr, pw, err := newPipe()
@@ -1564,7 +1588,9 @@ func (r *Runner) redir(ctx context.Context, rd *syntax.Redirect) (io.Closer, err
 			r.setFd(n, fdEntry{})
 			return nil, nil
 		}
-		src, err := strconv.Atoi(arg)
+		// "N>&M-" moves M to N: it duplicates M, then closes it.
+		srcArg, move := strings.CutSuffix(arg, "-")
+		src, err := strconv.Atoi(srcArg)
 		if err != nil {
 			if rd.Op == syntax.DplOut && fd < 0 {
 				// ">&file" is the same as "&>file".
@@ -1573,13 +1599,31 @@ func (r *Runner) redir(ctx context.Context, rd *syntax.Redirect) (io.Closer, err
 			return nil, fmt.Errorf("%s: ambiguous redirect", arg)
 		}
 		e, ok := r.getFd(src)
-		if !ok || (rd.Op == syntax.DplIn && e.r == nil && n == 0) {
+		if !ok || (rd.Op == syntax.DplIn && e.r == nil && !e.empty && n == 0) {
 			return nil, fmt.Errorf("%d: %w", src, errBadFd)
 		}
 		r.setFd(n, e)
+		if move && src != n {
+			r.setFd(src, fdEntry{})
+		}
 		return nil, nil
-	case syntax.RdrIn, syntax.RdrOut, syntax.AppOut, syntax.RdrClob, syntax.RdrInOut,
-		syntax.RdrAll, syntax.AppAll:
+	case syntax.RdrIn, syntax.RdrOut, syntax.AppOut, syntax.RdrClob:
+		// Like Bash, /dev/fd/N names the shell's own descriptor N.
+		if rest, ok := strings.CutPrefix(arg, "/dev/fd/"); ok {
+			if src, err := strconv.Atoi(rest); err == nil && src > 2 {
+				e, ok := r.getFd(src)
+				if !ok || (rd.Op == syntax.RdrIn && e.r == nil && !e.empty) || (rd.Op != syntax.RdrIn && e.w == nil) {
+					return nil, fmt.Errorf("%s: %w", arg, errBadFd)
+				}
+				if rd.Op == syntax.RdrIn {
+					r.setFd(fdOr(0), e)
+				} else {
+					r.setFd(fdOr(1), e)
+				}
+				return nil, nil
+			}
+		}
+	case syntax.RdrInOut, syntax.RdrAll, syntax.AppAll:
 		// done further below
 	default:
 		return nil, fmt.Errorf("unhandled redirect op: %v", rd.Op)
@@ -1627,6 +1671,35 @@ func (r *Runner) redir(ctx context.Context, rd *syntax.Redirect) (io.Closer, err
 		r.stderr = f
 	}
 	return f, nil
+}
+
+// fdVarName reports whether the word before a redirection is "{varname}",
+// which asks the shell to allocate a descriptor and store it in varname.
+func fdVarName(s string) (string, bool) {
+	name, ok := strings.CutPrefix(s, "{")
+	name, ok2 := strings.CutSuffix(name, "}")
+	return name, ok && ok2 && syntax.ValidName(name)
+}
+
+// fdOfVar is the descriptor of a "{varname}" redirection: a new one from 10
+// up, stored in varname, or the one varname holds when closing it.
+func (r *Runner) fdOfVar(name string, closing bool) (int, error) {
+	if closing {
+		n, err := strconv.Atoi(r.envGet(name))
+		if err != nil || n < 0 {
+			return 0, fmt.Errorf("%s: ambiguous redirect", name)
+		}
+		return n, nil
+	}
+	n := 10
+	for {
+		if _, used := r.fds[n]; !used {
+			break
+		}
+		n++
+	}
+	r.setVarString(name, strconv.Itoa(n))
+	return n, nil
 }
 
 func (r *Runner) loopStmtsBroken(ctx context.Context, stmts []*syntax.Stmt) bool {

@@ -205,8 +205,8 @@ func (r *Runner) lookupVar(name string) expand.Variable {
 			vr.List = r.Params
 		}
 	case "!":
-		if n := len(r.bgProcs); n > 0 {
-			vr.Kind, vr.Str = expand.String, "g"+strconv.Itoa(n)
+		if r.lastBgPid > 0 {
+			vr.Kind, vr.Str = expand.String, strconv.Itoa(r.lastBgPid)
 		}
 	case "?":
 		vr.Kind, vr.Str = expand.String, strconv.Itoa(int(r.lastExit.code))
@@ -433,6 +433,34 @@ func (r *Runner) setVarRef(ref, val string) bool {
 	}
 	r.setVarWithIndex(prev, name, idx, vr)
 	return true
+}
+
+// argTildes returns an argument word that looks like an assignment, such as
+// NAME=~/bin or NAME=a:~/b, with the tildes after its "=" and after each
+// colon expanded to home as in an assignment, or word itself if there are none.
+func argTildes(word *syntax.Word, getenv func(string) string) *syntax.Word {
+	if len(word.Parts) == 0 {
+		return word
+	}
+	lit, ok := word.Parts[0].(*syntax.Lit)
+	if !ok {
+		return word
+	}
+	eq := strings.IndexByte(lit.Value, '=')
+	if eq <= 0 || !strings.Contains(lit.Value[eq:], "~") || !syntax.ValidName(lit.Value[:eq]) {
+		return word
+	}
+	// A leading colon makes the tilde right after "=" one after a colon.
+	value := &syntax.Word{Parts: slices.Concat(
+		[]syntax.WordPart{&syntax.Lit{Value: ":" + lit.Value[eq+1:]}}, word.Parts[1:])}
+	out := assignTildes(value, getenv("HOME"))
+	if out == value {
+		return word
+	}
+	first := out.Parts[0].(*syntax.Lit)
+	return &syntax.Word{Parts: slices.Concat([]syntax.WordPart{&syntax.Lit{
+		ValuePos: lit.ValuePos, ValueEnd: lit.ValueEnd, Value: lit.Value[:eq+1] + first.Value[1:],
+	}}, out.Parts[1:])}
 }
 
 // assignTildes returns the value of an assignment with each unquoted "~"

@@ -1,0 +1,177 @@
+# File descriptors above 2 (bash manual: "Redirections": duplicating, moving and closing
+# descriptors, {varname} allocation, opening for reading and writing, here-documents and
+# here-strings on a descriptor).
+
+#### varname-fd-write
+exec {fd}>out.txt
+echo "fd>=10: $(( fd >= 10 ))"
+echo hello >&$fd
+exec {fd}>&-
+cat out.txt
+
+#### varname-fd-read
+printf 'one\ntwo\n' > in.txt
+exec {fd}<in.txt
+read -r a <&$fd
+read -r b <&$fd
+exec {fd}<&-
+echo "$a $b"
+
+#### varname-fd-two-distinct
+exec {a}>x.txt {b}>y.txt
+[ "$a" != "$b" ] && echo distinct
+echo x >&$a; echo y >&$b
+exec {a}>&- {b}>&-
+cat x.txt y.txt
+
+#### fd3-heredoc
+cat <&3 3<<EOF
+from fd3
+EOF
+
+#### fd3-herestring
+read -r line 3<<<"here string" <&3
+echo "$line"
+
+#### read-u-heredoc
+while read -r -u 3 l; do echo "got $l"; done 3<<EOF
+a
+b
+EOF
+
+#### read-write-fd-keeps-content
+echo abcdef > f.txt
+exec 3<>f.txt
+read -r -n 3 x <&3
+echo XY >&3
+exec 3>&-
+echo "$x"; cat f.txt
+
+#### read-write-creates-file
+exec 5<>new.txt
+echo made >&5
+exec 5>&-
+cat new.txt
+
+#### move-fd
+exec 3>moved.txt
+exec 4>&3-
+echo via4 >&4
+echo via3 >&3 2>/dev/null || echo "fd3 closed"
+exec 4>&-
+cat moved.txt
+
+#### write-to-closed-fd
+exec 3>&-
+echo x >&3
+echo "st=$?"
+
+#### bad-fd-redirect
+echo x >&7
+echo "st=$?"
+
+#### swap-stdout-stderr
+{ echo out; echo err >&2; } 3>&1 1>&2 2>&3 3>&- 2>/dev/null
+echo done
+
+#### capture-stderr-only
+f() { echo to-out; echo to-err >&2; }
+err=$( { f 2>&1 1>&3 3>&-; } 3>&1 )
+echo "err=[$err]"
+
+#### fd-on-compound-loop
+for i in 1 2 3; do echo "line $i" >&3; done 3>loop.txt
+cat loop.txt
+
+#### fd-on-function-call
+f() { echo "in f" >&4; }
+f 4>func.txt
+cat func.txt
+
+#### fd-inherited-by-subshell
+exec 3>sub.txt
+( echo from-sub >&3 )
+echo "$(echo from-cs >&3)"
+exec 3>&-
+cat sub.txt
+
+#### exec-save-restore-stdin
+printf 'a\nb\n' > in.txt
+exec 6<&0 <in.txt
+read -r first
+exec 0<&6 6<&-
+echo "first=$first"
+
+#### dev-fd-path
+exec 3>devfd.txt
+echo through >/dev/fd/3
+exec 3>&-
+cat devfd.txt
+
+#### append-fd
+echo one > ap.txt
+exec 3>>ap.txt
+echo two >&3
+exec 3>&-
+cat ap.txt
+
+#### fd-dup-input
+printf 'l1\nl2\n' > in.txt
+exec 3<in.txt
+exec 4<&3
+read -r a <&4
+read -r b <&3
+echo "$a $b"
+
+#### tee-to-fd
+exec 3>t.txt
+echo both | tee /dev/fd/3
+exec 3>&-
+cat t.txt
+
+#### heredoc-fd-and-stdin
+cat - /dev/fd/3 3<<A <<B
+three
+A
+zero
+B
+
+#### fd-redirect-in-if
+if true; then echo inside >&3; fi 3>if.txt
+cat if.txt
+
+#### utility-reads-dev-stdin
+echo piped | cat /dev/stdin
+
+#### utility-writes-dev-stderr
+echo logged | tee /dev/stderr 2>/dev/null
+
+#### utility-writes-dev-stdout
+echo twice | tee /dev/stdout
+
+#### utility-reads-dev-fd-0
+echo zero | wc -c /dev/fd/0 | sed 's/ .*//'
+
+#### utility-dev-fd-not-open
+echo x | tee /dev/fd/9 >/dev/null
+echo "st=$?"
+
+#### utility-reads-fd-from-file
+printf 'a\nb\n' > in.txt
+cat /dev/fd/3 3<in.txt | wc -l
+
+#### dev-stdout-is-not-a-file
+echo out | tee /dev/stdout >/dev/null
+ls /dev/stdout >/dev/null 2>&1 && echo listed
+[ -f /dev/stdout ] || echo "not a regular file"
+
+#### save-stdin-without-input
+exec 3<&0
+read -r x <&3
+echo "st=$? x=[$x]"
+exec 3<&-
+
+#### closed-stdin-cannot-be-duplicated
+exec 0<&-
+exec 4<&0
+echo "st=$?"

@@ -1,0 +1,214 @@
+# Background jobs, wait, $! and PIPESTATUS (bash manual: "Job Control", "Bash Builtins: wait",
+# "Special Parameters"). bash -c runs without job control: jobs are still numbered, %N works.
+
+#### wait-status-of-pid
+(exit 7) &
+wait $!
+echo "st=$?"
+
+#### wait-without-args-is-zero
+(exit 3) &
+(exit 4) &
+wait
+echo "st=$?"
+
+#### wait-two-pids-last-status
+(exit 3) &
+a=$!
+(exit 5) &
+b=$!
+wait $a $b
+echo "st=$?"
+
+#### wait-percent-one
+(sleep 0.1; exit 6) &
+wait %1
+echo "st=$?"
+
+#### wait-percent-two
+(sleep 0.3; exit 1) &
+(sleep 0.1; exit 2) &
+wait %2
+echo "st=$?"
+wait %1
+echo "st=$?"
+
+#### wait-percent-after-wait-pid
+(sleep 0.1; exit 3) &
+wait $!
+wait %1
+echo "st=$?"
+
+#### wait-percent-percent
+(sleep 0.1; exit 4) &
+wait %%
+echo "st=$?"
+
+#### wait-percent-plus
+(sleep 0.1; exit 9) &
+wait %+
+echo "st=$?"
+
+#### wait-n-returns-a-status
+(sleep 0.1; exit 5) &
+wait -n
+echo "st=$?"
+
+#### wait-n-no-jobs
+wait -n
+echo "st=$?"
+
+#### wait-n-collects-all
+for i in 1 2 3; do (sleep "0.$i"; exit $i) & done
+s=0
+for i in 1 2 3; do wait -n; s=$((s + $?)); done
+echo "sum=$s"
+
+#### wait-n-then-none
+(sleep 0.1; exit 2) &
+wait -n
+echo "first=$?"
+wait -n
+echo "second=$?"
+
+#### wait-unknown-pid
+wait 999999
+echo "st=$?"
+
+#### wait-unknown-job
+wait %5
+echo "st=$?"
+
+#### wait-not-a-pid
+wait abc 2>/dev/null
+echo "st=$?"
+
+#### background-output-after-wait
+{ sleep 0.05; echo late; } &
+echo early
+wait
+echo done
+
+#### background-group-order
+for i in 1 2 3; do { echo "job $i" > "j$i"; } & done
+wait
+cat j1 j2 j3
+
+#### background-cannot-change-vars
+x=1
+{ x=2; } &
+wait
+echo "x=$x"
+
+#### bang-is-number
+true &
+case $! in ''|*[!0-9]*) echo "not a number: $!" ;; *) echo number ;; esac
+wait
+
+#### bang-unset-before-job
+echo "[$!]"
+
+#### bang-inherited-by-subshell
+true &
+[ "$(echo $!)" = "$!" ] && echo same
+wait
+
+#### wait-p-stores-pid
+(sleep 0.1; exit 4) &
+p=$!
+wait -n -p got
+echo "st=$?"
+[ "$got" = "$p" ] && echo same
+
+#### wait-bad-option
+wait -x 2>/dev/null
+echo "st=$?"
+
+#### bang-changes-per-job
+true &
+a=$!
+true &
+b=$!
+wait
+[ "$a" != "$b" ] && echo differ
+
+#### wait-on-bang-in-loop
+pids=()
+for i in 1 2 3; do (exit $((i * 2))) & pids+=($!); done
+for p in "${pids[@]}"; do wait "$p"; echo "st=$?"; done
+
+#### background-status-is-zero
+(exit 3) &
+echo "st=$?"
+wait
+
+#### background-list-in-braces
+{ echo a; false; } &
+wait $!
+echo "st=$?"
+
+#### pipestatus-three
+true | false | (exit 3)
+echo "${PIPESTATUS[@]}"
+
+#### pipestatus-single-command
+false
+echo "${PIPESTATUS[@]}"
+
+#### pipestatus-after-assignment-kept
+false | true
+echo "${PIPESTATUS[0]} ${PIPESTATUS[1]}"
+
+#### pipestatus-with-pipefail
+set -o pipefail
+(exit 2) | true
+echo "st=$? ps=${PIPESTATUS[*]}"
+
+#### pipestatus-negated
+! true | false
+echo "st=$? ps=${PIPESTATUS[*]}"
+
+#### pipestatus-count
+echo a | cat | cat | cat >/dev/null
+echo "${#PIPESTATUS[@]}"
+
+#### wait-after-pipeline-in-background
+echo hi | tr a-z A-Z > up.txt &
+wait
+cat up.txt
+
+#### jobs-empty
+jobs
+jobs -p
+echo "st=$?"
+
+#### jobs-lists-running
+sleep 0.3 &
+sleep 0.3 &
+jobs
+wait
+
+#### jobs-p-count
+sleep 0.3 & sleep 0.3 & sleep 0.3 &
+jobs -p | wc -l
+wait
+
+#### jobs-p-is-bang
+sleep 0.3 &
+[ "$(jobs -p)" = "$!" ] && echo same
+wait
+
+#### wait-jobs-p
+(sleep 0.1; exit 3) &
+wait $(jobs -p)
+echo "st=$?"
+
+#### jobs-after-wait-empty
+sleep 0.1 &
+wait
+jobs
+echo "n=$(jobs -p | wc -l)"
+
+#### jobs-no-such-job
+jobs %3
+echo "st=$?"
