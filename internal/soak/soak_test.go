@@ -276,7 +276,9 @@ func (r *run) leftovers(kind string) []string {
 	}
 
 	// Temporary directories: the owners' TMPDIRs are empty, the oci state directory holds only
-	// the shared root file system (and the empty directories of its layout).
+	// what its sandboxes share (the root file system, the agent's copy, and where the host has
+	// /dev/kvm gVisor's platform decision, its lock, and the empty directory of its probes) and
+	// the empty directories of its layout.
 	for name, tmps := range r.tmps {
 		for _, tmp := range tmps {
 			ents, _ := os.ReadDir(tmp)
@@ -293,9 +295,10 @@ func (r *run) leftovers(kind string) []string {
 		}
 		rel, _ := filepath.Rel(r.state, p)
 		switch {
-		case rel == "oci/rootfs":
+		case rel == "oci/rootfs" || rel == "oci/agent":
 			return fs.SkipDir
-		case d.IsDir() && slices.Contains([]string{".", "oci", "oci/sandboxes", "oci/workspaces", "oci/runtime"}, rel):
+		case !d.IsDir() && slices.Contains([]string{"oci/runsc-platform.json", "oci/.runsc-platform.lock"}, rel):
+		case d.IsDir() && slices.Contains([]string{".", "oci", "oci/sandboxes", "oci/workspaces", "oci/runtime", "oci/probes"}, rel):
 		case d.IsDir() && filepath.Dir(rel) == "oci/runtime":
 		case kind != "" && !slices.ContainsFunc(ids, func(id string) bool { return strings.Contains(d.Name(), id) }):
 			// another kind's
