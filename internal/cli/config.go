@@ -628,6 +628,15 @@ func listSetting(x any) []string {
 // suffix; 0 means none.
 func sizeSetting(v *viper.Viper, key string) (int64, error) {
 	raw := strings.TrimSpace(fmt.Sprint(v.Get(key)))
+	n, err := parseSize(raw)
+	if err != nil {
+		return 0, fmt.Errorf("--%s %q: want bytes, or a size like 512MiB or 2GiB; 0 for none", key, raw)
+	}
+	return n, nil
+}
+
+// parseSize reads a byte size: a number of bytes, or one with a KiB, MiB, GiB (or K, M, G) suffix.
+func parseSize(raw string) (int64, error) {
 	num, mult := raw, int64(1)
 	for _, u := range []struct {
 		suffix string
@@ -640,7 +649,7 @@ func sizeSetting(v *viper.Viper, key string) (int64, error) {
 	}
 	n, err := strconv.ParseInt(num, 10, 64)
 	if err != nil || n < 0 || n > (1<<62)/mult {
-		return 0, fmt.Errorf("--%s %q: want bytes, or a size like 512MiB or 2GiB; 0 for none", key, raw)
+		return 0, fmt.Errorf("%q is not a size: want bytes, or a size like 512MiB or 2GiB", raw)
 	}
 	return n * mult, nil
 }

@@ -111,6 +111,7 @@ Configuration: defaults < ~/.config/sandboxer/sandboxer.yaml (or --config; never
 		newKillCmd(std),
 		newPortForwardCmd(std),
 		newServerCmd(std),
+		newServeCmd(std),
 	)
 	root.CompletionOptions.DisableDefaultCmd = true
 	return root

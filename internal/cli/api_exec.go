@@ -1,0 +1,615 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/sandboxer/sandboxer/adapter"
+	"github.com/sandboxer/sandboxer/errs"
+	"github.com/sandboxer/sandboxer/journal"
+	"github.com/sandboxer/sandboxer/tools"
+)
+
+// callTool runs one of the tools in a sandbox and answers its reply, the JSON object the CLI
+// prints and MCP returns as structured content, with status 200 whether the tool succeeded or not
+// (the call happened and is journaled; ok and error.code say how it went). The call's position in
+// the journal comes from the Sandboxer-Run-Id, Sandboxer-Node-Id, Sandboxer-Iteration and
+// Sandboxer-Attempt headers, its key from Idempotency-Key; with tokens, the run id is recorded as
+// "TOKEN/RUN", so one token's runs never continue another's.
+func (a *apiServer) callTool(w http.ResponseWriter, r *http.Request) error {
+	var tool *tools.Tool
+	for _, t := range tools.All() {
+		if t.Name() == r.PathValue("tool") {
+			tool = t
+		}
+	}
+	if tool == nil {
+		return errs.New(errs.NotFound, "", "", "no tool %q (want one of %v)", r.PathValue("tool"), toolNames())
+	}
+	input, err := a.readBody(w, r)
+	if err != nil {
+		return err
+	}
+	if err := checkInput(input); err != nil {
+		return errs.Wrap(errs.InvalidInput, "", "", err)
+	}
+	pos, err := toolPosition(r)
+	if err != nil {
+		return err
+	}
+	box, release, err := a.reg.acquire(r, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	defer release()
+	tc := tools.NewContext(box.sb)
+	tc.RunID, tc.NodeID, tc.Iteration, tc.Attempt = pos.RunID, pos.NodeID, pos.Iteration, pos.Attempt
+	tc.AllowNetwork, tc.AllowHosts = box.s.AllowNetwork, box.s.AllowHosts
+	tc.MaxOutputBytes, tc.Timeout = a.opt.Base.MaxOutputBytes, a.opt.Base.Timeout
+	tc.IdempotencyKey = r.Header.Get("Idempotency-Key")
+	cl := &caller{base: *tc, pos: pos, j: a.j, jw: a.jw, warn: a.opt.Log.Writer()}
+	writeJSON(w, http.StatusOK, cl.call(r.Context(), tool, input))
+	return nil
+}
+
+// toolPosition reads a tool call's journal position from its headers.
+func toolPosition(r *http.Request) (journal.Position, error) {
+	p := journal.Position{RunID: DefaultRunID, NodeID: DefaultNodeID, Attempt: 1}
+	if v := r.Header.Get("Sandboxer-Run-Id"); v != "" {
+		p.RunID = v
+	}
+	if v := r.Header.Get("Sandboxer-Node-Id"); v != "" {
+		p.NodeID = v
+	}
+	for _, h := range []struct {
+		name string
+		dst  *int
+		min  int
+	}{{"Sandboxer-Iteration", &p.Iteration, 0}, {"Sandboxer-Attempt", &p.Attempt, 1}} {
+		if v := r.Header.Get(h.name); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < h.min {
+				return p, badRequest("header %s: want an integer of at least %d, got %q", h.name, h.min, v)
+			}
+			*h.dst = n
+		}
+	}
+	if name := principal(r).Name; name != "" {
+		p.RunID = name + "/" + p.RunID
+	}
+	return p, nil
+}
+
+// execRequest is a command of POST /exec and POST /processes.
+type execRequest struct {
+	Args           []string `json:"args"`
+	Dir            string   `json:"dir"`
+	Env            []string `json:"env"`
+	Stdin          *string  `json:"stdin"`       // exec only: the whole standard input, as text
+	StdinBase64    *string  `json:"stdinBase64"` // or as base64
+	TimeoutMs      int64    `json:"timeoutMs"`
+	MaxOutputBytes int      `json:"maxOutputBytes"`
+	// Encoding of the output in the answer: "utf8" (text; bytes that are not UTF-8 become
+	// U+FFFD) or "base64" (exact).
+	Encoding string `json:"encoding"`
+	// Stream answers NDJSON: output chunks as they come, then the result.
+	Stream bool `json:"stream"`
+}
+
+func (req execRequest) command(box *apiSandbox, background bool) (adapter.Command, error) {
+	if len(req.Args) == 0 {
+		return adapter.Command{}, badRequest("args must name a program: argv, never a joined string")
+	}
+	if req.TimeoutMs < 0 || req.MaxOutputBytes < 0 {
+		return adapter.Command{}, badRequest("timeoutMs and maxOutputBytes must not be negative")
+	}
+	if req.Encoding != "" && req.Encoding != "utf8" && req.Encoding != "base64" {
+		return adapter.Command{}, badRequest("encoding %q: want utf8 or base64", req.Encoding)
+	}
+	cmd := adapter.Command{Args: req.Args, Dir: req.Dir, Env: req.Env, Timeout: time.Duration(req.TimeoutMs) * time.Millisecond,
+		MaxOutputBytes: req.MaxOutputBytes, AllowNetwork: box.s.AllowNetwork}
+	switch {
+	case req.Stdin != nil && req.StdinBase64 != nil:
+		return cmd, badRequest("give stdin or stdinBase64, not both")
+	case background && (req.Stdin != nil || req.StdinBase64 != nil):
+		return cmd, badRequest("a process's stdin is written with POST .../processes/{pid}/stdin")
+	case req.Stdin != nil:
+		cmd.Stdin = strings.NewReader(*req.Stdin)
+	case req.StdinBase64 != nil:
+		b, err := base64.StdEncoding.DecodeString(*req.StdinBase64)
+		if err != nil {
+			return cmd, badRequest("stdinBase64: %v", err)
+		}
+		cmd.Stdin = strings.NewReader(string(b))
+	}
+	return cmd, nil
+}
+
+// encode turns output bytes into the answer's text.
+func encode(b []byte, encoding string) string {
+	if encoding == "base64" {
+		return base64.StdEncoding.EncodeToString(b)
+	}
+	return strings.ToValidUTF8(string(b), "\uFFFD")
+}
+
+// execResult is a finished command in the answer.
+type execResult struct {
+	ExitCode        int               `json:"exitCode"`
+	Stdout          string            `json:"stdout"`
+	Stderr          string            `json:"stderr"`
+	StdoutTruncated bool              `json:"stdoutTruncated"`
+	StderrTruncated bool              `json:"stderrTruncated"`
+	StdoutDropped   int64             `json:"stdoutDropped"`
+	StderrDropped   int64             `json:"stderrDropped"`
+	DurationMs      int64             `json:"durationMs"`
+	Isolation       adapter.Isolation `json:"isolation"`
+	Limit           string            `json:"limit,omitempty"`
+	Encoding        string            `json:"encoding"`
+}
+
+func resultOf(res adapter.Result, encoding string, withOutput bool) execResult {
+	if encoding == "" {
+		encoding = "utf8"
+	}
+	out := execResult{ExitCode: res.ExitCode, StdoutTruncated: res.StdoutTruncated, StderrTruncated: res.StderrTruncated,
+		StdoutDropped: res.StdoutDropped, StderrDropped: res.StderrDropped, DurationMs: res.Duration.Milliseconds(),
+		Isolation: res.Isolation, Limit: res.Limit, Encoding: encoding}
+	if withOutput {
+		out.Stdout, out.Stderr = encode(res.Stdout, encoding), encode(res.Stderr, encoding)
+	}
+	return out
+}
+
+// exec runs a command and waits for it. A non-zero exit is data (200, exitCode); a command that
+// could not run or did not finish is an error, with the partial result of a timed-out one in
+// "result". With "stream": true the answer is NDJSON: {"stream":"stdout","data":...} lines as the
+// output comes, then {"result":{...}} or {"error":{...},"result":{...}}. A client that goes away
+// cancels the command (its whole tree is killed).
+func (a *apiServer) exec(w http.ResponseWriter, r *http.Request) error {
+	var req execRequest
+	if err := a.decodeJSON(w, r, &req); err != nil {
+		return err
+	}
+	box, release, err := a.reg.acquire(r, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	defer release()
+	cmd, err := req.command(box, false)
+	if err != nil {
+		return err
+	}
+	if !req.Stream {
+		res, err := box.sb.ExecuteCommand(r.Context(), cmd)
+		if err != nil {
+			var partial any
+			if errs.CodeOf(err) == errs.ProcessTimeout || errors.Is(err, context.Canceled) {
+				partial = resultOf(res, req.Encoding, true)
+			}
+			writeErrorWith(w, err, partial)
+			return nil
+		}
+		writeJSON(w, http.StatusOK, resultOf(res, req.Encoding, true))
+		return nil
+	}
+	nd := newNDJSON(w)
+	cmd.Stdout, cmd.Stderr = nd.stream("stdout", req.Encoding), nd.stream("stderr", req.Encoding)
+	res, err := box.sb.ExecuteCommand(r.Context(), cmd)
+	nd.flushStreams()
+	final := map[string]any{"result": resultOf(res, req.Encoding, false)}
+	if err != nil {
+		final["error"] = errorReply(err).Error
+	}
+	nd.send(final)
+	return nil
+}
+
+// ndjson writes a streamed answer: one JSON object per line, flushed as written.
+type ndjson struct {
+	mu      sync.Mutex
+	w       http.ResponseWriter
+	rc      *http.ResponseController
+	started bool
+	streams []*ndStream
+}
+
+func newNDJSON(w http.ResponseWriter) *ndjson {
+	return &ndjson{w: w, rc: http.NewResponseController(w)}
+}
+
+func (n *ndjson) send(v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if !n.started {
+		n.started = true
+		n.w.Header().Set("Content-Type", "application/x-ndjson")
+		n.w.WriteHeader(http.StatusOK)
+	}
+	if _, err := n.w.Write(append(b, '\n')); err != nil {
+		return err
+	}
+	return n.rc.Flush()
+}
+
+// stream is a writer of one output stream: each write is a line {"stream":NAME,"data":...}. In
+// utf8 encoding a character cut between two writes is held back until it is whole.
+func (n *ndjson) stream(name, encoding string) io.Writer {
+	s := &ndStream{n: n, name: name, encoding: encoding}
+	n.streams = append(n.streams, s)
+	return s
+}
+
+// flushStreams sends what the streams hold back (a cut character at the very end).
+func (n *ndjson) flushStreams() {
+	for _, s := range n.streams {
+		if len(s.held) > 0 {
+			n.send(map[string]string{"stream": s.name, "data": encode(s.held, s.encoding)})
+			s.held = nil
+		}
+	}
+}
+
+type ndStream struct {
+	n        *ndjson
+	name     string
+	encoding string
+	held     []byte
+}
+
+func (s *ndStream) Write(p []byte) (int, error) {
+	b := append(s.held, p...)
+	s.held = nil
+	if s.encoding != "base64" {
+		// Hold back an incomplete character at the end (at most 3 bytes).
+		for i := 1; i <= 3 && i <= len(b); i++ {
+			c := b[len(b)-i]
+			if utf8.RuneStart(c) {
+				if !utf8.FullRune(b[len(b)-i:]) {
+					s.held = append([]byte(nil), b[len(b)-i:]...)
+					b = b[:len(b)-i]
+				}
+				break
+			}
+		}
+	}
+	if len(b) > 0 {
+		// A client gone away is the request's context's business: the command is cancelled.
+		s.n.send(map[string]string{"stream": s.name, "data": encode(b, s.encoding)})
+	}
+	return len(p), nil
+}
+
+func starter(box *apiSandbox) (adapter.Starter, error) {
+	st, ok := box.sb.(adapter.Starter)
+	if !ok {
+		return nil, errs.New(errs.InvalidInput, "", "", "the %s adapter has no background processes", box.s.Adapter)
+	}
+	return st, nil
+}
+
+func (a *apiServer) startProcess(w http.ResponseWriter, r *http.Request) error {
+	var req execRequest
+	if err := a.decodeJSON(w, r, &req); err != nil {
+		return err
+	}
+	if req.Stream {
+		return badRequest("stream: read a process's output with GET .../processes/{pid}/output?follow=true")
+	}
+	box, release, err := a.reg.acquire(r, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	defer release()
+	st, err := starter(box)
+	if err != nil {
+		return err
+	}
+	cmd, err := req.command(box, true)
+	if err != nil {
+		return err
+	}
+	p, err := st.Start(r.Context(), cmd)
+	if err != nil {
+		return err
+	}
+	ps, err := p.State(r.Context())
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusCreated, ps)
+	return nil
+}
+
+func (a *apiServer) listProcesses(w http.ResponseWriter, r *http.Request) error {
+	box, release, err := a.reg.acquire(r, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	defer release()
+	st, err := starter(box)
+	if err != nil {
+		return err
+	}
+	list, err := st.Processes(r.Context())
+	if err != nil {
+		return err
+	}
+	if list == nil {
+		list = []adapter.ProcessState{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"processes": list})
+	return nil
+}
+
+// process finds the request's sandbox and process; release ends the use of the sandbox.
+func (a *apiServer) process(r *http.Request) (adapter.Process, func(), error) {
+	box, release, err := a.reg.acquire(r, r.PathValue("id"))
+	if err != nil {
+		return nil, nil, err
+	}
+	st, err := starter(box)
+	if err == nil {
+		var p adapter.Process
+		if p, err = st.Process(r.Context(), r.PathValue("pid")); err == nil {
+			return p, release, nil
+		}
+	}
+	release()
+	return nil, nil, err
+}
+
+func (a *apiServer) getProcess(w http.ResponseWriter, r *http.Request) error {
+	p, release, err := a.process(r)
+	if err != nil {
+		return err
+	}
+	defer release()
+	ps, err := p.State(r.Context())
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, ps)
+	return nil
+}
+
+// processChunk is one read of a process's output in the answer.
+type processChunk struct {
+	Stdout   string               `json:"stdout"`
+	Stderr   string               `json:"stderr"`
+	Offset   int64                `json:"offset"`
+	Dropped  int64                `json:"dropped"`
+	State    adapter.ProcessState `json:"state"`
+	Encoding string               `json:"encoding"`
+}
+
+// processOutput answers the output after ?since=OFFSET (at most ?limit= bytes), or with
+// ?follow=true streams it as NDJSON chunks until the process exits (or the client goes away).
+func (a *apiServer) processOutput(w http.ResponseWriter, r *http.Request) error {
+	since, err := queryInt(r, "since", 0)
+	if err != nil {
+		return err
+	}
+	limit, err := queryInt(r, "limit", 0)
+	if err != nil {
+		return err
+	}
+	encoding := r.URL.Query().Get("encoding")
+	if encoding == "" {
+		encoding = "utf8"
+	}
+	if encoding != "utf8" && encoding != "base64" {
+		return badRequest("encoding %q: want utf8 or base64", encoding)
+	}
+	follow := r.URL.Query().Get("follow") == "true"
+	p, release, err := a.process(r)
+	if err != nil {
+		return err
+	}
+	defer release()
+	read := func() (adapter.ProcessOutput, error) {
+		if l, ok := p.(adapter.OutputLimiter); ok && limit > 0 {
+			return l.OutputLimit(r.Context(), since, int(limit))
+		}
+		return p.Output(r.Context(), since)
+	}
+	chunk := func(o adapter.ProcessOutput) processChunk {
+		return processChunk{Stdout: encode(o.Stdout, encoding), Stderr: encode(o.Stderr, encoding), Offset: o.Offset,
+			Dropped: o.Dropped, State: o.State, Encoding: encoding}
+	}
+	if !follow {
+		o, err := read()
+		if err != nil {
+			return err
+		}
+		writeJSON(w, http.StatusOK, chunk(o))
+		return nil
+	}
+	nd := newNDJSON(w)
+	wait := 10 * time.Millisecond
+	for {
+		o, err := read()
+		if err != nil {
+			nd.send(map[string]any{"error": errorReply(err).Error})
+			return nil
+		}
+		if o.Offset != since || o.Dropped > 0 || !o.State.Running {
+			if nd.send(chunk(o)) != nil {
+				return nil
+			}
+			wait = 10 * time.Millisecond
+		}
+		since = o.Offset
+		if !o.State.Running {
+			return nil
+		}
+		select {
+		case <-r.Context().Done():
+			return nil
+		case <-time.After(wait):
+		}
+		wait = min(wait*2, 200*time.Millisecond)
+	}
+}
+
+// processStdin copies the request body (of any size, as it comes) to the process's stdin; with
+// ?close=true it then closes it.
+func (a *apiServer) processStdin(w http.ResponseWriter, r *http.Request) error {
+	p, release, err := a.process(r)
+	if err != nil {
+		return err
+	}
+	defer release()
+	buf := make([]byte, 64<<10)
+	br := bufio.NewReaderSize(r.Body, len(buf))
+	var n int64
+	for {
+		k, rerr := br.Read(buf)
+		if k > 0 {
+			if err := p.Write(r.Context(), buf[:k]); err != nil {
+				return err
+			}
+			n += int64(k)
+		}
+		if rerr == io.EOF {
+			break
+		}
+		if rerr != nil {
+			return errs.Wrap(errs.InvalidInput, "", "", rerr)
+		}
+	}
+	if r.URL.Query().Get("close") == "true" {
+		if err := p.CloseStdin(r.Context()); err != nil {
+			return err
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"written": n})
+	return nil
+}
+
+func (a *apiServer) processSignal(w http.ResponseWriter, r *http.Request) error {
+	var req struct {
+		Signal string `json:"signal"`
+	}
+	if err := a.decodeJSON(w, r, &req); err != nil {
+		return err
+	}
+	if req.Signal == "" {
+		req.Signal = "TERM"
+	}
+	p, release, err := a.process(r)
+	if err != nil {
+		return err
+	}
+	defer release()
+	if err := p.Signal(r.Context(), req.Signal); err != nil {
+		return err
+	}
+	ps, err := p.State(r.Context())
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, ps)
+	return nil
+}
+
+// processWait waits for the process to exit, at most ?timeoutMs= (then it answers its state,
+// still running).
+func (a *apiServer) processWait(w http.ResponseWriter, r *http.Request) error {
+	ms, err := queryInt(r, "timeoutMs", 0)
+	if err != nil {
+		return err
+	}
+	p, release, err := a.process(r)
+	if err != nil {
+		return err
+	}
+	defer release()
+	ctx := r.Context()
+	if ms > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, time.Duration(ms)*time.Millisecond)
+		defer cancel()
+	}
+	ps, err := p.Wait(ctx)
+	if err != nil && ctx.Err() != nil && r.Context().Err() == nil {
+		ps, err = p.State(r.Context())
+	}
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, ps)
+	return nil
+}
+
+// dialPort connects the client to a port on the sandbox's loopback: the request asks to upgrade
+// to "tcp" (Connection: Upgrade, Upgrade: tcp); the answer is 101 Switching Protocols and then
+// the connection carries the port's bytes both ways until either side closes.
+func (a *apiServer) dialPort(w http.ResponseWriter, r *http.Request) error {
+	port, err := strconv.Atoi(r.PathValue("port"))
+	if err != nil || port < 1 || port > 65535 {
+		return badRequest("port %q: want 1..65535", r.PathValue("port"))
+	}
+	if !strings.EqualFold(r.Header.Get("Upgrade"), "tcp") {
+		return badRequest("a port is reached by upgrading the request: send Connection: Upgrade and Upgrade: tcp")
+	}
+	box, release, err := a.reg.acquire(r, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	defer release()
+	pf, ok := box.sb.(adapter.PortForwarder)
+	if !ok {
+		return errs.New(errs.InvalidInput, "", "", "the %s adapter has no ports", box.s.Adapter)
+	}
+	conn, err := pf.DialPort(r.Context(), port)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	client, brw, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		return errs.Wrap(errs.Internal, "", "", err) // HTTP/2: no upgrade
+	}
+	defer client.Close()
+	brw.WriteString("HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: tcp\r\n\r\n")
+	if err := brw.Flush(); err != nil {
+		return nil
+	}
+	done := make(chan struct{}, 2)
+	go func() {
+		if n := brw.Reader.Buffered(); n > 0 {
+			b, _ := brw.Reader.Peek(n)
+			conn.Write(b)
+		}
+		io.Copy(conn, client)
+		if cw, ok := conn.(interface{ CloseWrite() error }); ok {
+			cw.CloseWrite()
+		}
+		done <- struct{}{}
+	}()
+	go func() {
+		io.Copy(client, conn)
+		if cw, ok := client.(interface{ CloseWrite() error }); ok {
+			cw.CloseWrite()
+		}
+		done <- struct{}{}
+	}()
+	<-done
+	<-done
+	return nil
+}

@@ -1,0 +1,214 @@
+package cli
+
+import (
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/sandboxer/sandboxer/adapter"
+	"github.com/sandboxer/sandboxer/errs"
+)
+
+// The files endpoints move whole files by path (?path=, relative to the workspace or absolute
+// inside it): GET downloads the bytes, PUT uploads them (replacing the file atomically, parents
+// made), DELETE removes one; stat, list, symlink and executable mirror adapter.Statter,
+// adapter.Lister and adapter.ModeWriter. The jail is the adapter's: a path that leaves the
+// workspace is TOOL_PATH_ESCAPE, as in the tools.
+
+// fileView is a workspace entry in the answer.
+type fileView struct {
+	Path       string    `json:"path"`
+	Type       string    `json:"type"` // file, symlink, dir or other
+	Size       int64     `json:"size"`
+	Mode       uint32    `json:"mode"` // Go's fs.FileMode bits: type and permissions
+	ModTime    time.Time `json:"modTime"`
+	Link       string    `json:"link,omitempty"`
+	Executable bool      `json:"executable"`
+}
+
+func viewFile(fi adapter.FileInfo) fileView {
+	typ := "other"
+	switch {
+	case fi.Mode.IsRegular():
+		typ = "file"
+	case fi.IsLink():
+		typ = "symlink"
+	case fi.Mode.IsDir():
+		typ = "dir"
+	}
+	return fileView{Path: fi.Path, Type: typ, Size: fi.Size, Mode: uint32(fi.Mode), ModTime: fi.ModTime, Link: fi.Link, Executable: fi.Executable()}
+}
+
+// filePath is the request's ?path=.
+func filePath(r *http.Request) (string, error) {
+	p := r.URL.Query().Get("path")
+	if p == "" {
+		return "", errs.New(errs.PathInvalid, "", "", "query parameter path is required")
+	}
+	return p, nil
+}
+
+func (a *apiServer) readFile(w http.ResponseWriter, r *http.Request) error {
+	p, err := filePath(r)
+	if err != nil {
+		return err
+	}
+	box, release, err := a.reg.acquire(r, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	defer release()
+	data, err := box.sb.ReadFile(adapter.WithReadLimit(r.Context(), a.opt.MaxFileBytes), p)
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/octet-stream")
+	w.Header().Set("Content-Length", strconv.Itoa(len(data)))
+	w.WriteHeader(http.StatusOK)
+	w.Write(data)
+	return nil
+}
+
+func (a *apiServer) writeFile(w http.ResponseWriter, r *http.Request) error {
+	p, err := filePath(r)
+	if err != nil {
+		return err
+	}
+	box, release, err := a.reg.acquire(r, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	defer release()
+	if r.ContentLength > a.opt.MaxFileBytes {
+		return tooLarge(r.ContentLength, a.opt.MaxFileBytes)
+	}
+	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, a.opt.MaxFileBytes))
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		return tooLarge(mbe.Limit+1, a.opt.MaxFileBytes)
+	}
+	if err != nil {
+		return errs.Wrap(errs.InvalidInput, "", "", err)
+	}
+	if err := box.sb.WriteFile(r.Context(), p, data); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"path": p, "size": len(data)})
+	return nil
+}
+
+func tooLarge(size, limit int64) error {
+	e := errs.New(errs.FileTooLarge, "", "", "file is %d bytes or more, more than the server's limit of %d (--max-file-bytes)", size, limit)
+	e.Details = map[string]any{"bytes": size, "limit": limit}
+	return e
+}
+
+// fileOp finds the sandbox and checks that it has the optional interface T.
+func fileOp[T any](a *apiServer, r *http.Request, what string) (T, *apiSandbox, func(), error) {
+	var zero T
+	box, release, err := a.reg.acquire(r, r.PathValue("id"))
+	if err != nil {
+		return zero, nil, nil, err
+	}
+	x, ok := box.sb.(T)
+	if !ok {
+		release()
+		return zero, nil, nil, errs.New(errs.InvalidInput, "", "", "the %s adapter cannot %s", box.s.Adapter, what)
+	}
+	return x, box, release, nil
+}
+
+func (a *apiServer) removeFile(w http.ResponseWriter, r *http.Request) error {
+	p, err := filePath(r)
+	if err != nil {
+		return err
+	}
+	rm, _, release, err := fileOp[adapter.Remover](a, r, "remove files")
+	if err != nil {
+		return err
+	}
+	defer release()
+	if err := rm.RemoveFile(r.Context(), p); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (a *apiServer) statFile(w http.ResponseWriter, r *http.Request) error {
+	p, err := filePath(r)
+	if err != nil {
+		return err
+	}
+	st, _, release, err := fileOp[adapter.Statter](a, r, "stat files")
+	if err != nil {
+		return err
+	}
+	defer release()
+	fi, err := st.StatFile(r.Context(), p)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, viewFile(fi))
+	return nil
+}
+
+func (a *apiServer) listFiles(w http.ResponseWriter, r *http.Request) error {
+	ls, _, release, err := fileOp[adapter.Lister](a, r, "list files")
+	if err != nil {
+		return err
+	}
+	defer release()
+	list, err := ls.ListFiles(r.Context(), r.URL.Query().Get("dir"))
+	if err != nil {
+		return err
+	}
+	views := make([]fileView, 0, len(list))
+	for _, fi := range list {
+		views = append(views, viewFile(fi))
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"files": views})
+	return nil
+}
+
+func (a *apiServer) symlink(w http.ResponseWriter, r *http.Request) error {
+	var req struct {
+		Path   string `json:"path"`
+		Target string `json:"target"`
+	}
+	if err := a.decodeJSON(w, r, &req); err != nil {
+		return err
+	}
+	mw, _, release, err := fileOp[adapter.ModeWriter](a, r, "make symbolic links")
+	if err != nil {
+		return err
+	}
+	defer release()
+	if err := mw.Symlink(r.Context(), req.Path, req.Target); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"path": req.Path, "target": req.Target})
+	return nil
+}
+
+func (a *apiServer) setExecutable(w http.ResponseWriter, r *http.Request) error {
+	var req struct {
+		Path       string `json:"path"`
+		Executable bool   `json:"executable"`
+	}
+	if err := a.decodeJSON(w, r, &req); err != nil {
+		return err
+	}
+	mw, _, release, err := fileOp[adapter.ModeWriter](a, r, "set modes")
+	if err != nil {
+		return err
+	}
+	defer release()
+	if err := mw.SetExecutable(r.Context(), req.Path, req.Executable); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"path": req.Path, "executable": req.Executable})
+	return nil
+}

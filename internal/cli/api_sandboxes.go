@@ -1,0 +1,616 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/sandboxer/sandboxer/adapter"
+	"github.com/sandboxer/sandboxer/adapter/oci"
+	"github.com/sandboxer/sandboxer/egress"
+	"github.com/sandboxer/sandboxer/errs"
+	"github.com/sandboxer/sandboxer/internal/state"
+)
+
+// apiSandbox is one sandbox of the server: open for as long as it lives, owned by one token.
+type apiSandbox struct {
+	id, owner string
+	b         backend
+	s         Settings      // its settings: the server's with the create request's
+	rec       *state.Record // nil for a memory sandbox (it lives in the server's memory only)
+	sb        adapter.Sandbox
+	created   time.Time
+	memory    int64 // what counts against the owner's memory quota
+	forkOf    string
+
+	mu       sync.Mutex
+	expires  time.Time
+	idle     time.Duration // 0: no idle timeout
+	lastUsed time.Time
+	busy     int // calls in progress: a busy sandbox is never idle
+}
+
+// apiRegistry holds the server's sandboxes. Their records live in STATE_DIR/serve (not where the
+// CLI's long-lived sandboxes are): a server that starts removes what an earlier one left, and a
+// lock keeps two servers off one directory.
+type apiRegistry struct {
+	opt  apiOptions
+	st   state.Dir
+	lock *os.File
+
+	mu    sync.Mutex
+	boxes map[string]*apiSandbox
+
+	stop     chan struct{}
+	reaped   chan struct{}
+	closeOne sync.Once
+}
+
+// serveStateDir is where a server keeps its sandboxes' records.
+func serveStateDir(s Settings) string { return filepath.Join(s.StateDir, "serve") }
+
+func openRegistry(ctx context.Context, opt apiOptions) (*apiRegistry, error) {
+	dir := serveStateDir(opt.Base)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	lock, err := os.OpenFile(filepath.Join(dir, "lock"), os.O_CREATE|os.O_RDWR|syscall.O_NOFOLLOW, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		lock.Close()
+		return nil, fmt.Errorf("another sandboxerd serve uses %s (its lock is held): give this one its own --state-dir", dir)
+	}
+	reg := &apiRegistry{opt: opt, st: state.Open(dir), lock: lock, boxes: map[string]*apiSandbox{},
+		stop: make(chan struct{}), reaped: make(chan struct{})}
+	// What an earlier server left (it crashed, or was killed): nothing outlives its server.
+	recs, err := reg.st.List()
+	if err != nil {
+		lock.Close()
+		return nil, err
+	}
+	for _, rec := range recs {
+		if b, ok := lookupBackend(rec.Adapter); ok {
+			if err := b.destroy(ctx, opt.Base, rec); err != nil && !errors.Is(err, errs.NotFound) {
+				opt.Log.Printf("sandbox %s left by an earlier server: %v", rec.ID, err)
+			}
+		}
+		if err := reg.st.Delete(rec.ID); err != nil {
+			opt.Log.Printf("sandbox %s left by an earlier server: %v", rec.ID, err)
+		} else {
+			opt.Log.Printf("removed sandbox %s (%s) left by an earlier server", rec.ID, rec.Adapter)
+		}
+	}
+	go reg.reap()
+	return reg, nil
+}
+
+// reap removes the sandboxes whose lifetime or idle timeout has passed, every second.
+func (reg *apiRegistry) reap() {
+	defer close(reg.reaped)
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case <-reg.stop:
+			return
+		case now := <-tick.C:
+			for _, box := range reg.expired(now) {
+				reg.opt.Log.Printf("sandbox %s expired: removing it", box.id)
+				if err := reg.remove(context.Background(), box); err != nil {
+					reg.opt.Log.Printf("sandbox %s: %v", box.id, err)
+				}
+			}
+		}
+	}
+}
+
+func (reg *apiRegistry) expired(now time.Time) []*apiSandbox {
+	reg.mu.Lock()
+	defer reg.mu.Unlock()
+	var out []*apiSandbox
+	for _, box := range reg.boxes {
+		box.mu.Lock()
+		idle := box.idle > 0 && box.busy == 0 && now.Sub(box.lastUsed) >= box.idle
+		if now.After(box.expires) || idle {
+			out = append(out, box)
+		}
+		box.mu.Unlock()
+	}
+	return out
+}
+
+// Close removes every sandbox and releases the state directory. Idempotent.
+func (reg *apiRegistry) Close() error {
+	var err error
+	reg.closeOne.Do(func() {
+		close(reg.stop)
+		<-reg.reaped
+		reg.mu.Lock()
+		boxes := make([]*apiSandbox, 0, len(reg.boxes))
+		for _, b := range reg.boxes {
+			boxes = append(boxes, b)
+		}
+		reg.mu.Unlock()
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		var wg sync.WaitGroup
+		var emu sync.Mutex
+		for _, box := range boxes {
+			wg.Go(func() {
+				if e := reg.remove(ctx, box); e != nil {
+					emu.Lock()
+					err = errors.Join(err, fmt.Errorf("sandbox %s: %w", box.id, e))
+					emu.Unlock()
+				}
+			})
+		}
+		wg.Wait()
+		reg.lock.Close()
+	})
+	return err
+}
+
+// remove takes box out of the registry (later calls do not find it), stops it (ending its
+// running commands) and destroys what it holds. A box already removed is not an error.
+func (reg *apiRegistry) remove(ctx context.Context, box *apiSandbox) error {
+	reg.mu.Lock()
+	if reg.boxes[box.id] != box {
+		reg.mu.Unlock()
+		return nil
+	}
+	delete(reg.boxes, box.id)
+	reg.mu.Unlock()
+	err := box.sb.Stop(ctx)
+	if box.rec != nil {
+		if e := box.b.destroy(ctx, box.s, *box.rec); e != nil && !errors.Is(e, errs.NotFound) {
+			err = errors.Join(err, e)
+		}
+		err = errors.Join(err, reg.st.Delete(box.id))
+	}
+	return err
+}
+
+// add registers a new sandbox, checking the owner's quotas again under the lock (two creates
+// racing for the last place).
+func (reg *apiRegistry) add(box *apiSandbox, t *token) error {
+	reg.mu.Lock()
+	defer reg.mu.Unlock()
+	if err := reg.quotaLocked(t, box.memory); err != nil {
+		return err
+	}
+	reg.boxes[box.id] = box
+	return nil
+}
+
+// quotaLocked refuses one more sandbox of memory bytes for t when its quotas are full.
+func (reg *apiRegistry) quotaLocked(t *token, memory int64) error {
+	n, mem := 0, int64(0)
+	for _, b := range reg.boxes {
+		if b.owner == t.Name {
+			n++
+			mem += b.memory
+		}
+	}
+	if t.MaxSandboxes > 0 && n+1 > t.MaxSandboxes {
+		e := errs.New(errs.LimitExceeded, "", "", "token %q has %d sandboxes, its quota: delete one first", t.Name, n)
+		e.Details = map[string]any{"quota": "maxSandboxes", "limit": t.MaxSandboxes}
+		return e
+	}
+	if t.MaxMemoryBytes > 0 && mem+memory > t.MaxMemoryBytes {
+		e := errs.New(errs.LimitExceeded, "", "", "token %q: %d bytes of memory in use and %d asked, more than its quota of %d", t.Name, mem, memory, t.MaxMemoryBytes)
+		e.Details = map[string]any{"quota": "maxMemoryBytes", "limit": t.MaxMemoryBytes}
+		return e
+	}
+	return nil
+}
+
+// acquire finds the caller's sandbox id and marks it in use until release. Another token's
+// sandbox is reported exactly as a missing one.
+func (reg *apiRegistry) acquire(r *http.Request, id string) (*apiSandbox, func(), error) {
+	t := principal(r)
+	reg.mu.Lock()
+	box := reg.boxes[id]
+	reg.mu.Unlock()
+	if box == nil || box.owner != t.Name {
+		return nil, nil, errs.New(errs.SandboxUnavailable, "", "", "no sandbox %q (it never existed, expired or was deleted)", id)
+	}
+	box.mu.Lock()
+	box.busy++
+	box.lastUsed = time.Now()
+	box.mu.Unlock()
+	return box, func() {
+		box.mu.Lock()
+		box.busy--
+		box.lastUsed = time.Now()
+		box.mu.Unlock()
+	}, nil
+}
+
+// sandboxView is a sandbox as the API shows it.
+type sandboxView struct {
+	ID                 string                `json:"id"`
+	Adapter            string                `json:"adapter"`
+	Image              string                `json:"image,omitempty"`
+	Owner              string                `json:"owner,omitempty"`
+	ForkOf             string                `json:"forkOf,omitempty"`
+	CreatedAt          time.Time             `json:"createdAt"`
+	ExpiresAt          time.Time             `json:"expiresAt"`
+	IdleTimeoutSeconds int64                 `json:"idleTimeoutSeconds"`
+	LastUsedAt         time.Time             `json:"lastUsedAt"`
+	MemoryBytes        int64                 `json:"memoryBytes"`
+	AllowNetwork       bool                  `json:"allowNetwork"`
+	AllowHosts         []string              `json:"allowHosts"`
+	Capabilities       *adapter.Capabilities `json:"capabilities,omitempty"`
+}
+
+func (box *apiSandbox) view() sandboxView {
+	box.mu.Lock()
+	defer box.mu.Unlock()
+	v := sandboxView{ID: box.id, Adapter: box.s.Adapter, Owner: box.owner, ForkOf: box.forkOf, CreatedAt: box.created,
+		ExpiresAt: box.expires, IdleTimeoutSeconds: int64(box.idle / time.Second), LastUsedAt: box.lastUsed,
+		MemoryBytes: box.memory, AllowNetwork: box.s.AllowNetwork, AllowHosts: box.s.AllowHosts}
+	if v.AllowHosts == nil {
+		v.AllowHosts = []string{}
+	}
+	if box.s.Adapter != "local" && box.s.Adapter != "memory" {
+		v.Image = box.s.Image
+	}
+	if c, ok := box.sb.(adapter.Capable); ok {
+		caps := c.Capabilities()
+		v.Capabilities = &caps
+	}
+	return v
+}
+
+// createRequest is the body of POST /v1/sandboxes; every member is optional.
+type createRequest struct {
+	Adapter            string   `json:"adapter"`
+	Image              string   `json:"image"`
+	Runtime            string   `json:"runtime"`
+	MemoryBytes        *int64   `json:"memoryBytes"`
+	CPUs               *float64 `json:"cpus"`
+	Pids               *int     `json:"pids"`
+	DiskBytes          *int64   `json:"diskBytes"`
+	AllowNetwork       bool     `json:"allowNetwork"`
+	AllowHosts         []string `json:"allowHosts"`
+	TTLSeconds         int64    `json:"ttlSeconds"`
+	IdleTimeoutSeconds *int64   `json:"idleTimeoutSeconds"`
+}
+
+func badRequest(format string, args ...any) error {
+	return errs.New(errs.InvalidInput, "", "", format, args...)
+}
+
+// settings applies the request to the server's settings.
+func (req createRequest) settings(base Settings) (Settings, error) {
+	s := base
+	s.Root, s.Sandbox, s.Store = "", "", ""
+	if req.Adapter != "" {
+		s.Adapter = req.Adapter
+	}
+	if _, ok := lookupBackend(s.Adapter); !ok {
+		return s, errs.Wrap(errs.InvalidInput, "", "", unknownAdapter(s.Adapter))
+	}
+	if req.Image != "" {
+		// An image is a name of the local daemon's images: the oci adapter's archive forms
+		// read a path of the server's host, which a caller must not name.
+		if strings.HasPrefix(req.Image, "oci-layout:") || strings.HasPrefix(req.Image, "docker-archive:") || strings.ContainsAny(req.Image, " \t\n") {
+			return s, badRequest("image %q: over the API an image is a name of the local docker daemon's images (no oci-layout: or docker-archive: paths)", req.Image)
+		}
+		s.Image, s.KubernetesImage = req.Image, req.Image
+	}
+	if req.Runtime != "" {
+		if !containsString(oci.Runtimes, req.Runtime) {
+			return s, badRequest("runtime %q: want one of %v", req.Runtime, oci.Runtimes)
+		}
+		s.Runtime = req.Runtime
+	}
+	if req.MemoryBytes != nil {
+		if *req.MemoryBytes < 0 {
+			return s, badRequest("memoryBytes must not be negative")
+		}
+		s.Memory = *req.MemoryBytes
+	}
+	if req.CPUs != nil {
+		if *req.CPUs < 0 {
+			return s, badRequest("cpus must not be negative")
+		}
+		s.CPUs = *req.CPUs
+	}
+	if req.Pids != nil {
+		if *req.Pids < 0 {
+			return s, badRequest("pids must not be negative")
+		}
+		s.Pids = *req.Pids
+	}
+	if req.DiskBytes != nil {
+		if *req.DiskBytes < -1 {
+			return s, badRequest("diskBytes must be -1 (no cap), 0 (the adapter's default) or more")
+		}
+		s.Disk = *req.DiskBytes
+	}
+	if req.AllowNetwork || req.AllowHosts != nil {
+		s.AllowNetwork, s.AllowHosts = req.AllowNetwork, req.AllowHosts
+	}
+	if s.AllowNetwork && len(s.AllowHosts) > 0 {
+		return s, badRequest("allowNetwork and allowHosts exclude each other: allowNetwork opens every host")
+	}
+	if len(s.AllowHosts) > 0 {
+		if err := egress.ValidateHosts(s.AllowHosts); err != nil {
+			return s, err
+		}
+	}
+	if req.TTLSeconds < 0 {
+		return s, badRequest("ttlSeconds must not be negative")
+	}
+	if req.IdleTimeoutSeconds != nil && *req.IdleTimeoutSeconds < 0 {
+		return s, badRequest("idleTimeoutSeconds must not be negative (0: none)")
+	}
+	return s, nil
+}
+
+func containsString(list []string, v string) bool {
+	for _, x := range list {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+// lifetime is a sandbox's TTL: the request's, else the server's default, never more than the
+// server's and the token's maximum.
+func (a *apiServer) lifetime(t *token, seconds int64) (time.Duration, error) {
+	ttl := a.opt.TTL
+	if seconds > 0 {
+		ttl = time.Duration(seconds) * time.Second
+	}
+	max := a.opt.MaxTTL
+	if t.MaxTTLSeconds > 0 && (max == 0 || time.Duration(t.MaxTTLSeconds)*time.Second < max) {
+		max = time.Duration(t.MaxTTLSeconds) * time.Second
+	}
+	if max > 0 && ttl > max {
+		e := errs.New(codeForbidden, "", "", "ttlSeconds %d is more than the %d this token may ask", int64(ttl/time.Second), int64(max/time.Second))
+		e.Details = map[string]any{"quota": "maxTTLSeconds", "limit": int64(max / time.Second)}
+		return 0, e
+	}
+	return ttl, nil
+}
+
+func (a *apiServer) createSandbox(w http.ResponseWriter, r *http.Request) error {
+	var req createRequest
+	if err := a.decodeJSON(w, r, &req); err != nil {
+		return err
+	}
+	t := principal(r)
+	s, err := req.settings(a.opt.Base)
+	if err != nil {
+		return err
+	}
+	if !t.mayUse(s.Adapter) {
+		return errs.New(codeForbidden, "", "", "token %q may not use the %s adapter (it may use %v)", t.Name, s.Adapter, t.Adapters)
+	}
+	ttl, err := a.lifetime(t, req.TTLSeconds)
+	if err != nil {
+		return err
+	}
+	idle := a.opt.Idle
+	if req.IdleTimeoutSeconds != nil {
+		idle = time.Duration(*req.IdleTimeoutSeconds) * time.Second
+	}
+	a.reg.mu.Lock()
+	err = a.reg.quotaLocked(t, s.Memory)
+	a.reg.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	box, err := a.reg.open(r.Context(), s, t)
+	if err != nil {
+		return err
+	}
+	box.expires, box.idle = box.created.Add(ttl), idle
+	if err := a.reg.add(box, t); err != nil {
+		a.reg.discard(box)
+		return err
+	}
+	a.opt.Log.Printf("sandbox %s (%s) created for %q", box.id, s.Adapter, t.Name)
+	writeJSON(w, http.StatusCreated, box.view())
+	return nil
+}
+
+// open makes a sandbox of s: a record and a live handle (memory: a handle only).
+func (reg *apiRegistry) open(ctx context.Context, s Settings, t *token) (*apiSandbox, error) {
+	b, _ := lookupBackend(s.Adapter)
+	now := time.Now()
+	box := &apiSandbox{id: state.NewID(), owner: t.Name, b: b, s: s, created: now, lastUsed: now, memory: s.Memory}
+	if s.Adapter == "memory" {
+		sb, err := b.open(ctx, s)
+		if err != nil {
+			return nil, err
+		}
+		box.sb = sb
+		return box, nil
+	}
+	rec := state.Record{ID: box.id, Adapter: s.Adapter, CreatedAt: now.UTC()}
+	if s.Adapter == "docker" {
+		rec.Image = s.Image
+	}
+	if err := b.create(ctx, s, reg.st, &rec); err != nil {
+		_ = reg.st.Delete(rec.ID)
+		return nil, err
+	}
+	return box, reg.attach(ctx, box, rec)
+}
+
+// attach saves rec and opens the live handle of box; on failure nothing of rec is left.
+func (reg *apiRegistry) attach(ctx context.Context, box *apiSandbox, rec state.Record) error {
+	if err := reg.st.Save(rec); err != nil {
+		_ = box.b.destroy(ctx, box.s, rec)
+		_ = reg.st.Delete(rec.ID)
+		return err
+	}
+	sb, err := box.b.attach(ctx, box.s, reg.st, rec)
+	if err != nil {
+		_ = box.b.destroy(ctx, box.s, rec)
+		_ = reg.st.Delete(rec.ID)
+		return err
+	}
+	box.rec, box.sb = &rec, sb
+	return nil
+}
+
+// discard removes a sandbox that was never registered.
+func (reg *apiRegistry) discard(box *apiSandbox) {
+	ctx := context.Background()
+	box.sb.Stop(ctx)
+	if box.rec != nil {
+		_ = box.b.destroy(ctx, box.s, *box.rec)
+		_ = reg.st.Delete(box.id)
+	}
+}
+
+func (a *apiServer) listSandboxes(w http.ResponseWriter, r *http.Request) error {
+	t := principal(r)
+	a.reg.mu.Lock()
+	var boxes []*apiSandbox
+	for _, b := range a.reg.boxes {
+		if b.owner == t.Name {
+			boxes = append(boxes, b)
+		}
+	}
+	a.reg.mu.Unlock()
+	sort.Slice(boxes, func(i, j int) bool { return boxes[i].created.Before(boxes[j].created) })
+	views := make([]sandboxView, 0, len(boxes))
+	for _, b := range boxes {
+		views = append(views, b.view())
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"sandboxes": views})
+	return nil
+}
+
+func (a *apiServer) getSandbox(w http.ResponseWriter, r *http.Request) error {
+	box, release, err := a.reg.acquire(r, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	defer release()
+	writeJSON(w, http.StatusOK, box.view())
+	return nil
+}
+
+func (a *apiServer) deleteSandbox(w http.ResponseWriter, r *http.Request) error {
+	box, release, err := a.reg.acquire(r, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	release()
+	if err := a.reg.remove(r.Context(), box); err != nil {
+		return err
+	}
+	a.opt.Log.Printf("sandbox %s deleted", box.id)
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// extendRequest sets a sandbox's remaining lifetime (and, optionally, its idle timeout).
+type extendRequest struct {
+	TTLSeconds         int64  `json:"ttlSeconds"`
+	IdleTimeoutSeconds *int64 `json:"idleTimeoutSeconds"`
+}
+
+func (a *apiServer) extendSandbox(w http.ResponseWriter, r *http.Request) error {
+	var req extendRequest
+	if err := a.decodeJSON(w, r, &req); err != nil {
+		return err
+	}
+	if req.TTLSeconds <= 0 {
+		return badRequest("ttlSeconds must be more than 0: the sandbox's lifetime from now")
+	}
+	if req.IdleTimeoutSeconds != nil && *req.IdleTimeoutSeconds < 0 {
+		return badRequest("idleTimeoutSeconds must not be negative (0: none)")
+	}
+	box, release, err := a.reg.acquire(r, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	defer release()
+	ttl, err := a.lifetime(principal(r), req.TTLSeconds)
+	if err != nil {
+		return err
+	}
+	box.mu.Lock()
+	box.expires = time.Now().Add(ttl)
+	if req.IdleTimeoutSeconds != nil {
+		box.idle = time.Duration(*req.IdleTimeoutSeconds) * time.Second
+	}
+	box.mu.Unlock()
+	writeJSON(w, http.StatusOK, box.view())
+	return nil
+}
+
+func (a *apiServer) forkSandbox(w http.ResponseWriter, r *http.Request) error {
+	var req extendRequest // optional lifetime of the fork
+	if err := a.decodeJSON(w, r, &req); err != nil {
+		return err
+	}
+	src, release, err := a.reg.acquire(r, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	defer release()
+	t := principal(r)
+	ttl, err := a.lifetime(t, req.TTLSeconds)
+	if err != nil {
+		return err
+	}
+	a.reg.mu.Lock()
+	err = a.reg.quotaLocked(t, src.memory)
+	a.reg.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	now := time.Now()
+	box := &apiSandbox{id: state.NewID(), owner: t.Name, b: src.b, s: src.s, created: now, lastUsed: now, memory: src.memory, forkOf: src.id}
+	src.mu.Lock()
+	box.idle = src.idle
+	src.mu.Unlock()
+	if req.IdleTimeoutSeconds != nil {
+		box.idle = time.Duration(*req.IdleTimeoutSeconds) * time.Second
+	}
+	box.expires = now.Add(ttl)
+	if src.rec == nil {
+		f, ok := src.sb.(adapter.Forker)
+		if !ok {
+			return errs.New(errs.InvalidInput, "", "", "a %s sandbox cannot be forked", src.s.Adapter)
+		}
+		if box.sb, err = f.Fork(r.Context()); err != nil {
+			return err
+		}
+	} else {
+		rec := *src.rec
+		rec.ID, rec.ForkOf, rec.CreatedAt, rec.Workspace, rec.Backend = box.id, src.id, now.UTC(), "", ""
+		if _, err := src.b.fork(r.Context(), src.s, a.reg.st, src.sb, &rec); err != nil {
+			_ = a.reg.st.Delete(rec.ID)
+			return err
+		}
+		if err := a.reg.attach(r.Context(), box, rec); err != nil {
+			return err
+		}
+	}
+	if err := a.reg.add(box, t); err != nil {
+		a.reg.discard(box)
+		return err
+	}
+	writeJSON(w, http.StatusCreated, box.view())
+	return nil
+}
