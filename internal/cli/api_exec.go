@@ -15,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/sandboxer/sandboxer/adapter"
+	"github.com/sandboxer/sandboxer/api"
 	"github.com/sandboxer/sandboxer/errs"
 	"github.com/sandboxer/sandboxer/journal"
 	"github.com/sandboxer/sandboxer/tools"
@@ -90,23 +91,7 @@ func toolPosition(r *http.Request) (journal.Position, error) {
 	return p, nil
 }
 
-// execRequest is a command of POST /exec and POST /processes.
-type execRequest struct {
-	Args           []string `json:"args"`
-	Dir            string   `json:"dir"`
-	Env            []string `json:"env"`
-	Stdin          *string  `json:"stdin"`       // exec only: the whole standard input, as text
-	StdinBase64    *string  `json:"stdinBase64"` // or as base64
-	TimeoutMs      int64    `json:"timeoutMs"`
-	MaxOutputBytes int      `json:"maxOutputBytes"`
-	// Encoding of the output in the answer: "utf8" (text; bytes that are not UTF-8 become
-	// U+FFFD) or "base64" (exact).
-	Encoding string `json:"encoding"`
-	// Stream answers NDJSON: output chunks as they come, then the result.
-	Stream bool `json:"stream"`
-}
-
-func (req execRequest) command(box *apiSandbox, background bool) (adapter.Command, error) {
+func commandOf(req api.ExecRequest, box *apiSandbox, background bool) (adapter.Command, error) {
 	if len(req.Args) == 0 {
 		return adapter.Command{}, badRequest("args must name a program: argv, never a joined string")
 	}
@@ -135,49 +120,13 @@ func (req execRequest) command(box *apiSandbox, background bool) (adapter.Comman
 	return cmd, nil
 }
 
-// encode turns output bytes into the answer's text.
-func encode(b []byte, encoding string) string {
-	if encoding == "base64" {
-		return base64.StdEncoding.EncodeToString(b)
-	}
-	return strings.ToValidUTF8(string(b), "\uFFFD")
-}
-
-// execResult is a finished command in the answer.
-type execResult struct {
-	ExitCode        int               `json:"exitCode"`
-	Stdout          string            `json:"stdout"`
-	Stderr          string            `json:"stderr"`
-	StdoutTruncated bool              `json:"stdoutTruncated"`
-	StderrTruncated bool              `json:"stderrTruncated"`
-	StdoutDropped   int64             `json:"stdoutDropped"`
-	StderrDropped   int64             `json:"stderrDropped"`
-	DurationMs      int64             `json:"durationMs"`
-	Isolation       adapter.Isolation `json:"isolation"`
-	Limit           string            `json:"limit,omitempty"`
-	Encoding        string            `json:"encoding"`
-}
-
-func resultOf(res adapter.Result, encoding string, withOutput bool) execResult {
-	if encoding == "" {
-		encoding = "utf8"
-	}
-	out := execResult{ExitCode: res.ExitCode, StdoutTruncated: res.StdoutTruncated, StderrTruncated: res.StderrTruncated,
-		StdoutDropped: res.StdoutDropped, StderrDropped: res.StderrDropped, DurationMs: res.Duration.Milliseconds(),
-		Isolation: res.Isolation, Limit: res.Limit, Encoding: encoding}
-	if withOutput {
-		out.Stdout, out.Stderr = encode(res.Stdout, encoding), encode(res.Stderr, encoding)
-	}
-	return out
-}
-
 // exec runs a command and waits for it. A non-zero exit is data (200, exitCode); a command that
 // could not run or did not finish is an error, with the partial result of a timed-out one in
 // "result". With "stream": true the answer is NDJSON: {"stream":"stdout","data":...} lines as the
 // output comes, then {"result":{...}} or {"error":{...},"result":{...}}. A client that goes away
 // cancels the command (its whole tree is killed).
 func (a *apiServer) exec(w http.ResponseWriter, r *http.Request) error {
-	var req execRequest
+	var req api.ExecRequest
 	if err := a.decodeJSON(w, r, &req); err != nil {
 		return err
 	}
@@ -186,30 +135,32 @@ func (a *apiServer) exec(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	defer release()
-	cmd, err := req.command(box, false)
+	cmd, err := commandOf(req, box, false)
 	if err != nil {
 		return err
 	}
 	if !req.Stream {
 		res, err := box.sb.ExecuteCommand(r.Context(), cmd)
 		if err != nil {
-			var partial any
+			var partial *api.ExecResult
 			if errs.CodeOf(err) == errs.ProcessTimeout || errors.Is(err, context.Canceled) {
-				partial = resultOf(res, req.Encoding, true)
+				r := api.ResultOf(res, req.Encoding, true)
+				partial = &r
 			}
 			writeErrorWith(w, err, partial)
 			return nil
 		}
-		writeJSON(w, http.StatusOK, resultOf(res, req.Encoding, true))
+		writeJSON(w, http.StatusOK, api.ResultOf(res, req.Encoding, true))
 		return nil
 	}
 	nd := newNDJSON(w)
 	cmd.Stdout, cmd.Stderr = nd.stream("stdout", req.Encoding), nd.stream("stderr", req.Encoding)
 	res, err := box.sb.ExecuteCommand(r.Context(), cmd)
 	nd.flushStreams()
-	final := map[string]any{"result": resultOf(res, req.Encoding, false)}
+	result := api.ResultOf(res, req.Encoding, false)
+	final := api.StreamLine{Result: &result}
 	if err != nil {
-		final["error"] = errorReply(err).Error
+		final.Error = errorReply(err).Error
 	}
 	nd.send(final)
 	return nil
@@ -258,7 +209,7 @@ func (n *ndjson) stream(name, encoding string) io.Writer {
 func (n *ndjson) flushStreams() {
 	for _, s := range n.streams {
 		if len(s.held) > 0 {
-			n.send(map[string]string{"stream": s.name, "data": encode(s.held, s.encoding)})
+			n.send(api.StreamLine{Stream: s.name, Data: api.Encode(s.held, s.encoding)})
 			s.held = nil
 		}
 	}
@@ -289,7 +240,7 @@ func (s *ndStream) Write(p []byte) (int, error) {
 	}
 	if len(b) > 0 {
 		// A client gone away is the request's context's business: the command is cancelled.
-		s.n.send(map[string]string{"stream": s.name, "data": encode(b, s.encoding)})
+		s.n.send(api.StreamLine{Stream: s.name, Data: api.Encode(b, s.encoding)})
 	}
 	return len(p), nil
 }
@@ -303,7 +254,7 @@ func starter(box *apiSandbox) (adapter.Starter, error) {
 }
 
 func (a *apiServer) startProcess(w http.ResponseWriter, r *http.Request) error {
-	var req execRequest
+	var req api.ExecRequest
 	if err := a.decodeJSON(w, r, &req); err != nil {
 		return err
 	}
@@ -319,7 +270,7 @@ func (a *apiServer) startProcess(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	cmd, err := req.command(box, true)
+	cmd, err := commandOf(req, box, true)
 	if err != nil {
 		return err
 	}
@@ -352,7 +303,7 @@ func (a *apiServer) listProcesses(w http.ResponseWriter, r *http.Request) error 
 	if list == nil {
 		list = []adapter.ProcessState{}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"processes": list})
+	writeJSON(w, http.StatusOK, api.ProcessList{Processes: list})
 	return nil
 }
 
@@ -387,16 +338,6 @@ func (a *apiServer) getProcess(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// processChunk is one read of a process's output in the answer.
-type processChunk struct {
-	Stdout   string               `json:"stdout"`
-	Stderr   string               `json:"stderr"`
-	Offset   int64                `json:"offset"`
-	Dropped  int64                `json:"dropped"`
-	State    adapter.ProcessState `json:"state"`
-	Encoding string               `json:"encoding"`
-}
-
 // processOutput answers the output after ?since=OFFSET (at most ?limit= bytes), or with
 // ?follow=true streams it as NDJSON chunks until the process exits (or the client goes away).
 func (a *apiServer) processOutput(w http.ResponseWriter, r *http.Request) error {
@@ -427,8 +368,8 @@ func (a *apiServer) processOutput(w http.ResponseWriter, r *http.Request) error 
 		}
 		return p.Output(r.Context(), since)
 	}
-	chunk := func(o adapter.ProcessOutput) processChunk {
-		return processChunk{Stdout: encode(o.Stdout, encoding), Stderr: encode(o.Stderr, encoding), Offset: o.Offset,
+	chunk := func(o adapter.ProcessOutput) api.ProcessChunk {
+		return api.ProcessChunk{Stdout: api.Encode(o.Stdout, encoding), Stderr: api.Encode(o.Stderr, encoding), Offset: o.Offset,
 			Dropped: o.Dropped, State: o.State, Encoding: encoding}
 	}
 	if !follow {
@@ -444,7 +385,7 @@ func (a *apiServer) processOutput(w http.ResponseWriter, r *http.Request) error 
 	for {
 		o, err := read()
 		if err != nil {
-			nd.send(map[string]any{"error": errorReply(err).Error})
+			nd.send(api.ProcessChunk{Error: errorReply(err).Error})
 			return nil
 		}
 		if o.Offset != since || o.Dropped > 0 || !o.State.Running {
@@ -502,9 +443,7 @@ func (a *apiServer) processStdin(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (a *apiServer) processSignal(w http.ResponseWriter, r *http.Request) error {
-	var req struct {
-		Signal string `json:"signal"`
-	}
+	var req api.SignalRequest
 	if err := a.decodeJSON(w, r, &req); err != nil {
 		return err
 	}

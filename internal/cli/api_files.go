@@ -5,9 +5,9 @@ import (
 	"io"
 	"net/http"
 	"strconv"
-	"time"
 
 	"github.com/sandboxer/sandboxer/adapter"
+	"github.com/sandboxer/sandboxer/api"
 	"github.com/sandboxer/sandboxer/errs"
 )
 
@@ -16,30 +16,6 @@ import (
 // made), DELETE removes one; stat, list, symlink and executable mirror adapter.Statter,
 // adapter.Lister and adapter.ModeWriter. The jail is the adapter's: a path that leaves the
 // workspace is TOOL_PATH_ESCAPE, as in the tools.
-
-// fileView is a workspace entry in the answer.
-type fileView struct {
-	Path       string    `json:"path"`
-	Type       string    `json:"type"` // file, symlink, dir or other
-	Size       int64     `json:"size"`
-	Mode       uint32    `json:"mode"` // Go's fs.FileMode bits: type and permissions
-	ModTime    time.Time `json:"modTime"`
-	Link       string    `json:"link,omitempty"`
-	Executable bool      `json:"executable"`
-}
-
-func viewFile(fi adapter.FileInfo) fileView {
-	typ := "other"
-	switch {
-	case fi.Mode.IsRegular():
-		typ = "file"
-	case fi.IsLink():
-		typ = "symlink"
-	case fi.Mode.IsDir():
-		typ = "dir"
-	}
-	return fileView{Path: fi.Path, Type: typ, Size: fi.Size, Mode: uint32(fi.Mode), ModTime: fi.ModTime, Link: fi.Link, Executable: fi.Executable()}
-}
 
 // filePath is the request's ?path=.
 func filePath(r *http.Request) (string, error) {
@@ -151,7 +127,7 @@ func (a *apiServer) statFile(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, viewFile(fi))
+	writeJSON(w, http.StatusOK, api.FileOf(fi))
 	return nil
 }
 
@@ -165,19 +141,16 @@ func (a *apiServer) listFiles(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	views := make([]fileView, 0, len(list))
+	views := make([]api.File, 0, len(list))
 	for _, fi := range list {
-		views = append(views, viewFile(fi))
+		views = append(views, api.FileOf(fi))
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"files": views})
+	writeJSON(w, http.StatusOK, api.FileList{Files: views})
 	return nil
 }
 
 func (a *apiServer) symlink(w http.ResponseWriter, r *http.Request) error {
-	var req struct {
-		Path   string `json:"path"`
-		Target string `json:"target"`
-	}
+	var req api.SymlinkRequest
 	if err := a.decodeJSON(w, r, &req); err != nil {
 		return err
 	}
@@ -194,10 +167,7 @@ func (a *apiServer) symlink(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (a *apiServer) setExecutable(w http.ResponseWriter, r *http.Request) error {
-	var req struct {
-		Path       string `json:"path"`
-		Executable bool   `json:"executable"`
-	}
+	var req api.ExecutableRequest
 	if err := a.decodeJSON(w, r, &req); err != nil {
 		return err
 	}

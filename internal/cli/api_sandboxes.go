@@ -15,6 +15,7 @@ import (
 
 	"github.com/sandboxer/sandboxer/adapter"
 	"github.com/sandboxer/sandboxer/adapter/oci"
+	"github.com/sandboxer/sandboxer/api"
 	"github.com/sandboxer/sandboxer/egress"
 	"github.com/sandboxer/sandboxer/errs"
 	"github.com/sandboxer/sandboxer/internal/state"
@@ -236,27 +237,10 @@ func (reg *apiRegistry) acquire(r *http.Request, id string) (*apiSandbox, func()
 	}, nil
 }
 
-// sandboxView is a sandbox as the API shows it.
-type sandboxView struct {
-	ID                 string                `json:"id"`
-	Adapter            string                `json:"adapter"`
-	Image              string                `json:"image,omitempty"`
-	Owner              string                `json:"owner,omitempty"`
-	ForkOf             string                `json:"forkOf,omitempty"`
-	CreatedAt          time.Time             `json:"createdAt"`
-	ExpiresAt          time.Time             `json:"expiresAt"`
-	IdleTimeoutSeconds int64                 `json:"idleTimeoutSeconds"`
-	LastUsedAt         time.Time             `json:"lastUsedAt"`
-	MemoryBytes        int64                 `json:"memoryBytes"`
-	AllowNetwork       bool                  `json:"allowNetwork"`
-	AllowHosts         []string              `json:"allowHosts"`
-	Capabilities       *adapter.Capabilities `json:"capabilities,omitempty"`
-}
-
-func (box *apiSandbox) view() sandboxView {
+func (box *apiSandbox) view() api.Sandbox {
 	box.mu.Lock()
 	defer box.mu.Unlock()
-	v := sandboxView{ID: box.id, Adapter: box.s.Adapter, Owner: box.owner, ForkOf: box.forkOf, CreatedAt: box.created,
+	v := api.Sandbox{ID: box.id, Adapter: box.s.Adapter, Owner: box.owner, ForkOf: box.forkOf, CreatedAt: box.created,
 		ExpiresAt: box.expires, IdleTimeoutSeconds: int64(box.idle / time.Second), LastUsedAt: box.lastUsed,
 		MemoryBytes: box.memory, AllowNetwork: box.s.AllowNetwork, AllowHosts: box.s.AllowHosts}
 	if v.AllowHosts == nil {
@@ -272,27 +256,12 @@ func (box *apiSandbox) view() sandboxView {
 	return v
 }
 
-// createRequest is the body of POST /v1/sandboxes; every member is optional.
-type createRequest struct {
-	Adapter            string   `json:"adapter"`
-	Image              string   `json:"image"`
-	Runtime            string   `json:"runtime"`
-	MemoryBytes        *int64   `json:"memoryBytes"`
-	CPUs               *float64 `json:"cpus"`
-	Pids               *int     `json:"pids"`
-	DiskBytes          *int64   `json:"diskBytes"`
-	AllowNetwork       bool     `json:"allowNetwork"`
-	AllowHosts         []string `json:"allowHosts"`
-	TTLSeconds         int64    `json:"ttlSeconds"`
-	IdleTimeoutSeconds *int64   `json:"idleTimeoutSeconds"`
-}
-
 func badRequest(format string, args ...any) error {
 	return errs.New(errs.InvalidInput, "", "", format, args...)
 }
 
 // settings applies the request to the server's settings.
-func (req createRequest) settings(base Settings) (Settings, error) {
+func createSettings(req api.CreateRequest, base Settings) (Settings, error) {
 	s := base
 	s.Root, s.Sandbox, s.Store = "", "", ""
 	if req.Adapter != "" {
@@ -380,7 +349,7 @@ func (a *apiServer) lifetime(t *token, seconds int64) (time.Duration, error) {
 		max = time.Duration(t.MaxTTLSeconds) * time.Second
 	}
 	if max > 0 && ttl > max {
-		e := errs.New(codeForbidden, "", "", "ttlSeconds %d is more than the %d this token may ask", int64(ttl/time.Second), int64(max/time.Second))
+		e := errs.New(api.CodeForbidden, "", "", "ttlSeconds %d is more than the %d this token may ask", int64(ttl/time.Second), int64(max/time.Second))
 		e.Details = map[string]any{"quota": "maxTTLSeconds", "limit": int64(max / time.Second)}
 		return 0, e
 	}
@@ -388,17 +357,17 @@ func (a *apiServer) lifetime(t *token, seconds int64) (time.Duration, error) {
 }
 
 func (a *apiServer) createSandbox(w http.ResponseWriter, r *http.Request) error {
-	var req createRequest
+	var req api.CreateRequest
 	if err := a.decodeJSON(w, r, &req); err != nil {
 		return err
 	}
 	t := principal(r)
-	s, err := req.settings(a.opt.Base)
+	s, err := createSettings(req, a.opt.Base)
 	if err != nil {
 		return err
 	}
 	if !t.mayUse(s.Adapter) {
-		return errs.New(codeForbidden, "", "", "token %q may not use the %s adapter (it may use %v)", t.Name, s.Adapter, t.Adapters)
+		return errs.New(api.CodeForbidden, "", "", "token %q may not use the %s adapter (it may use %v)", t.Name, s.Adapter, t.Adapters)
 	}
 	ttl, err := a.lifetime(t, req.TTLSeconds)
 	if err != nil {
@@ -490,11 +459,11 @@ func (a *apiServer) listSandboxes(w http.ResponseWriter, r *http.Request) error 
 	}
 	a.reg.mu.Unlock()
 	sort.Slice(boxes, func(i, j int) bool { return boxes[i].created.Before(boxes[j].created) })
-	views := make([]sandboxView, 0, len(boxes))
+	views := make([]api.Sandbox, 0, len(boxes))
 	for _, b := range boxes {
 		views = append(views, b.view())
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"sandboxes": views})
+	writeJSON(w, http.StatusOK, api.SandboxList{Sandboxes: views})
 	return nil
 }
 
@@ -522,14 +491,8 @@ func (a *apiServer) deleteSandbox(w http.ResponseWriter, r *http.Request) error 
 	return nil
 }
 
-// extendRequest sets a sandbox's remaining lifetime (and, optionally, its idle timeout).
-type extendRequest struct {
-	TTLSeconds         int64  `json:"ttlSeconds"`
-	IdleTimeoutSeconds *int64 `json:"idleTimeoutSeconds"`
-}
-
 func (a *apiServer) extendSandbox(w http.ResponseWriter, r *http.Request) error {
-	var req extendRequest
+	var req api.ExtendRequest
 	if err := a.decodeJSON(w, r, &req); err != nil {
 		return err
 	}
@@ -559,7 +522,7 @@ func (a *apiServer) extendSandbox(w http.ResponseWriter, r *http.Request) error 
 }
 
 func (a *apiServer) forkSandbox(w http.ResponseWriter, r *http.Request) error {
-	var req extendRequest // optional lifetime of the fork
+	var req api.ExtendRequest // optional lifetime of the fork
 	if err := a.decodeJSON(w, r, &req); err != nil {
 		return err
 	}

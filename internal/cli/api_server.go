@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sandboxer/sandboxer/api"
 	"github.com/sandboxer/sandboxer/errs"
 	"github.com/sandboxer/sandboxer/journal"
 )
@@ -21,13 +22,6 @@ import (
 // The HTTP API of `sandboxerd serve` (issue 36; docs/api.md, api/openapi.json). One apiServer
 // owns the sandboxes it made (apiRegistry), the journal its tool calls are recorded in, and the
 // tokens its callers present.
-
-// Codes of the API's own refusals, in the tools' error shape.
-const (
-	codeUnauthorized errs.Code = "UNAUTHORIZED"       // 401: no token, or one the server does not know
-	codeForbidden    errs.Code = "FORBIDDEN"          // 403: the token may not do this
-	codeNotAllowed   errs.Code = "METHOD_NOT_ALLOWED" // 405
-)
 
 // apiOptions configure an apiServer.
 type apiOptions struct {
@@ -114,7 +108,7 @@ func (a *apiServer) route(pattern string, h func(w http.ResponseWriter, r *http.
 		}
 		a.methodless[path] = true
 		a.mux.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
-			writeError(w, errs.New(codeNotAllowed, "", "", "%s %s: method not allowed", r.Method, r.URL.Path))
+			writeError(w, errs.New(api.CodeMethodNotAllowed, "", "", "%s %s: method not allowed", r.Method, r.URL.Path))
 		})
 	}
 }
@@ -153,7 +147,7 @@ func (a *apiServer) ServeHTTP(w http.ResponseWriter, r *http.Request) { a.mux.Se
 
 // health answers without a token: liveness and the version, nothing about sandboxes.
 func (a *apiServer) health(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]any{"ok": true, "version": Version, "adapters": backendNames()})
+	writeJSON(w, http.StatusOK, api.Health{OK: true, Version: Version, Adapters: backendNames()})
 }
 
 // authenticate checks the bearer token (when the server has tokens) and puts its name in the
@@ -166,11 +160,11 @@ func (a *apiServer) authenticate(r *http.Request) error {
 	h := r.Header.Get("Authorization")
 	secret, ok := strings.CutPrefix(h, "Bearer ")
 	if !ok || secret == "" {
-		return errs.New(codeUnauthorized, "", "", "missing bearer token (Authorization: Bearer TOKEN)")
+		return errs.New(api.CodeUnauthorized, "", "", "missing bearer token (Authorization: Bearer TOKEN)")
 	}
 	t := a.opt.Tokens.lookup(secret)
 	if t == nil {
-		return errs.New(codeUnauthorized, "", "", "unknown token")
+		return errs.New(api.CodeUnauthorized, "", "", "unknown token")
 	}
 	*r = *r.WithContext(context.WithValue(r.Context(), principalKey{}, t))
 	return nil
@@ -188,11 +182,11 @@ func principal(r *http.Request) *token {
 // httpStatus is the status of an error by its code.
 func httpStatus(code errs.Code) int {
 	switch code {
-	case codeUnauthorized:
+	case api.CodeUnauthorized:
 		return http.StatusUnauthorized
-	case codeForbidden:
+	case api.CodeForbidden:
 		return http.StatusForbidden
-	case codeNotAllowed:
+	case api.CodeMethodNotAllowed:
 		return http.StatusMethodNotAllowed
 	case errs.LimitExceeded:
 		return http.StatusTooManyRequests
@@ -212,23 +206,16 @@ func httpStatus(code errs.Code) int {
 	return http.StatusInternalServerError
 }
 
-// apiError is the body of every refusal: the tools' error shape.
-type apiError struct {
-	OK     bool       `json:"ok"`
-	Error  *WireError `json:"error"`
-	Result any        `json:"result,omitempty"` // exec: the partial result of a timed-out command
-}
-
 func writeError(w http.ResponseWriter, err error) {
 	writeErrorWith(w, err, nil)
 }
 
-func writeErrorWith(w http.ResponseWriter, err error, result any) {
+func writeErrorWith(w http.ResponseWriter, err error, result *api.ExecResult) {
 	if errors.Is(err, context.Canceled) {
 		err = errs.Wrap(errs.ProcessTimeout, "", "", err)
 	}
 	reply := errorReply(err)
-	writeJSON(w, httpStatus(reply.Error.Code), apiError{Error: reply.Error, Result: result})
+	writeJSON(w, httpStatus(reply.Error.Code), api.Refusal{Error: reply.Error, Result: result})
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

@@ -13,17 +13,14 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/sandboxer/sandboxer/api"
 	"github.com/sandboxer/sandboxer/errs"
 	"github.com/sandboxer/sandboxer/journal"
 	"github.com/sandboxer/sandboxer/tools"
 )
 
 // WireError is the "error" member of a failed call's JSON.
-type WireError struct {
-	Code    errs.Code      `json:"code"`
-	Message string         `json:"message"`
-	Details map[string]any `json:"details"`
-}
+type WireError = api.Error
 
 // Reply is the JSON object of one tool call, the same on the CLI (stdout of `sandboxer tool`) and
 // over MCP (structured content):
