@@ -269,3 +269,14 @@ func (r ExecResult) Result() (adapter.Result, error) {
 func (e *Error) Err() error {
 	return &errs.Error{Code: e.Code, Msg: e.Message, Details: e.Details}
 }
+
+// ListenRequest is the body of POST .../listeners.
+type ListenRequest struct {
+	Port int `json:"port"`
+}
+
+// Listener is a port listener of a sandbox.
+type Listener struct {
+	ID   string `json:"id"`
+	Port int    `json:"port"`
+}

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -499,12 +500,12 @@ func (a *apiServer) processWait(w http.ResponseWriter, r *http.Request) error {
 // to "tcp" (Connection: Upgrade, Upgrade: tcp); the answer is 101 Switching Protocols and then
 // the connection carries the port's bytes both ways until either side closes.
 func (a *apiServer) dialPort(w http.ResponseWriter, r *http.Request) error {
-	port, err := strconv.Atoi(r.PathValue("port"))
-	if err != nil || port < 1 || port > 65535 {
-		return badRequest("port %q: want 1..65535", r.PathValue("port"))
+	port, err := portOf(r.PathValue("port"))
+	if err != nil {
+		return err
 	}
-	if !strings.EqualFold(r.Header.Get("Upgrade"), "tcp") {
-		return badRequest("a port is reached by upgrading the request: send Connection: Upgrade and Upgrade: tcp")
+	if err := wantsUpgrade(r); err != nil {
+		return err
 	}
 	box, release, err := a.reg.acquire(r, r.PathValue("id"))
 	if err != nil {
@@ -520,6 +521,27 @@ func (a *apiServer) dialPort(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	defer conn.Close()
+	return splice(w, conn)
+}
+
+func portOf(v string) (int, error) {
+	port, err := strconv.Atoi(v)
+	if err != nil || port < 1 || port > 65535 {
+		return 0, badRequest("port %q: want 1..65535", v)
+	}
+	return port, nil
+}
+
+func wantsUpgrade(r *http.Request) error {
+	if !strings.EqualFold(r.Header.Get("Upgrade"), "tcp") {
+		return badRequest("a port is reached by upgrading the request: send Connection: Upgrade and Upgrade: tcp")
+	}
+	return nil
+}
+
+// splice answers 101 and copies bytes both ways between the client's connection and conn until
+// both directions end.
+func splice(w http.ResponseWriter, conn net.Conn) error {
 	client, brw, err := http.NewResponseController(w).Hijack()
 	if err != nil {
 		return errs.Wrap(errs.Internal, "", "", err) // HTTP/2: no upgrade
@@ -550,5 +572,122 @@ func (a *apiServer) dialPort(w http.ResponseWriter, r *http.Request) error {
 	}()
 	<-done
 	<-done
+	return nil
+}
+
+// listen listens on a port of the sandbox's loopback (adapter.PortListener): the connections
+// commands make to it are taken one at a time with GET .../listeners/{lid}/accept, until DELETE
+// .../listeners/{lid} or the sandbox's end.
+func (a *apiServer) listen(w http.ResponseWriter, r *http.Request) error {
+	var req api.ListenRequest
+	if err := a.decodeJSON(w, r, &req); err != nil {
+		return err
+	}
+	box, release, err := a.reg.acquire(r, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	defer release()
+	pl, ok := box.sb.(adapter.PortListener)
+	if !ok {
+		return errs.New(errs.InvalidInput, "", "", "the %s adapter has no ports", box.s.Adapter)
+	}
+	ln, err := pl.ListenPort(r.Context(), req.Port)
+	if err != nil {
+		return err
+	}
+	box.mu.Lock()
+	box.nextListener++
+	id := "l" + strconv.Itoa(box.nextListener)
+	if box.listeners == nil {
+		box.listeners = map[string]net.Listener{}
+	}
+	box.listeners[id] = ln
+	box.mu.Unlock()
+	writeJSON(w, http.StatusCreated, api.Listener{ID: id, Port: req.Port})
+	return nil
+}
+
+func (box *apiSandbox) listener(id string) (net.Listener, error) {
+	box.mu.Lock()
+	defer box.mu.Unlock()
+	ln := box.listeners[id]
+	if ln == nil {
+		return nil, errs.New(errs.NotFound, "", "", "no listener %q", id)
+	}
+	return ln, nil
+}
+
+// accept waits for the next connection to the listener and hands it to the client (101, then
+// its bytes). A client that goes away before one comes leaves the listener as it was.
+func (a *apiServer) accept(w http.ResponseWriter, r *http.Request) error {
+	if err := wantsUpgrade(r); err != nil {
+		return err
+	}
+	box, release, err := a.reg.acquire(r, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	defer release()
+	ln, err := box.listener(r.PathValue("lid"))
+	if err != nil {
+		return err
+	}
+	type accepted struct {
+		conn net.Conn
+		err  error
+	}
+	// One Accept at a time per listener: a connection accepted for a client that went away is
+	// handed to the next one.
+	box.acceptMu.Lock()
+	defer box.acceptMu.Unlock()
+	conn := box.pending
+	box.pending = nil
+	if conn == nil {
+		got := make(chan accepted, 1)
+		go func() {
+			c, err := ln.Accept()
+			got <- accepted{c, err}
+		}()
+		select {
+		case g := <-got:
+			if g.err != nil {
+				return errs.Wrap(errs.SandboxUnavailable, "", "", g.err)
+			}
+			conn = g.conn
+		case <-r.Context().Done():
+			go func() {
+				if g := <-got; g.conn != nil {
+					box.acceptMu.Lock()
+					if box.pending != nil {
+						g.conn.Close()
+					} else {
+						box.pending = g.conn
+					}
+					box.acceptMu.Unlock()
+				}
+			}()
+			return r.Context().Err()
+		}
+	}
+	defer conn.Close()
+	return splice(w, conn)
+}
+
+func (a *apiServer) closeListener(w http.ResponseWriter, r *http.Request) error {
+	box, release, err := a.reg.acquire(r, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	defer release()
+	box.mu.Lock()
+	ln := box.listeners[r.PathValue("lid")]
+	delete(box.listeners, r.PathValue("lid"))
+	box.mu.Unlock()
+	if ln == nil {
+		return errs.New(errs.NotFound, "", "", "no listener %q", r.PathValue("lid"))
+	}
+	ln.Close()
+	w.WriteHeader(http.StatusNoContent)
 	return nil
 }

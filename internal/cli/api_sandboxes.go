@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -37,6 +38,12 @@ type apiSandbox struct {
 	idle     time.Duration // 0: no idle timeout
 	lastUsed time.Time
 	busy     int // calls in progress: a busy sandbox is never idle
+	// listeners are the sandbox's open port listeners by id (closed with it: Stop).
+	listeners    map[string]net.Listener
+	nextListener int
+
+	acceptMu sync.Mutex // one accept at a time
+	pending  net.Conn   // a connection accepted for a client that went away, for the next
 }
 
 // apiRegistry holds the server's sandboxes. Their records live in STATE_DIR/serve (not where the
@@ -172,6 +179,12 @@ func (reg *apiRegistry) remove(ctx context.Context, box *apiSandbox) error {
 	delete(reg.boxes, box.id)
 	reg.mu.Unlock()
 	err := box.sb.Stop(ctx)
+	box.acceptMu.Lock()
+	if box.pending != nil {
+		box.pending.Close()
+		box.pending = nil
+	}
+	box.acceptMu.Unlock()
 	if box.rec != nil {
 		if e := box.b.destroy(ctx, box.s, *box.rec); e != nil && !errors.Is(e, errs.NotFound) {
 			err = errors.Join(err, e)

@@ -141,6 +141,9 @@ func (a *apiServer) routes() {
 	a.route("POST /v1/sandboxes/{id}/files/symlink", a.symlink)
 	a.route("POST /v1/sandboxes/{id}/files/executable", a.setExecutable)
 	a.route("GET /v1/sandboxes/{id}/ports/{port}", a.dialPort)
+	a.route("POST /v1/sandboxes/{id}/listeners", a.listen)
+	a.route("GET /v1/sandboxes/{id}/listeners/{lid}/accept", a.accept)
+	a.route("DELETE /v1/sandboxes/{id}/listeners/{lid}", a.closeListener)
 }
 
 func (a *apiServer) ServeHTTP(w http.ResponseWriter, r *http.Request) { a.mux.ServeHTTP(w, r) }
