@@ -439,7 +439,7 @@ func (a *apiServer) processStdin(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"written": n})
+	writeJSON(w, http.StatusOK, api.StdinWritten{Written: n})
 	return nil
 }
 

@@ -71,7 +71,7 @@ func (a *apiServer) writeFile(w http.ResponseWriter, r *http.Request) error {
 	if err := box.sb.WriteFile(r.Context(), p, data); err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"path": p, "size": len(data)})
+	writeJSON(w, http.StatusOK, api.FileWritten{Path: p, Size: int64(len(data))})
 	return nil
 }
 
@@ -162,7 +162,7 @@ func (a *apiServer) symlink(w http.ResponseWriter, r *http.Request) error {
 	if err := mw.Symlink(r.Context(), req.Path, req.Target); err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"path": req.Path, "target": req.Target})
+	writeJSON(w, http.StatusOK, req)
 	return nil
 }
 
@@ -179,6 +179,6 @@ func (a *apiServer) setExecutable(w http.ResponseWriter, r *http.Request) error 
 	if err := mw.SetExecutable(r.Context(), req.Path, req.Executable); err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"path": req.Path, "executable": req.Executable})
+	writeJSON(w, http.StatusOK, req)
 	return nil
 }

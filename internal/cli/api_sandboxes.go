@@ -351,7 +351,7 @@ func containsString(list []string, v string) bool {
 }
 
 // lifetime is a sandbox's TTL: the request's, else the server's default, never more than the
-// server's and the token's maximum.
+// server's and the token's maximum (a request asking more is refused; the default is cut).
 func (a *apiServer) lifetime(t *token, seconds int64) (time.Duration, error) {
 	ttl := a.opt.TTL
 	if seconds > 0 {
@@ -360,6 +360,9 @@ func (a *apiServer) lifetime(t *token, seconds int64) (time.Duration, error) {
 	max := a.opt.MaxTTL
 	if t.MaxTTLSeconds > 0 && (max == 0 || time.Duration(t.MaxTTLSeconds)*time.Second < max) {
 		max = time.Duration(t.MaxTTLSeconds) * time.Second
+	}
+	if max > 0 && ttl > max && seconds == 0 {
+		ttl = max // the default, cut to what the token may have
 	}
 	if max > 0 && ttl > max {
 		e := errs.New(api.CodeForbidden, "", "", "ttlSeconds %d is more than the %d this token may ask", int64(ttl/time.Second), int64(max/time.Second))

@@ -9,6 +9,7 @@ import (
 	"io"
 	"log"
 	"net/http"
+	"path"
 	"strconv"
 	"strings"
 	"sync"
@@ -45,6 +46,7 @@ type apiServer struct {
 	mux *http.ServeMux
 	// methodless are the paths given a 405 answer for their other methods.
 	methodless map[string]bool
+	patterns   []string // "METHOD PATH" of every route, as api.Routes lists them
 	closeMu    sync.Once
 	closeErr   error
 }
@@ -92,6 +94,7 @@ func (a *apiServer) Close() error {
 // route registers h for "METHOD PATH" behind the token check, and answers other methods of the
 // path with a 405 in the API's error shape.
 func (a *apiServer) route(pattern string, h func(w http.ResponseWriter, r *http.Request) error) {
+	a.patterns = append(a.patterns, pattern)
 	a.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
 		if err := a.authenticate(r); err != nil {
 			writeError(w, err)
@@ -115,6 +118,7 @@ func (a *apiServer) route(pattern string, h func(w http.ResponseWriter, r *http.
 
 func (a *apiServer) routes() {
 	a.mux.HandleFunc("GET /v1/health", a.health)
+	a.patterns = append(a.patterns, "GET /v1/health")
 	a.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, errs.New(errs.NotFound, "", "", "%s %s: no such endpoint (see docs/api.md)", r.Method, r.URL.Path))
 	})
@@ -146,7 +150,15 @@ func (a *apiServer) routes() {
 	a.route("DELETE /v1/sandboxes/{id}/listeners/{lid}", a.closeListener)
 }
 
-func (a *apiServer) ServeHTTP(w http.ResponseWriter, r *http.Request) { a.mux.ServeHTTP(w, r) }
+// ServeHTTP routes a request. A path that is not clean ("..", "//") is refused here: the mux
+// would answer it with a redirect in HTML.
+func (a *apiServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if p := r.URL.Path; p == "" || path.Clean(p) != p {
+		writeError(w, errs.New(errs.NotFound, "", "", "%s %q: no such endpoint (paths are clean: no \"..\", \"//\" or trailing \"/\")", r.Method, p))
+		return
+	}
+	a.mux.ServeHTTP(w, r)
+}
 
 // health answers without a token: liveness and the version, nothing about sandboxes.
 func (a *apiServer) health(w http.ResponseWriter, r *http.Request) {
