@@ -2,6 +2,7 @@ package sdk_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -62,14 +63,22 @@ var tsBuild struct {
 	err  error
 }
 
-// buildTS compiles the SDK (tsc -p sdk/typescript) once per test process.
+// buildTS compiles the SDK (tsc -p sdk/typescript) once per test process, then type-checks the
+// examples against it: they hold flow-state-dev's Sandbox interface and the AI SDK's tool shape,
+// so a drop-in that stops fitting fails here.
 func buildTS(t *testing.T, tsc string) {
 	t.Helper()
 	tsBuild.once.Do(func() {
-		tsBuild.out, tsBuild.err = exec.Command(tsc, "-p", tsDir).CombinedOutput()
+		for _, p := range []string{tsDir, filepath.Join(tsDir, "examples")} {
+			out, err := exec.Command(tsc, "-p", p).CombinedOutput()
+			if err != nil {
+				tsBuild.out, tsBuild.err = out, fmt.Errorf("tsc -p sdk/%s: %w", p, err)
+				return
+			}
+		}
 	})
 	if tsBuild.err != nil {
-		t.Fatalf("tsc -p sdk/typescript: %v\n%s", tsBuild.err, tsBuild.out)
+		t.Fatalf("%v\n%s", tsBuild.err, tsBuild.out)
 	}
 }
 

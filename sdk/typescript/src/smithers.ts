@@ -81,14 +81,17 @@ export interface BashInput {
   opts?: { cwd?: string };
 }
 
-/** The five tools, keyed by name as smithers' `tools` bundle. */
-export interface SmithersTools {
+/**
+ * The five tools, keyed by name as smithers' `tools` bundle. A type alias, not an interface: the
+ * AI SDK's `tools` is a Record, which only an alias is assignable to.
+ */
+export type SmithersTools = {
   read: SmithersTool<ReadInput>;
   write: SmithersTool<WriteInput>;
   edit: SmithersTool<EditInput>;
   grep: SmithersTool<GrepInput>;
   bash: SmithersTool<BashInput>;
-}
+};
 
 /**
  * The journal position of a call. smithers' own getToolContext() (from
