@@ -68,6 +68,16 @@ export class Transport {
     }
   }
 
+  /** Sends req and returns the answer's body. */
+  async bytes(req: Request): Promise<Uint8Array> {
+    const res = await this.send(req);
+    try {
+      return new Uint8Array(await res.arrayBuffer());
+    } catch (err) {
+      throw transportError(err, req.signal, `${req.method} ${req.path}: reading the answer`);
+    }
+  }
+
   /** Sends req and discards the answer's body. */
   async empty(req: Request): Promise<void> {
     const res = await this.send(req);

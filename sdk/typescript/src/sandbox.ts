@@ -69,8 +69,7 @@ export class Sandbox {
   async readFile(path: string, encoding: "utf8", opts?: CallOptions): Promise<string>;
   async readFile(path: string, a?: "utf8" | CallOptions, b?: CallOptions): Promise<Uint8Array | string> {
     const opts = (typeof a === "object" ? a : b) ?? {};
-    const res = await this.t.send({ method: "GET", path: this.path("/files"), query: { path }, signal: opts.signal });
-    const bytes = new Uint8Array(await res.arrayBuffer());
+    const bytes = await this.t.bytes({ method: "GET", path: this.path("/files"), query: { path }, signal: opts.signal });
     return a === "utf8" ? new TextDecoder().decode(bytes) : bytes;
   }
 
