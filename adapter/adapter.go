@@ -309,3 +309,16 @@ type Forker interface {
 	// Fork never changes the source; several forks are independent; a fork can be forked.
 	Fork(ctx context.Context) (Sandbox, error)
 }
+
+// FileStreamer moves one file's content as a stream, for files too large to hold in memory (the
+// HTTP API's uploads and downloads). Adapters without it are served through ReadFile and
+// WriteFile, bounded by the caller.
+type FileStreamer interface {
+	// OpenFile opens a regular file for reading and returns it with its size. No read limit
+	// applies: the caller bounds what it reads. Errors as ReadFile's.
+	OpenFile(ctx context.Context, path string) (io.ReadCloser, int64, error)
+	// WriteFileFrom writes what r yields to path as WriteFile writes data: a temporary file
+	// renamed over the target once r ends, so a reader never sees a torn file and a failed read
+	// of r leaves the target as it was (the error is r's). It returns the bytes written.
+	WriteFileFrom(ctx context.Context, path string, r io.Reader) (int64, error)
+}

@@ -1,8 +1,10 @@
 package local
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"io"
 	"os"
 	"path"
 	"strconv"
@@ -41,6 +43,29 @@ func (s *Sandbox) openDir(op, p, dir string, create bool) (*os.File, error) {
 // writeAt replaces name in the open directory d atomically (temporary file, then renameat),
 // keeping the permissions of a file it replaces.
 func (s *Sandbox) writeAt(d *os.File, op, p, name string, data []byte) error {
+	_, err := s.writeFrom(d, op, p, name, bytes.NewReader(data))
+	return err
+}
+
+// errSource marks the error of the reader a write copies from (not the file system's).
+type errSource struct{ err error }
+
+func (e errSource) Error() string { return e.err.Error() }
+func (e errSource) Unwrap() error { return e.err }
+
+type sourceReader struct{ r io.Reader }
+
+func (s sourceReader) Read(p []byte) (int, error) {
+	n, err := s.r.Read(p)
+	if err != nil && err != io.EOF {
+		err = errSource{err}
+	}
+	return n, err
+}
+
+// writeFrom writes what src yields to name in d, atomically (writeAt's contract); a failed read
+// of src leaves name as it was and returns src's error.
+func (s *Sandbox) writeFrom(d *os.File, op, p, name string, src io.Reader) (int64, error) {
 	fd := int(d.Fd())
 	perm := uint32(0o644)
 	var st unix.Stat_t
@@ -50,13 +75,13 @@ func (s *Sandbox) writeAt(d *os.File, op, p, name string, data []byte) error {
 		case unix.S_IFREG:
 			perm = uint32(st.Mode & 0o7777) // uint16 on darwin
 		case unix.S_IFLNK:
-			return errFinalSymlink
+			return 0, errFinalSymlink
 		default:
-			return errs.New(errs.InvalidInput, op, p, "not a regular file")
+			return 0, errs.New(errs.InvalidInput, op, p, "not a regular file")
 		}
 	case errors.Is(err, unix.ENOENT):
 	default:
-		return mapErr(op, p, err)
+		return 0, mapErr(op, p, err)
 	}
 	for {
 		tmp := ".sandboxer-" + s.tempID + "-" + strconv.FormatUint(tempSeq.Add(1), 36)
@@ -65,19 +90,23 @@ func (s *Sandbox) writeAt(d *os.File, op, p, name string, data []byte) error {
 			continue
 		}
 		if err != nil {
-			return mapErr(op, p, err)
+			return 0, mapErr(op, p, err)
 		}
 		f := os.NewFile(uintptr(tfd), tmp)
-		_, werr := f.Write(data)
+		n, werr := io.Copy(f, sourceReader{src})
 		if err := errors.Join(werr, f.Close()); err != nil {
 			_ = unix.Unlinkat(fd, tmp, 0)
-			return mapErr(op, p, err)
+			var se errSource
+			if errors.As(err, &se) {
+				return n, se.err
+			}
+			return n, mapErr(op, p, err)
 		}
 		if err := unix.Renameat(fd, tmp, fd, name); err != nil {
 			_ = unix.Unlinkat(fd, tmp, 0)
-			return mapErr(op, p, err)
+			return n, mapErr(op, p, err)
 		}
-		return nil
+		return n, nil
 	}
 }
 
@@ -117,7 +146,7 @@ func (s *Sandbox) WriteFiles(ctx context.Context, files []adapter.File) error {
 		}
 		err = s.writeAt(d, "write", file.Path, name, file.Data)
 		if errors.Is(err, errFinalSymlink) {
-			err = s.writeThroughLink(file.Path, r, file.Data)
+			_, err = s.writeThroughLink(file.Path, r, bytes.NewReader(file.Data))
 		}
 		if err != nil {
 			return err

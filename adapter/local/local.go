@@ -22,6 +22,7 @@
 package local
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -445,34 +446,54 @@ func mapErr(op, p string, err error) error {
 	return errs.Wrap(errs.Internal, op, p, err)
 }
 
-// ReadFile reads a regular file of the workspace.
-func (s *Sandbox) ReadFile(ctx context.Context, p string) ([]byte, error) {
+// open opens a regular file of the workspace for reading, with its size.
+func (s *Sandbox) open(p string) (*os.File, int64, error) {
 	if err := s.checkOpen("read"); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	r, err := s.rel("read", p)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	// O_NONBLOCK: a FIFO planted in the workspace must not hang the call.
 	f, err := s.root.OpenFile(r, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
-		return nil, mapErr("read", p, err)
+		return nil, 0, mapErr("read", p, err)
 	}
-	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return nil, mapErr("read", p, err)
+		f.Close()
+		return nil, 0, mapErr("read", p, err)
 	}
 	if !fi.Mode().IsRegular() {
-		return nil, errs.New(errs.NotFound, "read", p, "not a regular file (%s)", fi.Mode().Type())
+		f.Close()
+		return nil, 0, errs.New(errs.NotFound, "read", p, "not a regular file (%s)", fi.Mode().Type())
 	}
+	return f, fi.Size(), nil
+}
+
+// OpenFile opens a regular file of the workspace for reading (adapter.FileStreamer).
+func (s *Sandbox) OpenFile(ctx context.Context, p string) (io.ReadCloser, int64, error) {
+	f, size, err := s.open(p)
+	if err != nil {
+		return nil, 0, err
+	}
+	return f, size, nil
+}
+
+// ReadFile reads a regular file of the workspace.
+func (s *Sandbox) ReadFile(ctx context.Context, p string) ([]byte, error) {
+	f, size, err := s.open(p)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
 	// The size of the file opened (a symlink's target), checked before anything is allocated.
 	limit := adapter.ReadLimit(ctx)
-	if fi.Size() > limit {
-		return nil, adapter.FileTooLarge("read", p, fi.Size(), limit)
+	if size > limit {
+		return nil, adapter.FileTooLarge("read", p, size, limit)
 	}
-	data := make([]byte, 0, fi.Size()+1)
+	data := make([]byte, 0, size+1)
 	for {
 		if int64(len(data)) > limit { // it grew while being read
 			return nil, adapter.FileTooLarge("read", p, int64(len(data)), limit)
@@ -527,44 +548,50 @@ func (s *Sandbox) resolve(op, p, r string) (target string, mode fs.FileMode, err
 
 // WriteFile writes data atomically: a temporary file next to the target, then rename.
 func (s *Sandbox) WriteFile(ctx context.Context, p string, data []byte) error {
-	if err := s.checkOpen("write"); err != nil {
-		return err
-	}
-	r, err := s.rel("write", p)
-	if err != nil {
-		return err
-	}
-	if r == "." {
-		return errs.New(errs.InvalidInput, "write", p, "the workspace root is a directory")
-	}
-	d, err := s.openDir("write", p, path.Dir(r), true)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	err = s.writeAt(d, "write", p, path.Base(r), data)
-	if errors.Is(err, errFinalSymlink) {
-		return s.writeThroughLink(p, r, data)
-	}
+	_, err := s.WriteFileFrom(ctx, p, bytes.NewReader(data))
 	return err
 }
 
+// WriteFileFrom writes what src yields as WriteFile writes data (adapter.FileStreamer).
+func (s *Sandbox) WriteFileFrom(ctx context.Context, p string, src io.Reader) (int64, error) {
+	if err := s.checkOpen("write"); err != nil {
+		return 0, err
+	}
+	r, err := s.rel("write", p)
+	if err != nil {
+		return 0, err
+	}
+	if r == "." {
+		return 0, errs.New(errs.InvalidInput, "write", p, "the workspace root is a directory")
+	}
+	d, err := s.openDir("write", p, path.Dir(r), true)
+	if err != nil {
+		return 0, err
+	}
+	defer d.Close()
+	n, err := s.writeFrom(d, "write", p, path.Base(r), src)
+	if errors.Is(err, errFinalSymlink) {
+		return s.writeThroughLink(p, r, src)
+	}
+	return n, err
+}
+
 // writeThroughLink writes the file a final symlink leads to, when it stays inside the workspace.
-func (s *Sandbox) writeThroughLink(p, r string, data []byte) error {
+func (s *Sandbox) writeThroughLink(p, r string, src io.Reader) (int64, error) {
 	target, _, err := s.resolve("write", p, r)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	d, err := s.openDir("write", p, path.Dir(target), true)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	defer d.Close()
-	err = s.writeAt(d, "write", p, path.Base(target), data)
+	n, err := s.writeFrom(d, "write", p, path.Base(target), src)
 	if errors.Is(err, errFinalSymlink) { // replaced by a link meanwhile
-		return errs.New(errs.PathEscape, "write", p, "the target changed into a symlink while writing")
+		return 0, errs.New(errs.PathEscape, "write", p, "the target changed into a symlink while writing")
 	}
-	return err
+	return n, err
 }
 
 func randomSuffix() string {

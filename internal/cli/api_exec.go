@@ -59,7 +59,9 @@ func (a *apiServer) callTool(w http.ResponseWriter, r *http.Request) error {
 	tc.AllowNetwork, tc.AllowHosts = box.s.AllowNetwork, box.s.AllowHosts
 	tc.MaxOutputBytes, tc.Timeout = a.opt.Base.MaxOutputBytes, a.opt.Base.Timeout
 	tc.IdempotencyKey = r.Header.Get("Idempotency-Key")
-	cl := &caller{base: *tc, pos: pos, j: a.j, jw: a.jw, warn: a.opt.Log.Writer()}
+	// As over MCP, the reply does not wait for its journal row's completion: the row is
+	// "running" meanwhile, and every row is completed before the server exits.
+	cl := &caller{base: *tc, pos: pos, j: a.j, jw: a.jw, warn: a.opt.Log.Writer(), finishLater: true}
 	writeJSON(w, http.StatusOK, cl.call(r.Context(), tool, input))
 	return nil
 }

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strconv"
@@ -36,11 +37,26 @@ func (a *apiServer) readFile(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	defer release()
+	w.Header().Set("Content-Type", "application/octet-stream")
+	if fs, ok := box.sb.(adapter.FileStreamer); ok {
+		// Streamed: the size the file had when opened, and no more.
+		f, size, err := fs.OpenFile(r.Context(), p)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if size > a.opt.MaxFileBytes {
+			return adapter.FileTooLarge("read", p, size, a.opt.MaxFileBytes)
+		}
+		w.Header().Set("Content-Length", strconv.FormatInt(size, 10))
+		w.WriteHeader(http.StatusOK)
+		io.Copy(w, io.LimitReader(f, size))
+		return nil
+	}
 	data, err := box.sb.ReadFile(adapter.WithReadLimit(r.Context(), a.opt.MaxFileBytes), p)
 	if err != nil {
 		return err
 	}
-	w.Header().Set("Content-Type", "application/octet-stream")
 	w.Header().Set("Content-Length", strconv.Itoa(len(data)))
 	w.WriteHeader(http.StatusOK)
 	w.Write(data)
@@ -60,13 +76,29 @@ func (a *apiServer) writeFile(w http.ResponseWriter, r *http.Request) error {
 	if r.ContentLength > a.opt.MaxFileBytes {
 		return tooLarge(r.ContentLength, a.opt.MaxFileBytes)
 	}
-	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, a.opt.MaxFileBytes))
-	var mbe *http.MaxBytesError
-	if errors.As(err, &mbe) {
-		return tooLarge(mbe.Limit+1, a.opt.MaxFileBytes)
+	body := http.MaxBytesReader(w, r.Body, a.opt.MaxFileBytes)
+	bodyErr := func(err error) error {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return tooLarge(mbe.Limit+1, a.opt.MaxFileBytes)
+		}
+		return errs.Wrap(errs.InvalidInput, "", "", fmt.Errorf("reading the body: %w", err))
 	}
+	if fs, ok := box.sb.(adapter.FileStreamer); ok {
+		// Streamed to a temporary file: a body cut short leaves the file as it was.
+		n, err := fs.WriteFileFrom(r.Context(), p, body)
+		if err != nil {
+			if _, coded := errors.AsType[*errs.Error](err); !coded {
+				return bodyErr(err) // the body's error: the request's, not the sandbox's
+			}
+			return err
+		}
+		writeJSON(w, http.StatusOK, api.FileWritten{Path: p, Size: n})
+		return nil
+	}
+	data, err := io.ReadAll(body)
 	if err != nil {
-		return errs.Wrap(errs.InvalidInput, "", "", err)
+		return bodyErr(err)
 	}
 	if err := box.sb.WriteFile(r.Context(), p, data); err != nil {
 		return err

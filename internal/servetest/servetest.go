@@ -136,6 +136,9 @@ func Start(t testing.TB, flags ...string) *Server {
 	return s
 }
 
+// PID is the server's process id.
+func (s *Server) PID() int { return s.cmd.Process.Pid }
+
 // Log is what the server wrote so far.
 func (s *Server) Log() string { return s.log.String() }
 

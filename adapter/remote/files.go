@@ -1,0 +1,96 @@
+package remote
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+
+	"github.com/sandboxer/sandboxer/adapter"
+	"github.com/sandboxer/sandboxer/api"
+	"github.com/sandboxer/sandboxer/errs"
+)
+
+var _ adapter.FileStreamer = (*Sandbox)(nil)
+
+// OpenFile downloads a file as a stream: the answer's body, and its size.
+func (s *Sandbox) OpenFile(ctx context.Context, p string) (io.ReadCloser, int64, error) {
+	if err := s.check(); err != nil {
+		return nil, 0, err
+	}
+	if p == "" {
+		return nil, 0, errs.New(errs.PathInvalid, "read", p, "empty path")
+	}
+	req, err := s.c.request(ctx, http.MethodGet, s.path("/files"), url.Values{"path": {p}}, nil)
+	if err != nil {
+		return nil, 0, err
+	}
+	resp, _, err := s.c.do(req)
+	if err != nil {
+		return nil, 0, err
+	}
+	return resp.Body, resp.ContentLength, nil
+}
+
+// WriteFileFrom uploads what r yields as a stream; the server writes a temporary file and
+// renames it once the body ends, so a failed upload leaves the file as it was.
+func (s *Sandbox) WriteFileFrom(ctx context.Context, p string, r io.Reader) (int64, error) {
+	if err := s.check(); err != nil {
+		return 0, err
+	}
+	if p == "" {
+		return 0, errs.New(errs.PathInvalid, "write", p, "empty path")
+	}
+	var out api.FileWritten
+	if err := s.c.call(ctx, http.MethodPut, s.path("/files"), url.Values{"path": {p}}, io.NopCloser(r), &out); err != nil {
+		return 0, err
+	}
+	return out.Size, nil
+}
+
+// ToolCall is the journal position of a tool call (docs/api.md, "Tool calls"); zero values are
+// the server's defaults.
+type ToolCall struct {
+	RunID, NodeID      string
+	Iteration, Attempt int
+	IdempotencyKey     string
+}
+
+// CallTool runs one of the tools (read, write, edit, grep, bash, process_*) in the sandbox, as
+// `sandboxer tool NAME --input INPUT` does, journaled on the server, and returns its reply: the
+// JSON object {"ok":true,"output":...} or {"ok":false,"error":{...}}. A tool's failure is in the
+// reply; the error is for a call that could not be made.
+func (s *Sandbox) CallTool(ctx context.Context, name string, input json.RawMessage, pos ToolCall) (json.RawMessage, error) {
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	req, err := s.c.request(ctx, http.MethodPost, s.path("/tools/"+url.PathEscape(name)), nil, bytes.NewReader(input))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	for h, v := range map[string]string{api.HeaderRunID: pos.RunID, api.HeaderNodeID: pos.NodeID, api.HeaderIdempotencyKey: pos.IdempotencyKey} {
+		if v != "" {
+			req.Header.Set(h, v)
+		}
+	}
+	if pos.Iteration != 0 {
+		req.Header.Set(api.HeaderIteration, strconv.Itoa(pos.Iteration))
+	}
+	if pos.Attempt != 0 {
+		req.Header.Set(api.HeaderAttempt, strconv.Itoa(pos.Attempt))
+	}
+	resp, _, err := s.c.do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, s.readErr(ctx, err)
+	}
+	return data, nil
+}
