@@ -241,4 +241,3 @@ func BenchmarkTransfer(b *testing.B) {
 		b.ReportMetric(100*baseDown.Seconds()/down.Seconds(), "down-%-of-loopback")
 	}
 }
-
