@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -85,13 +86,18 @@ func (s *syncBuffer) String() string {
 
 var listening = regexp.MustCompile(`listening on (\S+)`)
 
-// Start starts `sandboxerd serve --listen 127.0.0.1:0` with a state directory of its own and the
-// extra flags, waits until it listens, and stops it when the test ends (Stop).
+// Start starts `sandboxerd serve --listen 127.0.0.1:0` (unless the flags give --listen) with a
+// state directory of its own and the extra flags, waits until it listens, and stops it when the
+// test ends (Stop). URL is http://, https:// (with --tls-cert) or unix: (a socket's path).
 func Start(t testing.TB, flags ...string) *Server {
 	t.Helper()
 	bin := Binary(t)
 	state := t.TempDir()
-	args := append([]string{"serve", "--listen", "127.0.0.1:0", "--state-dir", state}, flags...)
+	args := []string{"serve", "--state-dir", state}
+	if !slices.Contains(flags, "--listen") {
+		args = append(args, "--listen", "127.0.0.1:0")
+	}
+	args = append(args, flags...)
 	cmd := exec.Command(bin, args...)
 	cmd.Dir = state
 	s := &Server{StateDir: state, cmd: cmd, log: &syncBuffer{}, done: make(chan struct{})}
@@ -129,7 +135,14 @@ func Start(t testing.TB, flags ...string) *Server {
 		if !ok {
 			t.Fatalf("sandboxerd serve ended before it listened:\n%s", s.log.String())
 		}
-		s.URL = "http://" + a
+		switch {
+		case strings.HasPrefix(a, "/"):
+			s.URL = "unix:" + a
+		case slices.Contains(flags, "--tls-cert"):
+			s.URL = "https://" + a
+		default:
+			s.URL = "http://" + a
+		}
 	case <-time.After(60 * time.Second):
 		t.Fatalf("sandboxerd serve did not listen within 60 s:\n%s", s.log.String())
 	}
