@@ -1,0 +1,146 @@
+package sdk_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sandboxer/sandboxer/adapter/docker/image"
+	"github.com/sandboxer/sandboxer/internal/servetest"
+	"github.com/sandboxer/sandboxer/internal/testenv"
+)
+
+// The Python SDK's tests (sdk/python/tests, pytest) run against a real `sandboxerd serve`: the
+// local adapter always, docker where the daemon answers, a unix socket, and a server with tokens.
+// They need Debian's python3 with pytest: without it they skip, except where
+// SANDBOXER_TEST_REQUIRE names python (CI), which makes that a failure.
+
+// python is Debian's interpreter: `python3` on PATH may be a version manager's shim without pytest.
+const python = "/usr/bin/python3"
+
+func requirePytest(t *testing.T) {
+	t.Helper()
+	out, err := exec.Command(python, "-m", "pytest", "--version").CombinedOutput()
+	if err == nil {
+		return
+	}
+	msg := python + " -m pytest does not run (apt-get install python3-pytest)"
+	if testenv.Required("python") {
+		t.Fatalf("SANDBOXER_TEST_REQUIRE=python but %s: %v\n%s", msg, err, out)
+	}
+	t.Skipf("%s: %v\n%s", msg, err, out)
+}
+
+// pytest runs the SDK's tests (or the files and options given) against the server at url, with
+// the extra environment variables env.
+func pytest(t *testing.T, url string, env []string, args ...string) {
+	t.Helper()
+	dir, err := filepath.Abs("python")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(args) == 0 {
+		args = []string{"tests"}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 9*time.Minute)
+	defer cancel()
+	// -p no:cacheprovider and no bytecode: the run writes nothing into the source tree.
+	// faulthandler_timeout prints every thread's stack if one test hangs.
+	argv := append([]string{"-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", "-o", "faulthandler_timeout=240"}, args...)
+	cmd := exec.CommandContext(ctx, python, argv...)
+	cmd.Dir = dir
+	cmd.Env = append(cleanEnv(), "PYTHONPATH="+dir, "PYTHONDONTWRITEBYTECODE=1", "SANDBOXER_URL="+url)
+	cmd.Env = append(cmd.Env, env...)
+	out, err := cmd.CombinedOutput()
+	t.Logf("pytest %s:\n%s", strings.Join(args, " "), out)
+	if err != nil {
+		t.Fatalf("pytest failed: %v", err)
+	}
+}
+
+// cleanEnv is the environment without the SDK's own variables, which the tests set.
+func cleanEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "SANDBOXER_URL=") && !strings.HasPrefix(kv, "SANDBOXER_TOKEN") &&
+			!strings.HasPrefix(kv, "SANDBOXER_TEST_IMAGE=") {
+			env = append(env, kv)
+		}
+	}
+	return env
+}
+
+func TestPythonLocal(t *testing.T) {
+	requirePytest(t)
+	srv := servetest.Start(t, "--adapter", "local")
+	pytest(t, srv.URL, nil)
+}
+
+func TestPythonDocker(t *testing.T) {
+	requirePytest(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if ok, err := image.Exists(ctx, "", image.DefaultTag); err != nil || !ok {
+		msg := "docker daemon or image " + image.DefaultTag + " not available (sandboxer image build)"
+		if testenv.Required("docker") {
+			t.Fatalf("%s: %v", msg, err)
+		}
+		t.Skipf("%s: %v", msg, err)
+	}
+	// The real-work test runs Python's own tests, which need an image with python3: the Debian
+	// toolchain image where it is built (.ci/debian-image.sh); without it that test skips.
+	var env []string
+	debian := os.Getenv("SANDBOXER_TEST_DEBIAN_IMAGE")
+	if debian == "" {
+		debian = "sandboxer-debian:test"
+	}
+	if ok, err := image.Exists(ctx, "", debian); err == nil && ok {
+		env = append(env, "SANDBOXER_TEST_IMAGE="+debian)
+	} else if testenv.Required("debian-image") {
+		t.Fatalf("SANDBOXER_TEST_REQUIRE=debian-image but %s is not there (.ci/debian-image.sh builds it): %v", debian, err)
+	}
+	srv := servetest.Start(t, "--adapter", "docker")
+	pytest(t, srv.URL, env)
+}
+
+// TestPythonUnixSocket runs the exec and files tests over a unix socket.
+func TestPythonUnixSocket(t *testing.T) {
+	requirePytest(t)
+	// A short path: a socket's name has room for about 100 bytes.
+	dir, err := os.MkdirTemp("", "sbxpy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	sock := filepath.Join(dir, "api.sock")
+	servetest.Start(t, "--adapter", "local", "--listen", "unix:"+sock)
+	pytest(t, "unix:"+sock, nil, "tests/test_exec.py", "tests/test_files.py")
+}
+
+// TestPythonTokens runs tests/test_tokens.py against a server with a tokens file of two tokens:
+// alice, and bob who may use the local adapter only and hold one sandbox at a time.
+func TestPythonTokens(t *testing.T) {
+	requirePytest(t)
+	bin := servetest.Binary(t)
+	tokens := filepath.Join(t.TempDir(), "tokens.json")
+	add := func(args ...string) string {
+		t.Helper()
+		out, err := exec.Command(bin, append([]string{"serve", "token", "add"}, append(args, "--tokens", tokens)...)...).Output()
+		if err != nil {
+			t.Fatalf("sandboxerd serve token add %v: %v", args, err)
+		}
+		tok := strings.TrimSpace(string(out))
+		if !strings.HasPrefix(tok, "sbx_") {
+			t.Fatalf("sandboxerd serve token add printed %q, not a token", out)
+		}
+		return tok
+	}
+	alice := add("alice")
+	bob := add("bob", "--adapter", "local", "--max-sandboxes", "1")
+	srv := servetest.Start(t, "--adapter", "local", "--tokens", tokens)
+	pytest(t, srv.URL, []string{"SANDBOXER_TOKEN=" + alice, "SANDBOXER_TOKEN_2=" + bob}, "tests/test_tokens.py")
+}
