@@ -16,8 +16,9 @@ from .models import ExecResult
 
 USER_AGENT = "sandboxer-python/0.1.0"
 
-# Errors of a kept-alive connection the server closed while it sat in the pool: the request
-# never reached the server, so it is sent once more on a new connection.
+# Errors of a kept-alive connection the server closed while it sat in the pool: the request did
+# not reach a server that was still there, so it is sent once more on a new connection (as Go's
+# and urllib3's clients do). A new connection that fails is not retried.
 _STALE = (ConnectionResetError, BrokenPipeError, ConnectionAbortedError, http.client.BadStatusLine)
 
 
@@ -174,7 +175,6 @@ class Transport:
         query: Query = None,
         body: Optional[bytes] = None,
         headers: Optional[Mapping[str, str]] = None,
-        timeout: Optional[float] = None,
     ) -> "Response":
         """Sends a request and returns the open answer, whatever its status."""
         url = path_of(self.endpoint.prefix, path, query)
@@ -186,10 +186,6 @@ class Transport:
         for attempt in (1, 2):
             conn, reused = self._take()
             try:
-                if timeout is not None:
-                    conn.timeout = timeout
-                    if conn.sock is not None:
-                        conn.sock.settimeout(timeout)
                 conn.request(method, url, body=body, headers=h)
                 resp = conn.getresponse()
             except _STALE:
@@ -200,7 +196,7 @@ class Transport:
             except BaseException:
                 conn.close()
                 raise
-            return Response(self, conn, resp, timeout is not None)
+            return Response(self, conn, resp)
         raise AssertionError("unreachable")
 
     def request(self, method: str, path: str, *, json_body: Any = None, expect: Tuple[int, ...] = (200,), **kw: Any) -> "Response":
@@ -221,22 +217,16 @@ class Response:
     """An answer: read it whole (``read``, ``json``) or line by line (``lines``), or ``close``
     it (which also ends what the server does for it: a streamed command is cancelled)."""
 
-    def __init__(self, t: Transport, conn: http.client.HTTPConnection, resp: http.client.HTTPResponse, own_timeout: bool) -> None:
+    def __init__(self, t: Transport, conn: http.client.HTTPConnection, resp: http.client.HTTPResponse) -> None:
         self._t = t
         self._conn: Optional[http.client.HTTPConnection] = conn
         self._resp = resp
-        self._own_timeout = own_timeout
         self.status = resp.status
         self.headers = resp.headers
 
     def _done(self) -> None:
         conn, self._conn = self._conn, None
-        if conn is None:
-            return
-        if self._own_timeout:
-            # A timeout of this request only: the pool's connections keep the client's.
-            conn.close()
-        else:
+        if conn is not None:
             self._t._give(conn, self._resp)
 
     def close(self) -> None:

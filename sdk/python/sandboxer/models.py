@@ -50,7 +50,7 @@ class ExecResult:
     stdout_dropped: int = 0
     stderr_dropped: int = 0
     duration_ms: int = 0
-    isolation: Dict[str, Any] = field(default_factory=dict)
+    isolation: Dict[str, Any] = field(default_factory=dict, repr=False)
     limit: str = ""  # a resource limit that ended the command ("memory"), if any
     raw: Dict[str, Any] = field(default_factory=dict, repr=False)
 
@@ -95,7 +95,7 @@ class ProcessState:
     exit_code: int = 0
     started: Optional[datetime] = None
     limit: str = ""
-    isolation: Dict[str, Any] = field(default_factory=dict)
+    isolation: Dict[str, Any] = field(default_factory=dict, repr=False)
     raw: Dict[str, Any] = field(default_factory=dict, repr=False)
 
     @classmethod

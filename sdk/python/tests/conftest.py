@@ -31,6 +31,20 @@ def sandbox(client):
         yield sb
 
 
+IMAGE = os.environ.get("SANDBOXER_TEST_IMAGE") or None
+
+
+@pytest.fixture
+def py_sandbox(client):
+    """A sandbox with python3: the server's default, or one of SANDBOXER_TEST_IMAGE (an image
+    with python3 for the container adapters, whose default image has none)."""
+    with client.create_sandbox(image=IMAGE) as sb:
+        r = sb.exec(["sh", "-c", "command -v python3 && python3 -c 'import sys; print(sys.version_info[0])'"])
+        if r.exit_code != 0 or not r.stdout.endswith("3\n"):
+            pytest.skip(f"no python3 in the {sb.adapter} sandbox (SANDBOXER_TEST_IMAGE names an image with one): {r.stdout}{r.stderr}")
+        yield sb
+
+
 def needs(sb, capability):
     """Skips the test visibly when the sandbox's adapter lacks a capability."""
     if not sb.capabilities.get(capability):

@@ -140,3 +140,16 @@ def test_exec_in_unknown_sandbox(client):
     sb.delete()
     with pytest.raises(SandboxUnavailable):
         sb.exec(["true"])
+
+
+def test_one_client_many_threads(sandbox):
+    # The client is shared by threads: each request has a connection of its own.
+    from concurrent.futures import ThreadPoolExecutor
+
+    def work(i):
+        sandbox.write_file(f"t/{i}.txt", str(i))
+        r = sandbox.exec(["cat", f"t/{i}.txt"])
+        return r.stdout
+
+    with ThreadPoolExecutor(8) as pool:
+        assert list(pool.map(work, range(24))) == [str(i) for i in range(24)]

@@ -22,11 +22,10 @@ c.close()
 """
 
 
-def test_connect_port(sandbox):
+def test_connect_port(py_sandbox):
+    sandbox = py_sandbox
     needs(sandbox, "ports")
     needs(sandbox, "processes")
-    if sandbox.exec(["sh", "-c", "command -v python3"]).exit_code != 0:
-        pytest.skip(f"no python3 in the {sandbox.adapter} sandbox for the echo server")
     sandbox.write_file("echo_server.py", ECHO_SERVER)
     with sandbox.start(["python3", "-u", "echo_server.py"]) as p:
         out = ""
