@@ -2,6 +2,14 @@ package sdk_test
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"math/big"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -143,4 +151,46 @@ func TestPythonTokens(t *testing.T) {
 	bob := add("bob", "--adapter", "local", "--max-sandboxes", "1")
 	srv := servetest.Start(t, "--adapter", "local", "--tokens", tokens)
 	pytest(t, srv.URL, []string{"SANDBOXER_TOKEN=" + alice, "SANDBOXER_TOKEN_2=" + bob}, "tests/test_tokens.py")
+}
+
+// TestPythonTLS runs the files, processes and ports tests over TLS, with a certificate of the
+// test's own that the client trusts through SSL_CERT_FILE (OpenSSL's default verify paths).
+func TestPythonTLS(t *testing.T) {
+	requirePytest(t)
+	dir := t.TempDir()
+	cert, key := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	selfSigned(t, cert, key)
+	srv := servetest.Start(t, "--adapter", "local", "--tls-cert", cert, "--tls-key", key)
+	url := "https://" + strings.TrimPrefix(srv.URL, "http://")
+	pytest(t, url, []string{"SSL_CERT_FILE=" + cert}, "tests/test_files.py", "tests/test_processes.py", "tests/test_ports.py")
+}
+
+// selfSigned writes a certificate for 127.0.0.1 that is its own authority, and its key.
+func selfSigned(t *testing.T, certFile, keyFile string) {
+	t.Helper()
+	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "sandboxer test"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, IsCA: true, BasicConstraintsValid: true,
+		KeyUsage:    x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &k.PublicKey, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kder, err := x509.MarshalPKCS8PrivateKey(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kder}), 0o600); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -149,12 +149,19 @@ class Transport:
             h.update(extra)
         return h
 
-    def _take(self) -> Tuple[http.client.HTTPConnection, bool]:
+    def _take(self, fresh: bool) -> Tuple[http.client.HTTPConnection, bool]:
+        """A connection and whether it served before. fresh: a new one, and the idle ones are
+        dropped (one was stale, so the others likely are too: the server went away)."""
         with self._lock:
             if self._closed:
                 raise SandboxerError("the client is closed")
-            if self._idle:
+            stale: List[http.client.HTTPConnection] = []
+            if fresh:
+                stale, self._idle = self._idle, []
+            elif self._idle:
                 return self._idle.pop(), True
+        for c in stale:
+            c.close()
         return self.endpoint.connect(self.timeout), False
 
     def _give(self, conn: http.client.HTTPConnection, resp: http.client.HTTPResponse) -> None:
@@ -184,7 +191,7 @@ class Transport:
         elif method in ("POST", "PUT"):
             body = b""
         for attempt in (1, 2):
-            conn, reused = self._take()
+            conn, reused = self._take(fresh=attempt == 2)
             try:
                 conn.request(method, url, body=body, headers=h)
                 resp = conn.getresponse()

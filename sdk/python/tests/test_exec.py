@@ -153,3 +153,9 @@ def test_one_client_many_threads(sandbox):
 
     with ThreadPoolExecutor(8) as pool:
         assert list(pool.map(work, range(24))) == [str(i) for i in range(24)]
+
+
+def test_stream_program_not_found(sandbox):
+    with pytest.raises(ProcessFailed):
+        for _ in sandbox.exec_stream(["/no/such/program"]):
+            pass
