@@ -23,7 +23,8 @@ import (
 )
 
 // The Python SDK's tests (sdk/python/tests, pytest) run against a real `sandboxerd serve`: the
-// local adapter always, docker where the daemon answers, a unix socket, and a server with tokens.
+// local adapter always, docker where the daemon answers, a unix socket, TLS, and a server with
+// tokens. The runs are parallel: most of their time is spent waiting for sandboxes.
 // They need Debian's python3 with pytest: without it they skip, except where
 // SANDBOXER_TEST_REQUIRE names python (CI), which makes that a failure.
 
@@ -83,12 +84,14 @@ func cleanEnv() []string {
 }
 
 func TestPythonLocal(t *testing.T) {
+	t.Parallel()
 	requirePytest(t)
 	srv := servetest.Start(t, "--adapter", "local")
 	pytest(t, srv.URL, nil)
 }
 
 func TestPythonDocker(t *testing.T) {
+	t.Parallel()
 	requirePytest(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -117,6 +120,7 @@ func TestPythonDocker(t *testing.T) {
 
 // TestPythonUnixSocket runs the exec and files tests over a unix socket.
 func TestPythonUnixSocket(t *testing.T) {
+	t.Parallel()
 	requirePytest(t)
 	// A short path: a socket's name has room for about 100 bytes.
 	dir, err := os.MkdirTemp("", "sbxpy")
@@ -132,6 +136,7 @@ func TestPythonUnixSocket(t *testing.T) {
 // TestPythonTokens runs tests/test_tokens.py against a server with a tokens file of two tokens:
 // alice, and bob who may use the local adapter only and hold one sandbox at a time.
 func TestPythonTokens(t *testing.T) {
+	t.Parallel()
 	requirePytest(t)
 	bin := servetest.Binary(t)
 	tokens := filepath.Join(t.TempDir(), "tokens.json")
@@ -156,6 +161,7 @@ func TestPythonTokens(t *testing.T) {
 // TestPythonTLS runs the files, processes and ports tests over TLS, with a certificate of the
 // test's own that the client trusts through SSL_CERT_FILE (OpenSSL's default verify paths).
 func TestPythonTLS(t *testing.T) {
+	t.Parallel()
 	requirePytest(t)
 	dir := t.TempDir()
 	cert, key := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
