@@ -110,3 +110,12 @@ def test_executable_and_symlink(sandbox):
     st = sandbox.stat("link.sh")
     assert (st.type, st.link) == ("symlink", "run.sh")
     assert sandbox.read_text("link.sh") == "#!/bin/sh\necho ran\n"
+
+
+def test_paths_that_need_escaping(sandbox):
+    for path in ["dir with space/ü ñ.txt", "q?x=1&y=2#frag.txt", "percent%20.txt", "plus+sign.txt"]:
+        sandbox.write_file(path, path)
+        assert sandbox.read_text(path) == path
+        assert sandbox.stat(path).path == path
+        assert sandbox.exec(["cat", path]).stdout == path
+    assert len(sandbox.list_files()) == 4
