@@ -47,8 +47,15 @@ def _command(
     timeout_ms: Optional[int],
     max_output_bytes: Optional[int],
     binary: bool,
+    stdin: Optional[Data] = None,
 ) -> Dict[str, Any]:
     body: Dict[str, Any] = {"args": _argv(args)}
+    if stdin is not None:
+        # Text as it is; bytes in base64, the one way JSON carries them exactly.
+        if isinstance(stdin, str):
+            body["stdin"] = stdin
+        else:
+            body["stdinBase64"] = base64.b64encode(bytes_body(stdin)).decode("ascii")
     if dir:
         body["dir"] = dir
     e = _env_list(env)
@@ -251,12 +258,7 @@ class Sandbox:
         bytes. Raises :class:`ProcessTimeout` (with the partial result in ``.result``) past
         ``timeout_ms`` and :class:`ProcessFailed` when the program could not start.
         """
-        body = _command(args, dir, env, timeout_ms, max_output_bytes, binary)
-        if stdin is not None:
-            if isinstance(stdin, str):
-                body["stdin"] = stdin
-            else:
-                body["stdinBase64"] = base64.b64encode(bytes_body(stdin)).decode("ascii")
+        body = _command(args, dir, env, timeout_ms, max_output_bytes, binary, stdin)
         return ExecResult.from_json(self._t.json("POST", self._base + "/exec", json_body=body))
 
     def exec_stream(
@@ -273,13 +275,8 @@ class Sandbox:
         """Runs ``args`` and yields its output as it comes (:class:`ExecChunk`); ``.result``
         holds the :class:`ExecResult` once the iteration ends (its stdout and stderr empty: the
         chunks carried them). Closing the stream early kills the command."""
-        body = _command(args, dir, env, timeout_ms, max_output_bytes, binary)
+        body = _command(args, dir, env, timeout_ms, max_output_bytes, binary, stdin)
         body["stream"] = True
-        if stdin is not None:
-            if isinstance(stdin, str):
-                body["stdin"] = stdin
-            else:
-                body["stdinBase64"] = base64.b64encode(bytes_body(stdin)).decode("ascii")
         resp = self._t.request("POST", self._base + "/exec", json_body=body)
         return ExecStream(resp, binary)
 
