@@ -29,7 +29,8 @@ import (
 type Block struct {
 	// Line is the 1-based line of the block's opening fence.
 	Line int
-	// Tags are the words after "sh run" in the info string: "docker", "oci", "runsc", "repo".
+	// Tags are the words after "sh run" in the info string: "docker", "oci", "runsc", "repo",
+	// "node", "python".
 	Tags []string
 	// Script is the block's text, run by bash with errexit and pipefail.
 	Script string

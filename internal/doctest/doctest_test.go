@@ -171,8 +171,20 @@ func missing(tag string) string {
 			return runtime + " on PATH"
 		}
 		return ""
+	case "node":
+		for _, prog := range []string{"node", "tsc"} {
+			if _, err := exec.LookPath(prog); err != nil {
+				return prog + " on PATH (Debian's nodejs and node-typescript)"
+			}
+		}
+		return ""
+	case "python":
+		if _, err := exec.LookPath("python3"); err != nil {
+			return "python3 on PATH"
+		}
+		return ""
 	}
-	return "an unknown tag (the test knows repo, docker, oci and runsc)"
+	return "an unknown tag (the test knows repo, docker, oci, runsc, node and python)"
 }
 
 // removeSandboxes removes the long-lived sandboxes a block left (a block that failed halfway
