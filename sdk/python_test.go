@@ -31,7 +31,7 @@ import (
 // python is Debian's interpreter: `python3` on PATH may be a version manager's shim without pytest.
 const python = "/usr/bin/python3"
 
-func requirePytest(t *testing.T) {
+func requirePytest(t testing.TB) {
 	t.Helper()
 	out, err := exec.Command(python, "-m", "pytest", "--version").CombinedOutput()
 	if err == nil {

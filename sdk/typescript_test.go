@@ -26,7 +26,7 @@ import (
 const tsDir = "typescript"
 
 // needNode returns the paths of node (18 or later: its global fetch) and tsc.
-func needNode(t *testing.T) (node, tsc string) {
+func needNode(t testing.TB) (node, tsc string) {
 	t.Helper()
 	fail := func(format string, args ...any) {
 		t.Helper()
@@ -66,7 +66,7 @@ var tsBuild struct {
 // buildTS compiles the SDK (tsc -p sdk/typescript) once per test process, then type-checks the
 // examples against it: they hold flow-state-dev's Sandbox interface and the AI SDK's tool shape,
 // so a drop-in that stops fitting fails here.
-func buildTS(t *testing.T, tsc string) {
+func buildTS(t testing.TB, tsc string) {
 	t.Helper()
 	tsBuild.once.Do(func() {
 		for _, p := range []string{tsDir, filepath.Join(tsDir, "examples")} {
