@@ -38,6 +38,9 @@ var localDriver = driver{
 	},
 	create: func(ctx context.Context, o Options, rs records, rec *Record) error {
 		rec.Workspace = rs.workspaceDir(rec.ID)
+		if err := o.LocalConfig(rec.Workspace).Validate(); err != nil {
+			return err // refused now rather than at every attach
+		}
 		return os.MkdirAll(rec.Workspace, 0o755)
 	},
 	attach: func(ctx context.Context, o Options, rec Record) (adapter.Sandbox, error) {
