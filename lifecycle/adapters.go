@@ -96,3 +96,39 @@ func Open(ctx context.Context, o Options) (adapter.Sandbox, error) {
 	}
 	return a.d.open(ctx, o)
 }
+
+// runningIn reports whether list (an adapter's List, with its error) has the sandbox id, running;
+// of gives an entry's id and state.
+func runningIn[I any](list []I, err error, id string, of func(I) (id, state string)) (bool, error) {
+	if err != nil {
+		return false, err
+	}
+	for _, i := range list {
+		if k, state := of(i); k == id {
+			return state == "running", nil
+		}
+	}
+	return false, nil
+}
+
+// forkAs forks src, a sandbox of type S (of the adapter name), into a new one of that type.
+func forkAs[S interface {
+	adapter.Sandbox
+	Fork(context.Context) (adapter.Sandbox, error)
+}](ctx context.Context, name string, src adapter.Sandbox) (S, error) {
+	var none S
+	s, ok := src.(S)
+	if !ok {
+		return none, errs.New(errs.Internal, "fork", "", "not a %s sandbox", name)
+	}
+	child, err := s.Fork(ctx)
+	if err != nil {
+		return none, err
+	}
+	c, ok := child.(S)
+	if !ok {
+		child.Stop(context.WithoutCancel(ctx))
+		return none, errs.New(errs.Internal, "fork", "", "the fork of a %s sandbox is not one", name)
+	}
+	return c, nil
+}

@@ -71,29 +71,12 @@ var dockerDriver = driver{
 	},
 	alive: func(ctx context.Context, o Options, rec Record) (bool, error) {
 		infos, err := docker.List(ctx, dockerLasting(o))
-		if err != nil {
-			return false, err
-		}
-		for _, i := range infos {
-			if i.ID == rec.Backend {
-				return i.State == "running", nil
-			}
-		}
-		return false, nil
+		return runningIn(infos, err, rec.Backend, func(i docker.Info) (string, string) { return i.ID, i.State })
 	},
 	fork: func(ctx context.Context, o Options, rs records, src adapter.Sandbox, rec *Record) (adapter.CopyReport, error) {
-		d, ok := src.(*docker.Sandbox)
-		if !ok {
-			return adapter.CopyReport{}, errs.New(errs.Internal, "fork", "", "not a docker sandbox")
-		}
-		child, err := d.Fork(ctx)
+		c, err := forkAs[*docker.Sandbox](ctx, "docker", src)
 		if err != nil {
 			return adapter.CopyReport{}, err
-		}
-		c, ok := child.(*docker.Sandbox)
-		if !ok {
-			child.Stop(context.WithoutCancel(ctx))
-			return adapter.CopyReport{}, errs.New(errs.Internal, "fork", "", "forked docker sandbox is not a container")
 		}
 		rec.Backend = c.ID()
 		return adapter.CopyReport{}, c.Detach() // persistent as its source: it stays

@@ -74,29 +74,12 @@ var kubernetesDriver = driver{
 	},
 	alive: func(ctx context.Context, o Options, rec Record) (bool, error) {
 		infos, err := kubernetes.List(ctx, kubernetesLasting(o, rec))
-		if err != nil {
-			return false, err
-		}
-		for _, i := range infos {
-			if i.ID == rec.Backend {
-				return i.State == "running", nil
-			}
-		}
-		return false, nil
+		return runningIn(infos, err, rec.Backend, func(i kubernetes.Info) (string, string) { return i.ID, i.State })
 	},
 	fork: func(ctx context.Context, o Options, rs records, src adapter.Sandbox, rec *Record) (adapter.CopyReport, error) {
-		k, ok := src.(*kubernetes.Sandbox)
-		if !ok {
-			return adapter.CopyReport{}, errs.New(errs.Internal, "fork", "", "not a kubernetes sandbox")
-		}
-		child, err := k.Fork(ctx)
+		c, err := forkAs[*kubernetes.Sandbox](ctx, "kubernetes", src)
 		if err != nil {
 			return adapter.CopyReport{}, err
-		}
-		c, ok := child.(*kubernetes.Sandbox)
-		if !ok {
-			child.Stop(context.WithoutCancel(ctx))
-			return adapter.CopyReport{}, errs.New(errs.Internal, "fork", "", "forked kubernetes sandbox is not a pod")
 		}
 		rec.Backend, rec.Workspace, rec.Namespace = c.ID(), c.Workspace(), c.Namespace()
 		return adapter.CopyReport{}, c.Detach()

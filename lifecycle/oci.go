@@ -65,26 +65,13 @@ var ociDriver = driver{
 	},
 	alive: func(ctx context.Context, o Options, rec Record) (bool, error) {
 		infos, err := oci.List(ctx, ociLasting(o))
-		if err != nil {
-			return false, err
-		}
-		for _, i := range infos {
-			if i.ID == rec.Backend {
-				return i.Status == "running", nil
-			}
-		}
-		return false, nil
+		return runningIn(infos, err, rec.Backend, func(i oci.Info) (string, string) { return i.ID, i.Status })
 	},
 	fork: func(ctx context.Context, o Options, rs records, src adapter.Sandbox, rec *Record) (adapter.CopyReport, error) {
-		s, ok := src.(*oci.Sandbox)
-		if !ok {
-			return adapter.CopyReport{}, errs.New(errs.Internal, "fork", "", "not an oci sandbox")
-		}
-		child, err := s.Fork(ctx)
+		c, err := forkAs[*oci.Sandbox](ctx, "oci", src)
 		if err != nil {
 			return adapter.CopyReport{}, err
 		}
-		c := child.(*oci.Sandbox)
 		rec.Backend, rec.Workspace = c.ID(), c.HostWorkspace()
 		return c.ForkSkipped(), c.Detach()
 	},
