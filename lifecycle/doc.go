@@ -17,7 +17,8 @@
 //     (workspace, container, pod) is gone; Manager.Fork copies an attached sandbox into a new
 //     long-lived one.
 //
-// Stop, Detach and Close are idempotent and safe to call from two goroutines. Options is passed
+// Stop is idempotent (the adapter.Sandbox contract); a Session's Detach and Close are idempotent
+// and safe to call from two goroutines, the first call's result standing. Options is passed
 // to every call rather than kept: an adapter's cluster or daemon comes from the caller's current
 // configuration, while what a sandbox was made with (its image, namespace, runtime) is its
 // record's or its adapter's own.
