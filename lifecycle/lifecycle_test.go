@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -16,6 +17,7 @@ import (
 	"github.com/sandboxer/sandboxer/adapter"
 	"github.com/sandboxer/sandboxer/adapter/docker"
 	"github.com/sandboxer/sandboxer/adapter/docker/image"
+	"github.com/sandboxer/sandboxer/adapter/oci"
 	"github.com/sandboxer/sandboxer/errs"
 	"github.com/sandboxer/sandboxer/internal/testenv"
 	"github.com/sandboxer/sandboxer/lifecycle"
@@ -309,5 +311,66 @@ func TestDockerLifecycle(t *testing.T) {
 	bad.Image = "sandboxer-no-such-image:nope"
 	_, err = mgr.Create(ctx, bad)
 	assert.Error(t, err)
+	assertNothingLeft(t, mgr)
+}
+
+// needRuntime skips without the OCI runtime rt or root (fails with SANDBOXER_TEST_REQUIRE=oci).
+func needRuntime(t *testing.T, rt string) {
+	t.Helper()
+	_, err := exec.LookPath(rt)
+	if err == nil && os.Geteuid() != 0 {
+		err = os.ErrPermission
+	}
+	if err == nil {
+		return
+	}
+	if testenv.Required("oci") {
+		t.Fatalf("OCI runtime %s not usable: %v", rt, err)
+	}
+	t.Skipf("OCI runtime %s not usable (SANDBOXER_TEST_REQUIRE=oci fails instead): %v", rt, err)
+}
+
+// The oci adapter's long-lived sandboxes: everything under Options.StateDir, found again by the
+// record's Backend; Remove leaves no container.
+func TestOCILifecycle(t *testing.T) {
+	needRuntime(t, "runc")
+	t.Parallel()
+	ctx := context.Background()
+	mgr, o := newManager(t, "oci")
+
+	rec, err := mgr.Create(ctx, o)
+	require.NoError(t, err)
+	t.Cleanup(func() { mgr.Remove(context.Background(), rec.ID, o) })
+	assert.Empty(t, rec.Image, "its own root file system")
+	ls, err := mgr.Attach(ctx, rec.ID, o)
+	require.NoError(t, err)
+	require.NoError(t, ls.Sandbox.WriteFile(ctx, "f", []byte("kept")))
+	require.NoError(t, ls.Close())
+
+	ls, err = mgr.Attach(ctx, rec.ID, o)
+	require.NoError(t, err)
+	fork, _, err := mgr.Fork(ctx, ls, o)
+	require.NoError(t, err)
+	t.Cleanup(func() { mgr.Remove(context.Background(), fork.ID, o) })
+	require.NoError(t, ls.Close())
+	fs, err := mgr.Attach(ctx, fork.ID, o)
+	require.NoError(t, err)
+	res, err := fs.Sandbox.ExecuteCommand(ctx, adapter.Command{Args: []string{"cat", "f"}})
+	require.NoError(t, err)
+	assert.Equal(t, "kept", string(res.Stdout), "the fork has the source's files")
+	require.NoError(t, fs.Close())
+
+	pr, err := mgr.Prune(ctx, o)
+	require.NoError(t, err)
+	assert.Empty(t, pr.Removed, "both are alive")
+	for _, r := range []lifecycle.Record{rec, fork} {
+		alive, err := mgr.Alive(ctx, r, o)
+		require.NoError(t, err)
+		assert.True(t, alive, r.ID)
+		require.NoError(t, mgr.Remove(ctx, r.ID, o))
+	}
+	infos, err := oci.List(ctx, o.OCIConfig())
+	require.NoError(t, err)
+	assert.Empty(t, infos, "no container left")
 	assertNothingLeft(t, mgr)
 }
