@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -314,26 +313,10 @@ func TestDockerLifecycle(t *testing.T) {
 	assertNothingLeft(t, mgr)
 }
 
-// needRuntime skips without the OCI runtime rt or root (fails with SANDBOXER_TEST_REQUIRE=oci).
-func needRuntime(t *testing.T, rt string) {
-	t.Helper()
-	_, err := exec.LookPath(rt)
-	if err == nil && os.Geteuid() != 0 {
-		err = os.ErrPermission
-	}
-	if err == nil {
-		return
-	}
-	if testenv.Required("oci") {
-		t.Fatalf("OCI runtime %s not usable: %v", rt, err)
-	}
-	t.Skipf("OCI runtime %s not usable (SANDBOXER_TEST_REQUIRE=oci fails instead): %v", rt, err)
-}
-
 // The oci adapter's long-lived sandboxes: everything under Options.StateDir, found again by the
 // record's Backend; Remove leaves no container.
 func TestOCILifecycle(t *testing.T) {
-	needRuntime(t, "runc")
+	testenv.NeedOCIRuntime(t, "runc")
 	t.Parallel()
 	ctx := context.Background()
 	mgr, o := newManager(t, "oci")
