@@ -14,20 +14,10 @@ import (
 )
 
 // requireRuntime skips without the OCI runtime (or without root, which the oci adapter needs),
-// except where SANDBOXER_TEST_REQUIRE=oci makes that a failure.
+// except where SANDBOXER_TEST_REQUIRE=oci makes that a failure (testenv.NeedOCIRuntime).
 func requireRuntime(t *testing.T, rt string) {
 	t.Helper()
-	_, err := exec.LookPath(rt)
-	if err == nil && os.Geteuid() != 0 {
-		err = os.ErrPermission
-	}
-	if err == nil {
-		return
-	}
-	if testenv.Required("oci") {
-		t.Fatalf("OCI runtime %s not usable: %v", rt, err)
-	}
-	t.Skipf("OCI runtime %s not usable (SANDBOXER_TEST_REQUIRE=oci fails instead): %v", rt, err)
+	testenv.NeedOCIRuntime(t, rt)
 }
 
 // shareGoCache gives e's invocations the Go build cache of this run: the first oci sandbox of a

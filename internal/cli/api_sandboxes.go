@@ -19,15 +19,15 @@ import (
 	"github.com/sandboxer/sandboxer/api"
 	"github.com/sandboxer/sandboxer/egress"
 	"github.com/sandboxer/sandboxer/errs"
-	"github.com/sandboxer/sandboxer/internal/state"
+	"github.com/sandboxer/sandboxer/lifecycle"
 )
 
 // apiSandbox is one sandbox of the server: open for as long as it lives, owned by one token.
 type apiSandbox struct {
 	id, owner string
-	b         backend
-	s         Settings      // its settings: the server's with the create request's
-	rec       *state.Record // nil for a memory sandbox (it lives in the server's memory only)
+	s         Settings           // its settings: the server's with the create request's
+	o         lifecycle.Options  // optionsOf(s)
+	lasting   *lifecycle.Session // nil for a memory sandbox (it lives in the server's memory only)
 	sb        adapter.Sandbox
 	created   time.Time
 	memory    int64 // what counts against the owner's memory quota
@@ -51,7 +51,7 @@ type apiSandbox struct {
 // lock keeps two servers off one directory.
 type apiRegistry struct {
 	opt  apiOptions
-	st   state.Dir
+	mgr  *lifecycle.Manager
 	lock *os.File
 
 	mu    sync.Mutex
@@ -78,25 +78,23 @@ func openRegistry(ctx context.Context, opt apiOptions) (*apiRegistry, error) {
 		lock.Close()
 		return nil, fmt.Errorf("another sandboxerd serve uses %s (its lock is held): give this one its own --state-dir", dir)
 	}
-	reg := &apiRegistry{opt: opt, st: state.Open(dir), lock: lock, boxes: map[string]*apiSandbox{},
+	reg := &apiRegistry{opt: opt, mgr: lifecycle.NewManager(dir), lock: lock, boxes: map[string]*apiSandbox{},
 		stop: make(chan struct{}), reaped: make(chan struct{})}
 	// What an earlier server left (it crashed, or was killed): nothing outlives its server.
-	recs, err := reg.st.List()
+	recs, err := reg.mgr.List()
 	if err != nil {
 		lock.Close()
 		return nil, err
 	}
+	o := optionsOf(opt.Base)
 	for _, rec := range recs {
-		if b, ok := lookupBackend(rec.Adapter); ok {
-			if err := b.destroy(ctx, opt.Base, rec); err != nil && !errors.Is(err, errs.NotFound) {
-				opt.Log.Printf("sandbox %s left by an earlier server: %v", rec.ID, err)
+		if err := reg.mgr.Remove(ctx, rec.ID, o); err != nil {
+			opt.Log.Printf("sandbox %s left by an earlier server: %v", rec.ID, err)
+			if err := reg.mgr.Forget(rec.ID); err != nil {
+				continue
 			}
 		}
-		if err := reg.st.Delete(rec.ID); err != nil {
-			opt.Log.Printf("sandbox %s left by an earlier server: %v", rec.ID, err)
-		} else {
-			opt.Log.Printf("removed sandbox %s (%s) left by an earlier server", rec.ID, rec.Adapter)
-		}
+		opt.Log.Printf("removed sandbox %s (%s) left by an earlier server", rec.ID, rec.Adapter)
 	}
 	go reg.reap()
 	return reg, nil
@@ -185,11 +183,11 @@ func (reg *apiRegistry) remove(ctx context.Context, box *apiSandbox) error {
 		box.pending = nil
 	}
 	box.acceptMu.Unlock()
-	if box.rec != nil {
-		if e := box.b.destroy(ctx, box.s, *box.rec); e != nil && !errors.Is(e, errs.NotFound) {
+	if box.lasting != nil {
+		if e := reg.mgr.Remove(ctx, box.id, box.o); e != nil {
+			_ = reg.mgr.Forget(box.id) // nothing outlives its server: what could not be destroyed is in the error
 			err = errors.Join(err, e)
 		}
-		err = errors.Join(err, reg.st.Delete(box.id))
 	}
 	return err
 }
@@ -280,7 +278,7 @@ func createSettings(req api.CreateRequest, base Settings) (Settings, error) {
 	if req.Adapter != "" {
 		s.Adapter = req.Adapter
 	}
-	if _, ok := lookupBackend(s.Adapter); !ok {
+	if !knownAdapter(s.Adapter) {
 		return s, errs.Wrap(errs.InvalidInput, "", "", unknownAdapter(s.Adapter))
 	}
 	if req.Image != "" {
@@ -415,42 +413,32 @@ func (a *apiServer) createSandbox(w http.ResponseWriter, r *http.Request) error 
 
 // open makes a sandbox of s: a record and a live handle (memory: a handle only).
 func (reg *apiRegistry) open(ctx context.Context, s Settings, t *token) (*apiSandbox, error) {
-	b, _ := lookupBackend(s.Adapter)
 	now := time.Now()
-	box := &apiSandbox{id: state.NewID(), owner: t.Name, b: b, s: s, created: now, lastUsed: now, memory: s.Memory}
-	if s.Adapter == "memory" {
-		sb, err := b.open(ctx, s)
+	box := &apiSandbox{owner: t.Name, s: s, o: optionsOf(s), created: now, lastUsed: now, memory: s.Memory}
+	if a, ok := lifecycle.Lookup(s.Adapter); !ok || a.InProcess { // !ok: a test binary's adapter
+		sb, err := openEphemeral(ctx, s)
 		if err != nil {
 			return nil, err
 		}
-		box.sb = sb
+		box.id, box.sb = lifecycle.NewID(), sb
 		return box, nil
 	}
-	rec := state.Record{ID: box.id, Adapter: s.Adapter, CreatedAt: now.UTC()}
-	if s.Adapter == "docker" {
-		rec.Image = s.Image
+	rec, err := reg.mgr.Create(ctx, box.o)
+	if err != nil {
+		return nil, inCLIWords(err)
 	}
-	if err := b.create(ctx, s, reg.st, &rec); err != nil {
-		_ = reg.st.Delete(rec.ID)
-		return nil, err
-	}
-	return box, reg.attach(ctx, box, rec)
+	box.id = rec.ID
+	return box, reg.attach(ctx, box)
 }
 
-// attach saves rec and opens the live handle of box; on failure nothing of rec is left.
-func (reg *apiRegistry) attach(ctx context.Context, box *apiSandbox, rec state.Record) error {
-	if err := reg.st.Save(rec); err != nil {
-		_ = box.b.destroy(ctx, box.s, rec)
-		_ = reg.st.Delete(rec.ID)
-		return err
-	}
-	sb, err := box.b.attach(ctx, box.s, reg.st, rec)
+// attach opens the live handle of box's recorded sandbox; on failure nothing of it is left.
+func (reg *apiRegistry) attach(ctx context.Context, box *apiSandbox) error {
+	ls, err := reg.mgr.Attach(ctx, box.id, box.o)
 	if err != nil {
-		_ = box.b.destroy(ctx, box.s, rec)
-		_ = reg.st.Delete(rec.ID)
+		discardSandbox(ctx, reg.mgr, box.id, box.o)
 		return err
 	}
-	box.rec, box.sb = &rec, sb
+	box.lasting, box.sb = ls, ls.Sandbox
 	return nil
 }
 
@@ -458,9 +446,8 @@ func (reg *apiRegistry) attach(ctx context.Context, box *apiSandbox, rec state.R
 func (reg *apiRegistry) discard(box *apiSandbox) {
 	ctx := context.Background()
 	box.sb.Stop(ctx)
-	if box.rec != nil {
-		_ = box.b.destroy(ctx, box.s, *box.rec)
-		_ = reg.st.Delete(box.id)
+	if box.lasting != nil {
+		discardSandbox(ctx, reg.mgr, box.id, box.o)
 	}
 }
 
@@ -559,7 +546,7 @@ func (a *apiServer) forkSandbox(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	now := time.Now()
-	box := &apiSandbox{id: state.NewID(), owner: t.Name, b: src.b, s: src.s, created: now, lastUsed: now, memory: src.memory, forkOf: src.id}
+	box := &apiSandbox{owner: t.Name, s: src.s, o: src.o, created: now, lastUsed: now, memory: src.memory, forkOf: src.id}
 	src.mu.Lock()
 	box.idle = src.idle
 	src.mu.Unlock()
@@ -567,22 +554,22 @@ func (a *apiServer) forkSandbox(w http.ResponseWriter, r *http.Request) error {
 		box.idle = time.Duration(*req.IdleTimeoutSeconds) * time.Second
 	}
 	box.expires = now.Add(ttl)
-	if src.rec == nil {
+	if src.lasting == nil {
 		f, ok := src.sb.(adapter.Forker)
 		if !ok {
 			return errs.New(errs.InvalidInput, "", "", "a %s sandbox cannot be forked", src.s.Adapter)
 		}
+		box.id = lifecycle.NewID()
 		if box.sb, err = f.Fork(r.Context()); err != nil {
 			return err
 		}
 	} else {
-		rec := *src.rec
-		rec.ID, rec.ForkOf, rec.CreatedAt, rec.Workspace, rec.Backend = box.id, src.id, now.UTC(), "", ""
-		if _, err := src.b.fork(r.Context(), src.s, a.reg.st, src.sb, &rec); err != nil {
-			_ = a.reg.st.Delete(rec.ID)
-			return err
+		rec, _, err := a.reg.mgr.Fork(r.Context(), src.lasting, src.o)
+		if err != nil {
+			return inCLIWords(err)
 		}
-		if err := a.reg.attach(r.Context(), box, rec); err != nil {
+		box.id = rec.ID
+		if err := a.reg.attach(r.Context(), box); err != nil {
 			return err
 		}
 	}

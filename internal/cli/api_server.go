@@ -162,7 +162,7 @@ func (a *apiServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // health answers without a token: liveness and the version, nothing about sandboxes.
 func (a *apiServer) health(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, api.Health{OK: true, Version: Version, Adapters: backendNames()})
+	writeJSON(w, http.StatusOK, api.Health{OK: true, Version: Version, Adapters: adapterNames()})
 }
 
 // authenticate checks the bearer token (when the server has tokens) and puts its name in the

@@ -90,7 +90,7 @@ func parseTokens(data []byte) (map[string]*token, error) {
 			return nil, fmt.Errorf("token %q: sha256 must be 64 hex digits", t.Name)
 		}
 		for _, a := range t.Adapters {
-			if _, ok := lookupBackend(a); !ok {
+			if !knownAdapter(a) {
 				return nil, fmt.Errorf("token %q: %w", t.Name, unknownAdapter(a))
 			}
 		}

@@ -196,7 +196,7 @@ const configFlagUsage = "config file (default $XDG_CONFIG_HOME/sandboxer/" + Con
 // addCommonFlags declares the flags every sandbox-using command shares.
 func addCommonFlags(f *pflag.FlagSet) {
 	f.String("config", "", configFlagUsage)
-	f.String(keyAdapter, DefaultAdapter, "sandbox adapter: "+strings.Join(backendNames(), "|"))
+	f.String(keyAdapter, DefaultAdapter, "sandbox adapter: "+strings.Join(adapterNames(), "|"))
 	f.String(keyRoot, "", "workspace directory of the local adapter (default the current directory)")
 	f.String(keyImage, DefaultImage, "image of the docker adapter; of the oci adapter when given (default: its own root file system): oci-layout:PATH[:TAG|@DIGEST], docker-archive:PATH or a name of the local docker daemon, unpacked once, no registry")
 	f.Bool(keyAllowNetwork, false, "let commands reach the network")
@@ -445,7 +445,7 @@ func loadIn(inv invocation, flags *pflag.FlagSet) (Settings, error) {
 	}
 
 	if has(keyAdapter) {
-		if _, ok := lookupBackend(s.Adapter); !ok {
+		if !knownAdapter(s.Adapter) {
 			return Settings{}, unknownAdapter(s.Adapter)
 		}
 	}

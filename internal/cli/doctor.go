@@ -19,6 +19,7 @@ import (
 	"github.com/sandboxer/sandboxer/egress"
 	"github.com/sandboxer/sandboxer/errs"
 	"github.com/sandboxer/sandboxer/internal/doctor"
+	"github.com/sandboxer/sandboxer/lifecycle"
 )
 
 // doctorReport is `sandboxer doctor --json`.
@@ -61,7 +62,7 @@ type kubePermission struct {
 // probeKubernetes probes the cluster of the kubernetes adapter when --adapter kubernetes or a
 // kubeconfig is found, and with a probe pod for the network only with --adapter kubernetes.
 func probeKubernetes(ctx context.Context, s Settings) kubeReport {
-	r := kubeReport{Kubeconfig: kubeconfigSource(s)}
+	r := kubeReport{Kubeconfig: optionsOf(s).KubeconfigSource()}
 	if r.Kubeconfig == "" && s.Adapter != "kubernetes" {
 		r.Error = "no kubeconfig (--kubeconfig, KUBECONFIG or ~/.kube/config) and not in a cluster: not probed"
 		return r
@@ -73,7 +74,7 @@ func probeKubernetes(ctx context.Context, s Settings) kubeReport {
 	}
 	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
-	rep := kubernetes.Probe(ctx, kubeConfig(s, false), probeNetwork)
+	rep := kubernetes.Probe(ctx, optionsOf(s).KubernetesConfig(), probeNetwork)
 	r.Server, r.Version, r.Namespace, r.RuntimeClasses, r.Network = rep.Server, rep.Version, rep.Namespace, rep.RuntimeClasses, rep.Network
 	if rep.Err != nil {
 		r.Error = rep.Err.Error()
@@ -161,7 +162,7 @@ the cluster is never a failed probe).`,
 				rep.Adapters = append(rep.Adapters, describeAdapter(ctx, s, name))
 			}
 			rep.LocalIsolation = local.Probe()
-			rep.OCIRuntimes = oci.Probe(ctx, ociConfig(s, false))
+			rep.OCIRuntimes = oci.Probe(ctx, optionsOf(s).OCIConfig())
 			rep.Kubernetes = probeKubernetes(ctx, s)
 			if asJSON {
 				if err := printJSON(std, rep); err != nil {
@@ -298,26 +299,26 @@ func printOCIRuntimes(std Streams, reps []oci.RuntimeReport) {
 
 // allAdapterNames lists the adapters of this build and those of the contract it lacks.
 func allAdapterNames() []string {
-	names := backendNames()
-	for n := range plannedBackends {
+	names := adapterNames()
+	for n := range plannedAdapters {
 		names = append(names, n)
 	}
 	return sortedUnique(names)
 }
 
 func describeAdapter(ctx context.Context, s Settings, name string) adapterReport {
-	b, ok := lookupBackend(name)
-	if !ok {
-		return adapterReport{Name: name, Error: plannedBackends[name]}
+	if !knownAdapter(name) {
+		return adapterReport{Name: name, Error: plannedAdapters[name]}
 	}
-	r := adapterReport{Name: name, Available: true, Enforces: b.enforces}
+	a, _ := lifecycle.Lookup(name) // a test binary's adapter enforces nothing it could say
+	r := adapterReport{Name: name, Available: true, Enforces: a.Enforces}
 	if name == "kubernetes" && s.Adapter != name {
 		r.NotProbed = "no probe pod without --adapter kubernetes (the cluster is described below)"
 		return r
 	}
 	probe := s
 	probe.Root = "" // local: a temporary workspace, removed by Stop
-	sb, err := b.open(ctx, probe)
+	sb, err := openEphemeral(ctx, probe)
 	if err != nil {
 		r.Error = err.Error()
 		return r

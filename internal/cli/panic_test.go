@@ -25,7 +25,7 @@ import (
 
 func TestMain(m *testing.M) {
 	// A test-only adapter, in the table for this test binary only.
-	backends["panicky"] = panickyBackend
+	testAdapters["panicky"] = openPanicky
 	os.Exit(m.Run())
 }
 
@@ -51,17 +51,14 @@ func (p panicky) StatFile(ctx context.Context, path string) (adapter.FileInfo, e
 	return p.Sandbox.StatFile(ctx, path)
 }
 
-var panickyBackend = func() backend {
-	b := memoryBackend
-	b.open = func(ctx context.Context, s Settings) (adapter.Sandbox, error) {
-		sb, err := memory.New(memory.Config{})
-		if err != nil {
-			return nil, err
-		}
-		return panicky{sb}, nil
+// openPanicky opens a panicky sandbox.
+func openPanicky(ctx context.Context) (adapter.Sandbox, error) {
+	sb, err := memory.New(memory.Config{})
+	if err != nil {
+		return nil, err
 	}
-	return b
-}()
+	return panicky{sb}, nil
+}
 
 // runMain runs the CLI in this process with stdin and returns its exit status, stdout and stderr.
 func runMain(t *testing.T, stdin string, args ...string) (code int, stdout, stderr string) {

@@ -8,7 +8,7 @@ import (
 
 	"github.com/sandboxer/sandboxer/errs"
 	"github.com/sandboxer/sandboxer/internal/progress"
-	"github.com/sandboxer/sandboxer/internal/state"
+	"github.com/sandboxer/sandboxer/lifecycle"
 	"github.com/sandboxer/sandboxer/sync/filesync"
 	"github.com/sandboxer/sandboxer/sync/hoststore"
 	"github.com/sandboxer/sandboxer/tools"
@@ -88,16 +88,16 @@ func hydrateRoot(ctx context.Context, s Settings, sess *session, warn io.Writer)
 	return &workSync{fsync: fsync, name: name, close: func() { store.Close() }}, nil
 }
 
-// seedRoot copies --root (vetted) into the new long-lived container sandbox rec (sandbox create --root):
+// seedRoot copies --root (vetted) into the new long-lived container sandbox id (sandbox create --root):
 // the same copy as a one-shot call's (hydrateRoot), made once. What the sandbox's calls change
 // stays in it: nothing is synced back (a --store is the way to have both ways).
-func seedRoot(ctx context.Context, s Settings, b backend, st state.Dir, rec state.Record, warn io.Writer) error {
-	sb, err := b.attach(ctx, s, st, rec)
+func seedRoot(ctx context.Context, s Settings, mgr *lifecycle.Manager, id string, warn io.Writer) error {
+	ls, err := mgr.Attach(ctx, id, optionsOf(s))
 	if err != nil {
 		return err
 	}
-	defer b.detach(context.WithoutCancel(ctx), sb)
-	w, err := hydrateRoot(ctx, s, &session{Sandbox: sb}, warn)
+	defer ls.Detach(context.WithoutCancel(ctx))
+	w, err := hydrateRoot(ctx, s, &session{Sandbox: ls.Sandbox}, warn)
 	if err != nil {
 		return err
 	}

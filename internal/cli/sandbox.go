@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,7 +12,7 @@ import (
 
 	"github.com/sandboxer/sandboxer/adapter"
 	"github.com/sandboxer/sandboxer/errs"
-	"github.com/sandboxer/sandboxer/internal/state"
+	"github.com/sandboxer/sandboxer/lifecycle"
 )
 
 func newSandboxCmd(std Streams) *cobra.Command {
@@ -51,8 +52,7 @@ func newSandboxCreateCmd(std Streams) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			b, ok := lookupBackend(s.Adapter)
-			if !ok {
+			if !knownAdapter(s.Adapter) {
 				return usage(unknownAdapter(s.Adapter))
 			}
 			seed := rootCopyAdapters[s.Adapter] && c.Flags().Changed(keyRoot)
@@ -61,26 +61,18 @@ func newSandboxCreateCmd(std Streams) *cobra.Command {
 					return err
 				}
 			}
-			st := state.Open(s.StateDir)
-			rec := state.Record{ID: state.NewID(), Adapter: s.Adapter, CreatedAt: time.Now().UTC()}
-			if s.Adapter == "docker" {
-				rec.Image = s.Image
-			}
-			if err := b.create(c.Context(), s, st, &rec); err != nil {
-				_ = st.Delete(rec.ID)
+			mgr, o := lifecycle.NewManager(s.StateDir), optionsOf(s)
+			rec, err := mgr.Create(c.Context(), o)
+			if err != nil {
+				err = inCLIWords(err)
 				if errors.Is(err, errs.InvalidInput) {
 					return usage(err)
 				}
 				return err
 			}
-			if err := st.Save(rec); err != nil {
-				_ = b.destroy(c.Context(), s, rec)
-				return err
-			}
 			if seed {
-				if err := seedRoot(c.Context(), s, b, st, rec, std.Err); err != nil {
-					_ = b.destroy(c.Context(), s, rec)
-					_ = st.Delete(rec.ID)
+				if err := seedRoot(c.Context(), s, mgr, rec.ID, std.Err); err != nil {
+					discardSandbox(c.Context(), mgr, rec.ID, o)
 					return err
 				}
 			}
@@ -102,20 +94,18 @@ func newSandboxLsCmd(std Streams) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			recs, err := state.Open(s.StateDir).List()
+			mgr, o := lifecycle.NewManager(s.StateDir), optionsOf(s)
+			recs, err := mgr.List()
 			if err != nil {
 				return err
 			}
 			type row struct {
-				state.Record
+				lifecycle.Record
 				Alive bool `json:"alive"`
 			}
 			rows := make([]row, 0, len(recs))
 			for _, r := range recs {
-				alive := false
-				if b, ok := lookupBackend(r.Adapter); ok {
-					alive, _ = b.alive(c.Context(), s, r)
-				}
+				alive, _ := mgr.Alive(c.Context(), r, o) // false for an adapter this build lacks
 				rows = append(rows, row{Record: r, Alive: alive})
 			}
 			if asJSON {
@@ -157,7 +147,7 @@ func newSandboxRmCmd(std Streams) *cobra.Command {
 				return usage(errors.New("sandbox rm: want at least one sandbox id"))
 			}
 			for _, id := range args {
-				if err := state.CheckID(id); err != nil {
+				if err := lifecycle.CheckID(id); err != nil {
 					return usage(err)
 				}
 			}
@@ -168,10 +158,10 @@ func newSandboxRmCmd(std Streams) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			st := state.Open(s.StateDir)
+			mgr, o := lifecycle.NewManager(s.StateDir), optionsOf(s)
 			var failed []error
 			for _, id := range args {
-				if err := removeSandbox(c, s, st, id); err != nil {
+				if err := mgr.Remove(c.Context(), id, o); err != nil {
 					failed = append(failed, err)
 					continue
 				}
@@ -184,17 +174,12 @@ func newSandboxRmCmd(std Streams) *cobra.Command {
 	return c
 }
 
-func removeSandbox(c *cobra.Command, s Settings, st state.Dir, id string) error {
-	rec, err := st.Get(id)
-	if err != nil {
-		return err
+// discardSandbox removes the sandbox id that a failed call made: destroyed, and its record gone
+// even when its backing could not be destroyed.
+func discardSandbox(ctx context.Context, mgr *lifecycle.Manager, id string, o lifecycle.Options) {
+	if err := mgr.Remove(context.WithoutCancel(ctx), id, o); err != nil {
+		_ = mgr.Forget(id)
 	}
-	if b, ok := lookupBackend(rec.Adapter); ok {
-		if err := b.destroy(c.Context(), s, rec); err != nil && !errors.Is(err, errs.NotFound) {
-			return fmt.Errorf("sandbox %s: %w", id, err)
-		}
-	}
-	return st.Delete(id)
 }
 
 func newSandboxPruneCmd(std Streams) *cobra.Command {
@@ -207,41 +192,19 @@ func newSandboxPruneCmd(std Streams) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			st := state.Open(s.StateDir)
-			recs, err := st.List()
-			if err != nil {
-				return err
+			// What crashed processes left behind (ephemeral containers), where the adapter is
+			// reachable, then the records whose backing is gone.
+			rep, err := lifecycle.NewManager(s.StateDir).Prune(c.Context(), optionsOf(s))
+			for _, w := range rep.Warnings {
+				fmt.Fprintf(std.Err, "sandboxer: warning: %v\n", w)
 			}
-			// What crashed processes left behind (ephemeral containers), when the backend is
-			// reachable.
-			for _, name := range backendNames() {
-				b := backends[name]
-				if b.prune == nil {
-					continue
-				}
-				ids, err := b.prune(c.Context(), s)
-				if err != nil && !errors.Is(err, errs.SandboxUnavailable) {
-					fmt.Fprintf(std.Err, "sandboxer: warning: %s prune: %v\n", name, err)
-				}
-				for _, id := range ids {
-					fmt.Fprintf(std.Out, "%s:%s\n", name, id)
-				}
+			for _, l := range rep.Leftovers {
+				fmt.Fprintf(std.Out, "%s:%s\n", l.Adapter, l.ID)
 			}
-			for _, r := range recs {
-				b, ok := lookupBackend(r.Adapter)
-				if !ok {
-					continue // an adapter this build lacks: leave its sandboxes alone
-				}
-				alive, err := b.alive(c.Context(), s, r)
-				if err != nil || alive {
-					continue
-				}
-				if err := removeSandbox(c, s, st, r.ID); err != nil {
-					return err
-				}
-				fmt.Fprintln(std.Out, r.ID)
+			for _, id := range rep.Removed {
+				fmt.Fprintln(std.Out, id)
 			}
-			return nil
+			return err
 		}),
 	}
 	addStateFlags(c)
@@ -256,7 +219,7 @@ func newSandboxForkCmd(std Streams) *cobra.Command {
 			if err := exactArgs(1)(c, args); err != nil {
 				return err
 			}
-			return usage(state.CheckID(args[0]))
+			return usage(lifecycle.CheckID(args[0]))
 		},
 		RunE: runE(func(c *cobra.Command, args []string) error {
 			s, err := settingsOf(c)
@@ -269,18 +232,9 @@ func newSandboxForkCmd(std Streams) *cobra.Command {
 				return err
 			}
 			defer sess.Close()
-			b, _ := lookupBackend(sess.Record.Adapter)
-			st := state.Open(s.StateDir)
-			rec := *sess.Record
-			rec.ID, rec.ForkOf, rec.CreatedAt, rec.Workspace, rec.Backend = state.NewID(), sess.Record.ID, time.Now().UTC(), "", ""
-			rep, err := b.fork(c.Context(), s, st, sess.Sandbox, &rec)
+			rec, rep, err := lifecycle.NewManager(s.StateDir).Fork(c.Context(), sess.lasting, optionsOf(s))
 			if err != nil {
-				_ = st.Delete(rec.ID)
-				return err
-			}
-			if err := st.Save(rec); err != nil {
-				_ = b.destroy(c.Context(), s, rec)
-				return err
+				return inCLIWords(err)
 			}
 			return printJSON(std, struct {
 				ID string `json:"id"`

@@ -5,7 +5,9 @@ package testenv
 
 import (
 	"os"
+	"os/exec"
 	"strings"
+	"testing"
 )
 
 // Required reports whether SANDBOXER_TEST_REQUIRE names name.
@@ -16,4 +18,21 @@ func Required(name string) bool {
 		}
 	}
 	return false
+}
+
+// NeedOCIRuntime skips t when the oci adapter cannot run under the runtime rt here (not on PATH,
+// or not root), or fails it where SANDBOXER_TEST_REQUIRE names oci.
+func NeedOCIRuntime(t testing.TB, rt string) {
+	t.Helper()
+	_, err := exec.LookPath(rt)
+	if err == nil && os.Geteuid() != 0 {
+		err = os.ErrPermission
+	}
+	if err == nil {
+		return
+	}
+	if Required("oci") {
+		t.Fatalf("OCI runtime %s not usable: %v", rt, err)
+	}
+	t.Skipf("OCI runtime %s not usable (SANDBOXER_TEST_REQUIRE=oci fails instead): %v", rt, err)
 }

@@ -1,15 +1,4 @@
-// Package state owns the CLI's records of long-lived sandboxes in the state directory, so that
-// `sandboxer sandbox create` in one process and `sandboxer tool --sandbox ID` in another find the
-// same sandbox.
-//
-// Layout under the state directory:
-//
-//	sandboxes/<id>/sandbox.json   the Record
-//	sandboxes/<id>/workspace/     the workspace of a local sandbox
-//
-// Ids are generated here ("sbx-" and 12 hex digits) and validated on every lookup, so an id given on
-// the command line can never name a path outside the state directory.
-package state
+package lifecycle
 
 import (
 	"crypto/rand"
@@ -26,26 +15,27 @@ import (
 	"github.com/sandboxer/sandboxer/errs"
 )
 
-// Record describes one long-lived sandbox.
+// Record describes one long-lived sandbox: what Manager keeps in STATE/sandboxes/ID/sandbox.json
+// to find it again from another process.
 type Record struct {
 	ID        string    `json:"id"`
 	Adapter   string    `json:"adapter"`
-	Workspace string    `json:"workspace,omitempty"` // local: the workspace directory
+	Workspace string    `json:"workspace,omitempty"` // local: the workspace directory; oci: the container's on the host; kubernetes: in the pod
 	Image     string    `json:"image,omitempty"`     // docker, kubernetes, oci: the image it was created from
 	Backend   string    `json:"backend,omitempty"`   // the adapter's own id (docker: the container)
 	Namespace string    `json:"namespace,omitempty"` // kubernetes: the namespace of its pod
-	ForkOf    string    `json:"forkOf,omitempty"`
+	ForkOf    string    `json:"forkOf,omitempty"`    // the id of the sandbox it was forked from
 	CreatedAt time.Time `json:"createdAt"`
 }
 
-// Dir is a state directory.
-type Dir struct{ root string }
-
-// Open returns the state directory at root (created lazily by Save).
-func Open(root string) Dir { return Dir{root: root} }
-
-// Root returns the state directory's path.
-func (d Dir) Root() string { return d.root }
+// records is the records part of a state directory:
+//
+//	sandboxes/<id>/sandbox.json   the Record
+//	sandboxes/<id>/workspace/     the workspace of a local sandbox
+//
+// Ids are generated here (NewID) and checked on every lookup (CheckID), so an id given on a
+// command line can never name a path outside the directory.
+type records struct{ root string }
 
 // NewID returns a fresh sandbox id.
 func NewID() string {
@@ -79,18 +69,18 @@ func validID(id string) bool {
 	return true
 }
 
-// SandboxDir returns the directory of sandbox id.
-func (d Dir) SandboxDir(id string) string { return filepath.Join(d.root, "sandboxes", id) }
+// sandboxDir returns the directory of sandbox id.
+func (d records) sandboxDir(id string) string { return filepath.Join(d.root, "sandboxes", id) }
 
-// WorkspaceDir returns where a local sandbox id keeps its workspace.
-func (d Dir) WorkspaceDir(id string) string { return filepath.Join(d.SandboxDir(id), "workspace") }
+// workspaceDir returns where a local sandbox id keeps its workspace.
+func (d records) workspaceDir(id string) string { return filepath.Join(d.sandboxDir(id), "workspace") }
 
-// Save writes r atomically, creating its directory. Errors: an invalid id, or I/O.
-func (d Dir) Save(r Record) error {
+// save writes r atomically, creating its directory. Errors: an invalid id, or I/O.
+func (d records) save(r Record) error {
 	if err := CheckID(r.ID); err != nil {
 		return err
 	}
-	dir := d.SandboxDir(r.ID)
+	dir := d.sandboxDir(r.ID)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("state: %w", err)
 	}
@@ -114,13 +104,13 @@ func (d Dir) Save(r Record) error {
 	return nil
 }
 
-// Get returns the record of id. Errors: errs.InvalidInput for a malformed id, errs.NotFound when
+// get returns the record of id. Errors: errs.InvalidInput for a malformed id, errs.NotFound when
 // there is no such sandbox, or I/O and decoding errors.
-func (d Dir) Get(id string) (Record, error) {
+func (d records) get(id string) (Record, error) {
 	if err := CheckID(id); err != nil {
 		return Record{}, err
 	}
-	b, err := os.ReadFile(filepath.Join(d.SandboxDir(id), "sandbox.json"))
+	b, err := os.ReadFile(filepath.Join(d.sandboxDir(id), "sandbox.json"))
 	if errors.Is(err, fs.ErrNotExist) {
 		return Record{}, errs.New(errs.NotFound, "sandbox", "", "no sandbox %q in %s", id, d.root)
 	}
@@ -137,8 +127,8 @@ func (d Dir) Get(id string) (Record, error) {
 	return r, nil
 }
 
-// List returns every record, oldest first. A directory without a readable record is skipped.
-func (d Dir) List() ([]Record, error) {
+// list returns every record, oldest first. A directory without a readable record is skipped.
+func (d records) list() ([]Record, error) {
 	ents, err := os.ReadDir(filepath.Join(d.root, "sandboxes"))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -151,7 +141,7 @@ func (d Dir) List() ([]Record, error) {
 		if !e.IsDir() || CheckID(e.Name()) != nil {
 			continue
 		}
-		r, err := d.Get(e.Name())
+		r, err := d.get(e.Name())
 		if err != nil {
 			continue
 		}
@@ -166,12 +156,12 @@ func (d Dir) List() ([]Record, error) {
 	return out, nil
 }
 
-// Delete removes the record of id and its directory (the local workspace with it). Errors as Get.
-func (d Dir) Delete(id string) error {
+// delete removes the record of id and its directory (the local workspace with it). Errors as Get.
+func (d records) delete(id string) error {
 	if err := CheckID(id); err != nil {
 		return err
 	}
-	dir := d.SandboxDir(id)
+	dir := d.sandboxDir(id)
 	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
 		return errs.New(errs.NotFound, "sandbox", "", "no sandbox %q in %s", id, d.root)
 	}

@@ -1,4 +1,4 @@
-package state_test
+package lifecycle
 
 import (
 	"errors"
@@ -14,56 +14,55 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sandboxer/sandboxer/errs"
-	"github.com/sandboxer/sandboxer/internal/state"
 )
 
 func TestRecordsRoundTrip(t *testing.T) {
 	t.Parallel()
-	d := state.Open(t.TempDir())
-	recs, err := d.List()
+	d := records{root: t.TempDir()}
+	recs, err := d.list()
 	require.NoError(t, err)
 	assert.Empty(t, recs, "a missing state directory lists nothing")
 
-	a := state.Record{ID: state.NewID(), Adapter: "local", Workspace: "/w", CreatedAt: time.Unix(1, 0).UTC()}
-	b := state.Record{ID: state.NewID(), Adapter: "docker", Backend: "x", CreatedAt: time.Unix(2, 0).UTC()}
+	a := Record{ID: NewID(), Adapter: "local", Workspace: "/w", CreatedAt: time.Unix(1, 0).UTC()}
+	b := Record{ID: NewID(), Adapter: "docker", Backend: "x", CreatedAt: time.Unix(2, 0).UTC()}
 	require.NotEqual(t, a.ID, b.ID)
-	require.NoError(t, d.Save(b))
-	require.NoError(t, d.Save(a))
-	got, err := d.Get(a.ID)
+	require.NoError(t, d.save(b))
+	require.NoError(t, d.save(a))
+	got, err := d.get(a.ID)
 	require.NoError(t, err)
 	assert.Equal(t, a, got)
-	recs, err = d.List()
+	recs, err = d.list()
 	require.NoError(t, err)
-	assert.Equal(t, []state.Record{a, b}, recs, "oldest first")
+	assert.Equal(t, []Record{a, b}, recs, "oldest first")
 
-	require.NoError(t, d.Delete(a.ID))
-	_, err = d.Get(a.ID)
+	require.NoError(t, d.delete(a.ID))
+	_, err = d.get(a.ID)
 	assert.True(t, errors.Is(err, errs.NotFound))
-	assert.True(t, errors.Is(d.Delete(a.ID), errs.NotFound))
+	assert.True(t, errors.Is(d.delete(a.ID), errs.NotFound))
 }
 
 func TestHostileIDs(t *testing.T) {
 	t.Parallel()
 	root := t.TempDir()
-	d := state.Open(filepath.Join(root, "state"))
+	d := records{root: filepath.Join(root, "state")}
 	victim := filepath.Join(root, "victim")
 	require.NoError(t, os.MkdirAll(victim, 0o755))
 	for _, id := range []string{"", "..", "../victim", "../../etc", "a/b", "/abs", "UPPER", "sp ace", "x\x00y", ".hidden",
 		"a-very-long-id-that-goes-on-and-on-and-on-and-on-and-on-and-on-and-on"} {
-		assert.True(t, errors.Is(state.CheckID(id), errs.InvalidInput), "id %q", id)
-		_, err := d.Get(id)
+		assert.True(t, errors.Is(CheckID(id), errs.InvalidInput), "id %q", id)
+		_, err := d.get(id)
 		assert.True(t, errors.Is(err, errs.InvalidInput), "Get %q", id)
-		assert.True(t, errors.Is(d.Delete(id), errs.InvalidInput), "Delete %q", id)
-		assert.True(t, errors.Is(d.Save(state.Record{ID: id}), errs.InvalidInput), "Save %q", id)
+		assert.True(t, errors.Is(d.delete(id), errs.InvalidInput), "Delete %q", id)
+		assert.True(t, errors.Is(d.save(Record{ID: id}), errs.InvalidInput), "Save %q", id)
 	}
 	_, err := os.Stat(victim)
 	require.NoError(t, err, "nothing outside the state directory was removed")
 
 	// A record whose file names another id is refused.
-	id := state.NewID()
-	require.NoError(t, d.Save(state.Record{ID: id, Adapter: "local"}))
-	require.NoError(t, os.WriteFile(filepath.Join(d.SandboxDir(id), "sandbox.json"), []byte(`{"id":"sbx-000000000000"}`), 0o644))
-	_, err = d.Get(id)
+	id := NewID()
+	require.NoError(t, d.save(Record{ID: id, Adapter: "local"}))
+	require.NoError(t, os.WriteFile(filepath.Join(d.sandboxDir(id), "sandbox.json"), []byte(`{"id":"sbx-000000000000"}`), 0o644))
+	_, err = d.get(id)
 	assert.Error(t, err)
 }
 
@@ -85,7 +84,7 @@ func TestCheckIDAgreesWithPattern(t *testing.T) {
 	}
 	for _, id := range cases {
 		want := pattern.MatchString(id)
-		err := state.CheckID(id)
+		err := CheckID(id)
 		if want {
 			assert.NoError(t, err, "id %q", id)
 		} else {
