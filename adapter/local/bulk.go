@@ -8,6 +8,7 @@ import (
 	"os"
 	"path"
 	"strconv"
+	"sync"
 	"sync/atomic"
 
 	"golang.org/x/sys/unix"
@@ -63,6 +64,13 @@ func (s sourceReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// copyBuffers are the buffers of streamed writes.
+var copyBuffers = sync.Pool{New: func() any { b := make([]byte, 1<<20); return &b }}
+
+// writerOnly hides the file's ReadFrom, whose fallback for a reader that is not a file or a
+// socket copies in 32 KiB pieces: io.CopyBuffer then uses the buffer it is given.
+type writerOnly struct{ io.Writer }
+
 // writeFrom writes what src yields to name in d, atomically (writeAt's contract); a failed read
 // of src leaves name as it was and returns src's error.
 func (s *Sandbox) writeFrom(d *os.File, op, p, name string, src io.Reader) (int64, error) {
@@ -93,7 +101,16 @@ func (s *Sandbox) writeFrom(d *os.File, op, p, name string, src io.Reader) (int6
 			return 0, mapErr(op, p, err)
 		}
 		f := os.NewFile(uintptr(tfd), tmp)
-		n, werr := io.Copy(f, sourceReader{src})
+		var n int64
+		var werr error
+		if b, ok := src.(*bytes.Reader); ok {
+			n, werr = b.WriteTo(f) // one write of the whole content
+		} else {
+			// A stream (an upload): copied in large pieces, few write calls.
+			buf := copyBuffers.Get().(*[]byte)
+			n, werr = io.CopyBuffer(writerOnly{f}, sourceReader{src}, *buf)
+			copyBuffers.Put(buf)
+		}
 		if err := errors.Join(werr, f.Close()); err != nil {
 			_ = unix.Unlinkat(fd, tmp, 0)
 			var se errSource

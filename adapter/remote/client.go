@@ -30,7 +30,9 @@ type client struct {
 
 func newClient(cfg Config) (*client, error) {
 	c := &client{token: cfg.Token}
-	tr := &http.Transport{MaxIdleConnsPerHost: 64, IdleConnTimeout: 90 * time.Second, TLSClientConfig: cfg.TLS, ForceAttemptHTTP2: false}
+	// Buffers of 64 KiB: uploads and downloads of large files move in fewer, larger writes.
+	tr := &http.Transport{MaxIdleConnsPerHost: 64, IdleConnTimeout: 90 * time.Second, TLSClientConfig: cfg.TLS, ForceAttemptHTTP2: false,
+		WriteBufferSize: 64 << 10, ReadBufferSize: 64 << 10}
 	if path, ok := strings.CutPrefix(cfg.URL, "unix:"); ok {
 		var d net.Dialer
 		c.dial = func(ctx context.Context) (net.Conn, error) { return d.DialContext(ctx, "unix", path) }

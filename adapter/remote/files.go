@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
 	"strconv"
 
 	"github.com/sandboxer/sandboxer/adapter"
@@ -44,11 +45,54 @@ func (s *Sandbox) WriteFileFrom(ctx context.Context, p string, r io.Reader) (int
 	if p == "" {
 		return 0, errs.New(errs.PathInvalid, "write", p, "empty path")
 	}
-	var out api.FileWritten
-	if err := s.c.call(ctx, http.MethodPut, s.path("/files"), url.Values{"path": {p}}, io.NopCloser(r), &out); err != nil {
+	req, err := s.c.request(ctx, http.MethodPut, s.path("/files"), url.Values{"path": {p}}, io.NopCloser(r))
+	if err != nil {
 		return 0, err
 	}
+	// A known size goes as Content-Length (a body the server reads without chunk framing, and
+	// a file the transport can send with sendfile); else the body is chunked.
+	if n, ok := sizeOf(r); ok {
+		req.ContentLength = n
+		if n == 0 {
+			req.Body = http.NoBody
+		}
+	}
+	resp, _, err := s.c.do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	var out api.FileWritten
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+		return 0, s.readErr(ctx, err)
+	}
 	return out.Size, nil
+}
+
+// sizeOf is how many bytes r has left to yield, where r can tell: a regular file (from its
+// offset), an in-memory reader, a section.
+func sizeOf(r io.Reader) (int64, bool) {
+	switch v := r.(type) {
+	case *os.File:
+		fi, err := v.Stat()
+		if err != nil || !fi.Mode().IsRegular() {
+			return 0, false
+		}
+		off, err := v.Seek(0, io.SeekCurrent)
+		if err != nil {
+			return 0, false
+		}
+		return fi.Size() - off, true
+	case interface{ Len() int }: // bytes.Reader, strings.Reader, bytes.Buffer
+		return int64(v.Len()), true
+	case *io.SectionReader:
+		off, err := v.Seek(0, io.SeekCurrent)
+		if err != nil {
+			return 0, false
+		}
+		return v.Size() - off, true
+	}
+	return 0, false
 }
 
 // ToolCall is the journal position of a tool call (docs/api.md, "Tool calls"); zero values are
