@@ -327,18 +327,23 @@ func (a *apiServer) process(r *http.Request) (adapter.Process, func(), error) {
 	return nil, nil, err
 }
 
-func (a *apiServer) getProcess(w http.ResponseWriter, r *http.Request) error {
-	p, release, err := a.process(r)
-	if err != nil {
-		return err
-	}
-	defer release()
+// writeState answers the process's state now.
+func writeState(w http.ResponseWriter, r *http.Request, p adapter.Process) error {
 	ps, err := p.State(r.Context())
 	if err != nil {
 		return err
 	}
 	writeJSON(w, http.StatusOK, ps)
 	return nil
+}
+
+func (a *apiServer) getProcess(w http.ResponseWriter, r *http.Request) error {
+	p, release, err := a.process(r)
+	if err != nil {
+		return err
+	}
+	defer release()
+	return writeState(w, r, p)
 }
 
 // processOutput answers the output after ?since=OFFSET (at most ?limit= bytes), or with
@@ -461,12 +466,7 @@ func (a *apiServer) processSignal(w http.ResponseWriter, r *http.Request) error 
 	if err := p.Signal(r.Context(), req.Signal); err != nil {
 		return err
 	}
-	ps, err := p.State(r.Context())
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, ps)
-	return nil
+	return writeState(w, r, p)
 }
 
 // processWait waits for the process to exit, at most ?timeoutMs= (then it answers its state,
