@@ -167,8 +167,7 @@ func TestPythonTLS(t *testing.T) {
 	cert, key := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
 	selfSigned(t, cert, key)
 	srv := servetest.Start(t, "--adapter", "local", "--tls-cert", cert, "--tls-key", key)
-	url := "https://" + strings.TrimPrefix(srv.URL, "http://")
-	pytest(t, url, []string{"SSL_CERT_FILE=" + cert}, "tests/test_files.py", "tests/test_processes.py", "tests/test_ports.py")
+	pytest(t, srv.URL, []string{"SSL_CERT_FILE=" + cert}, "tests/test_files.py", "tests/test_processes.py", "tests/test_ports.py")
 }
 
 // selfSigned writes a certificate for 127.0.0.1 that is its own authority, and its key.

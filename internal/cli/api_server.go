@@ -153,7 +153,8 @@ func (a *apiServer) routes() {
 // ServeHTTP routes a request. A path that is not clean ("..", "//") is refused here: the mux
 // would answer it with a redirect in HTML.
 func (a *apiServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if p := r.URL.Path; p == "" || path.Clean(p) != p {
+	// The escaped path: "%2F" inside a segment (an id a client escaped) is not a separator.
+	if p := r.URL.EscapedPath(); p == "" || path.Clean(p) != p {
 		writeError(w, errs.New(errs.NotFound, "", "", "%s %q: no such endpoint (paths are clean: no \"..\", \"//\" or trailing \"/\")", r.Method, p))
 		return
 	}
