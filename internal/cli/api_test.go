@@ -352,17 +352,19 @@ func TestAPILifetime(t *testing.T) {
 	ta := newTestAPI(t, []string{"--adapter", "local"})
 	zero := int64(0)
 	idle := int64(1)
-	byTTL := ta.create("", api.CreateRequest{TTLSeconds: 1, IdleTimeoutSeconds: &zero})
-	byIdle := ta.create("", api.CreateRequest{TTLSeconds: 600, IdleTimeoutSeconds: &idle})
-	kept := ta.create("", api.CreateRequest{TTLSeconds: 2, IdleTimeoutSeconds: &zero})
 	ws := func(id string) string {
 		return filepath.Join(ta.a.opt.Base.StateDir, "serve", "sandboxes", id)
 	}
-	for _, id := range []string{byTTL.ID, byIdle.ID, kept.ID} {
-		require.DirExists(t, ws(id))
-	}
+	// kept: 5 s to live, extended at once to 10 minutes; checked 6 s after its creation.
+	created := time.Now()
+	kept := ta.create("", api.CreateRequest{TTLSeconds: 5, IdleTimeoutSeconds: &zero})
 	status, data := ta.do("POST", "/v1/sandboxes/"+kept.ID+"/extend", "", api.ExtendRequest{TTLSeconds: 600})
 	require.Equal(t, http.StatusOK, status, "%s", data)
+	require.DirExists(t, ws(kept.ID))
+	// The other two may be gone by the time they are looked at (a slow machine): each was
+	// created (201), and is then gone with its workspace.
+	byTTL := ta.create("", api.CreateRequest{TTLSeconds: 1, IdleTimeoutSeconds: &zero})
+	byIdle := ta.create("", api.CreateRequest{TTLSeconds: 600, IdleTimeoutSeconds: &idle})
 	gone := func(id string) bool {
 		status, _ := ta.do("GET", "/v1/sandboxes/"+id, "", nil)
 		_, err := os.Stat(ws(id))
@@ -375,9 +377,10 @@ func TestAPILifetime(t *testing.T) {
 		return os.IsNotExist(err)
 	}, 15*time.Second, 100*time.Millisecond, "idle")
 	assert.True(t, gone(byIdle.ID))
-	time.Sleep(2500 * time.Millisecond) // past kept's first TTL
+	time.Sleep(time.Until(created.Add(6 * time.Second))) // past kept's first TTL
 	status, _ = ta.do("GET", "/v1/sandboxes/"+kept.ID, "", nil)
 	assert.Equal(t, http.StatusOK, status, "extended")
+	assert.DirExists(t, ws(kept.ID))
 	assert.Contains(t, ta.log.String(), "expired")
 }
 
