@@ -9,6 +9,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"io"
 	"math/big"
 	"net"
 	"os"
@@ -82,21 +83,19 @@ func TestTLSWithTokens(t *testing.T) {
 	assert.Equal(t, []byte{0, 1, 2, 255}, data)
 
 	// A port through the upgrade, over TLS.
-	p, err := sb.Start(ctx, adapter.Command{Args: []string{"sh", "-c", "busybox nc -l -p 7001 -e echo pong || busybox nc -lp 7001 -e echo pong"}})
-	if err == nil {
-		defer p.Signal(ctx, "KILL")
-		var conn net.Conn
-		require.Eventually(t, func() bool {
-			conn, err = sb.DialPort(ctx, 7001)
-			return err == nil
-		}, 10*time.Second, 50*time.Millisecond)
-		buf := make([]byte, 5)
-		_, err = conn.Read(buf)
-		conn.Close()
-		if err == nil {
-			assert.Equal(t, "pong\n", string(buf))
-		}
-	}
+	p, err := sb.Start(ctx, adapter.Command{Args: []string{"busybox", "nc", "-l", "-p", "7001", "-e", "echo", "pong"}})
+	require.NoError(t, err)
+	defer p.Signal(ctx, "KILL")
+	var conn net.Conn
+	require.Eventually(t, func() bool {
+		conn, err = sb.DialPort(ctx, 7001)
+		return err == nil
+	}, 10*time.Second, 50*time.Millisecond)
+	buf := make([]byte, 5)
+	_, err = io.ReadFull(conn, buf)
+	conn.Close()
+	require.NoError(t, err)
+	assert.Equal(t, "pong\n", string(buf))
 
 	_, err = remote.New(ctx, remote.Config{URL: srv.URL, Token: "sbx_wrong", TLS: &tls.Config{RootCAs: pool}})
 	assert.ErrorIs(t, err, errs.Code("UNAUTHORIZED"))

@@ -29,12 +29,7 @@ import (
 // Sandboxer-Attempt headers, its key from Idempotency-Key; with tokens, the run id is recorded as
 // "TOKEN/RUN", so one token's runs never continue another's.
 func (a *apiServer) callTool(w http.ResponseWriter, r *http.Request) error {
-	var tool *tools.Tool
-	for _, t := range tools.All() {
-		if t.Name() == r.PathValue("tool") {
-			tool = t
-		}
-	}
+	tool := tools.Lookup(r.PathValue("tool"))
 	if tool == nil {
 		return errs.New(errs.NotFound, "", "", "no tool %q (want one of %v)", r.PathValue("tool"), toolNames())
 	}

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -290,7 +291,7 @@ func createSettings(req api.CreateRequest, base Settings) (Settings, error) {
 		s.Image, s.KubernetesImage = req.Image, req.Image
 	}
 	if req.Runtime != "" {
-		if !containsString(oci.Runtimes, req.Runtime) {
+		if !slices.Contains(oci.Runtimes, req.Runtime) {
 			return s, badRequest("runtime %q: want one of %v", req.Runtime, oci.Runtimes)
 		}
 		s.Runtime = req.Runtime
@@ -337,15 +338,6 @@ func createSettings(req api.CreateRequest, base Settings) (Settings, error) {
 		return s, badRequest("idleTimeoutSeconds must not be negative (0: none)")
 	}
 	return s, nil
-}
-
-func containsString(list []string, v string) bool {
-	for _, x := range list {
-		if x == v {
-			return true
-		}
-	}
-	return false
 }
 
 // lifetime is a sandbox's TTL: the request's, else the server's default, never more than the
