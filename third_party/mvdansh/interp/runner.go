@@ -1659,7 +1659,18 @@ func (r *Runner) redir(ctx context.Context, rd *syntax.Redirect) (io.Closer, err
 		}
 		r.setFd(fdOr(0), fdEntry{r: stdin})
 	case syntax.RdrInOut:
-		stdin, err := newStdinFile(f)
+		// A reader that is not an [*os.File] is copied into a pipe by a
+		// goroutine as soon as it is opened; reading it through its own
+		// offset keeps that copy from moving the offset that writes use
+		// (echo b 1<>f writes at the start, as in Bash, not after what
+		// the copy happened to read already).
+		in := io.Reader(f)
+		if ra, ok := f.(io.ReaderAt); ok {
+			if _, isFile := f.(*os.File); !isFile {
+				in = io.NewSectionReader(ra, 0, math.MaxInt64)
+			}
+		}
+		stdin, err := newStdinFile(in)
 		if err != nil {
 			return nil, err
 		}
