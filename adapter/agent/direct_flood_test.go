@@ -272,17 +272,22 @@ func TestDirectStreamsKeepOnlyWhatIsAwaited(t *testing.T) {
 		conn.Close()
 	}
 	var spares []net.Conn
+	var closed atomic.Int32
 	for range 20 {
 		conn, err := net.Dial("unix", sock)
 		require.NoError(t, err)
 		defer conn.Close()
-		_, err = conn.Write(header(^uint32(0), 0))
-		require.NoError(t, err)
+		if _, err = conn.Write(header(^uint32(0), 0)); err != nil {
+			// On a loaded machine the headers of earlier spares may still be unread: a connection
+			// over the pending cap is closed before its header is written. Not kept either.
+			require.True(t, errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET), "%v", err)
+			closed.Add(1)
+			continue
+		}
 		spares = append(spares, conn)
 	}
 	// Checked together, each for long enough that a loaded machine does not count a spare as
 	// kept that was only slow to be closed.
-	var closed atomic.Int32
 	var wg sync.WaitGroup
 	for _, conn := range spares {
 		wg.Go(func() {
