@@ -43,6 +43,11 @@ func hostKill(t *testing.T, sb *docker.Sandbox, pid string) {
 	require.NoError(t, err)
 	_, err = c.ExecStart(ctxT(t), cr.ID, client.ExecStartOptions{Detach: true})
 	require.NoError(t, err)
+	// A detached start returns before kill has run: wait for it, or the next call may come first.
+	require.Eventually(t, func() bool {
+		ins, err := c.ExecInspect(ctxT(t), cr.ID, client.ExecInspectOptions{})
+		return err != nil || (ins.PID != 0 && !ins.Running)
+	}, 30*time.Second, 10*time.Millisecond, "kill %s did not end", pid)
 }
 
 func agentPids(t *testing.T, sb adapter.Sandbox) (main, execs []string) {
