@@ -185,7 +185,12 @@ func goEnv(bin string) goCaches {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	var v goCaches
-	out, err := exec.CommandContext(ctx, bin, "env", "-json", "GOCACHE", "GOMODCACHE").Output()
+	cmd := exec.CommandContext(ctx, bin, "env", "-json", "GOCACHE", "GOMODCACHE")
+	// The go command's telemetry starts a daemonized child (its upload, once a day) that outlives
+	// the go command and writes in the caller's home: GO_TELEMETRY_CHILD=2 ("a child of the
+	// child", golang.org/x/telemetry) keeps this look-up from leaving a process behind.
+	cmd.Env = append(os.Environ(), "GO_TELEMETRY_CHILD=2")
+	out, err := cmd.Output()
 	if err == nil {
 		err = json.NewDecoder(bytes.NewReader(out)).Decode(&v)
 	}
