@@ -51,7 +51,7 @@ test("exec: stdin, env, dir, bytes and timeout", async (t) => {
   const dir = await sb.exec({ args: ["ls"], dir: "sub" });
   assert.equal(dir.stdout, "marker\n");
 
-  await assert.rejects(sb.exec({ args: ["sh", "-c", "echo partial; exec sleep 30"], timeoutMs: 300 }), (err) => {
+  await assert.rejects(sb.exec({ args: ["sh", "-c", "echo partial; exec sleep 30"], timeoutMs: 1500 }), (err) => {
     assert.ok(err instanceof SandboxerError);
     assert.equal(err.code, "PROCESS_TIMEOUT");
     assert.equal(err.status, 422);
@@ -78,7 +78,7 @@ test("execStream: chunks as they come, then the result", async (t) => {
   assert.equal(r2.exitCode, 5);
 
   // A timeout ends the stream with the error and the partial result.
-  const late = sb.execStream({ args: ["sh", "-c", "echo before; exec sleep 30"], timeoutMs: 300 });
+  const late = sb.execStream({ args: ["sh", "-c", "echo before; exec sleep 30"], timeoutMs: 1500 });
   const seen = [];
   await assert.rejects(
     (async () => {

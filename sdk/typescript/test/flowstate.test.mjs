@@ -18,7 +18,7 @@ test("executeCommand: non-zero exit, stdout and stderr apart, no throw", async (
 
 test("executeCommand: a timeout is exit code 124 with what was printed", async (t) => {
   const sb = await newSandbox(t);
-  const fs = new FlowStateSandbox(sb, { timeoutMs: 300 });
+  const fs = new FlowStateSandbox(sb, { timeoutMs: 1500 });
   const r = await fs.executeCommand("echo partial; exec sleep 30");
   assert.equal(r.exitCode, TIMEOUT_EXIT_CODE);
   assert.equal(r.stdout, "partial\n");
