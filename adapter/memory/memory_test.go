@@ -4,11 +4,14 @@ import (
 	"context"
 	"os"
 	"path"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/sandboxer/sandboxer/adapter"
 	"github.com/sandboxer/sandboxer/adapter/adaptertest"
 	"github.com/sandboxer/sandboxer/adapter/memory"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -40,3 +43,17 @@ func TestConformance(t *testing.T) {
 }
 
 var _ = os.Getpid
+
+// A descriptor opened with <> writes where Bash's does, at the start of the file, however the
+// goroutine that feeds its read side is scheduled (patch 0025: before it, the copy into that
+// pipe moved the offset the write used, some of the time). Many rounds in one script make the
+// race show when it is there.
+func TestReadWriteRedirectionWritesAtTheStart(t *testing.T) {
+	t.Parallel()
+	sb := newSandbox(t, memory.Config{})
+	const rounds = 300
+	res, err := run(t, sb, `i=0; while [ $i -lt `+strconv.Itoa(rounds)+` ]; do echo aaaa > f; echo b 1<> f; cat f; i=$((i+1)); done`)
+	require.NoError(t, err)
+	require.Equal(t, 0, res.ExitCode, "%s", res.Stderr)
+	assert.Equal(t, strings.Repeat("b\naa\n", rounds), string(res.Stdout))
+}
