@@ -75,6 +75,7 @@ func Run(t *testing.T, h Harness) {
 	t.Run("Files/ListWhileFilesChurn", s.testListWhileFilesChurn)
 	t.Run("Files/KindsAndExecutableBit", s.testKindsAndModes)
 	t.Run("Files/ModeWriter", s.testModeWriter)
+	t.Run("Files/Streamed", s.testStreamed)
 	t.Run("Exec/ExitCodes", s.testExitCodes)
 	t.Run("Exec/SignalExitCode", s.testSignalExit)
 	t.Run("Exec/StreamsApart", s.testStreams)

@@ -15,6 +15,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/sandboxer/sandboxer/adapter/agent/frames"
 )
 
 // FSFlag, the agent's first argument (after -user), runs one file operation of package shellfs
@@ -50,7 +52,7 @@ func ServeFS(root string, args []string, stdin io.Reader, stdout, stderr io.Writ
 	}
 	j := fsJail{root: filepath.Clean(root)}
 	op, a := args[0], args[1:]
-	need := map[string]int{"read": 1, "write": 1, "stat": 1, "symlink": 2, "chmod": 2, "remove": 1, "list": 1, "tarout": 0, "tarin": 0}
+	need := map[string]int{"read": 1, "write": 1, "stat": 1, "symlink": 2, "chmod": 2, "remove": 1, "list": 1, "tarout": 0, "tarin": 0, "put": 1, "open": 1}
 	if n, ok := need[op]; ok && len(a) != n {
 		fmt.Fprintf(stderr, "sandboxer-agent -fs %s: want %d arguments\n", op, n)
 		return fsInvalid
@@ -60,6 +62,10 @@ func ServeFS(root string, args []string, stdin io.Reader, stdout, stderr io.Writ
 		return j.read(a[0], stdout)
 	case "write":
 		return j.write(a[0], stdin)
+	case "put":
+		return j.write(a[0], frames.Decode(stdin))
+	case "open":
+		return j.open(a[0], stdout)
 	case "stat":
 		return j.stat(a[0], stdout)
 	case "symlink":
@@ -160,15 +166,48 @@ func (j fsJail) read(p string, stdout io.Writer) int {
 	if code != 0 {
 		return code
 	}
-	f, err := os.Open(r)
-	if err != nil {
-		return fsNotFound
+	f, _, code := openRegular(r)
+	if code != 0 {
+		return code
 	}
 	defer f.Close()
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
-		return fsNotFound
-	}
 	if _, err := io.Copy(stdout, f); err != nil {
+		return fsIO
+	}
+	return 0
+}
+
+// openRegular opens r for reading when it is a regular file (fsNotFound else). O_NONBLOCK: a
+// FIFO planted in the workspace, or swapped in after a check, does not hang the operation.
+func openRegular(r string) (*os.File, fs.FileInfo, int) {
+	f, err := os.OpenFile(r, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, nil, fsNotFound
+	}
+	fi, err := f.Stat()
+	if err != nil || !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, nil, fsNotFound
+	}
+	return f, fi, 0
+}
+
+// open is read for a stream of unknown length (the agent's own, no script has it): the size of
+// the file opened as a decimal line, then that many bytes of it and no more.
+func (j fsJail) open(p string, stdout io.Writer) int {
+	r, code := j.resolve(p)
+	if code != 0 {
+		return code
+	}
+	f, fi, code := openRegular(r)
+	if code != 0 {
+		return code
+	}
+	defer f.Close()
+	if _, err := fmt.Fprintf(stdout, "%d\n", fi.Size()); err != nil {
+		return fsIO
+	}
+	if _, err := io.Copy(stdout, io.LimitReader(f, fi.Size())); err != nil {
 		return fsIO
 	}
 	return 0
@@ -440,15 +479,11 @@ func (j fsJail) readMany(paths []string, stdout, stderr io.Writer) int {
 
 // addFile writes the regular file r into tw as name.
 func addFile(tw *tar.Writer, r, name string) int {
-	f, err := os.Open(r)
-	if err != nil {
-		return fsIO
+	f, fi, code := openRegular(r)
+	if code != 0 {
+		return fsIO // it passed the check before the tar began: changed since
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return fsIO
-	}
 	h, err := tar.FileInfoHeader(fi, "")
 	if err != nil {
 		return fsIO

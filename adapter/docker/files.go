@@ -2,6 +2,7 @@ package docker
 
 import (
 	"context"
+	"io"
 
 	"github.com/sandboxer/sandboxer/adapter"
 	"github.com/sandboxer/sandboxer/adapter/internal/shellfs"
@@ -72,3 +73,17 @@ func (s *Sandbox) SetExecutable(ctx context.Context, p string, exec bool) error 
 }
 
 var _ adapter.ModeWriter = (*Sandbox)(nil)
+
+// OpenFile opens a regular file as a stream (adapter.FileStreamer): through the agent, of any
+// size; without it (NoAgent), read whole within adapter.ReadLimit(ctx).
+func (s *Sandbox) OpenFile(ctx context.Context, p string) (io.ReadCloser, int64, error) {
+	return s.files().OpenFile(ctx, p)
+}
+
+// WriteFileFrom writes a stream as WriteFile writes data (adapter.FileStreamer): through the
+// agent, framed, so a stream cut short is never committed; without it, read whole first.
+func (s *Sandbox) WriteFileFrom(ctx context.Context, p string, r io.Reader) (int64, error) {
+	return s.files().WriteFileFrom(ctx, p, r)
+}
+
+var _ adapter.FileStreamer = (*Sandbox)(nil)

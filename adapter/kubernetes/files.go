@@ -3,6 +3,7 @@ package kubernetes
 import (
 	"cmp"
 	"context"
+	"io"
 
 	"github.com/sandboxer/sandboxer/adapter"
 	"github.com/sandboxer/sandboxer/adapter/agent"
@@ -73,3 +74,16 @@ func (s *Sandbox) SetExecutable(ctx context.Context, p string, exec bool) error 
 func copyWorkspace(ctx context.Context, src, dst *Sandbox) error {
 	return shellfs.CopyWorkspace(ctx, src.fs(), dst.fs())
 }
+
+// OpenFile opens a regular file as a stream of any size (adapter.FileStreamer).
+func (s *Sandbox) OpenFile(ctx context.Context, p string) (io.ReadCloser, int64, error) {
+	return s.fs().OpenFile(ctx, p)
+}
+
+// WriteFileFrom writes a stream as WriteFile writes data, framed so that a stream cut short is
+// never committed (adapter.FileStreamer).
+func (s *Sandbox) WriteFileFrom(ctx context.Context, p string, r io.Reader) (int64, error) {
+	return s.fs().WriteFileFrom(ctx, p, r)
+}
+
+var _ adapter.FileStreamer = (*Sandbox)(nil)

@@ -8,7 +8,6 @@ import (
 	"os"
 	"path"
 	"strconv"
-	"sync"
 	"sync/atomic"
 
 	"golang.org/x/sys/unix"
@@ -23,7 +22,7 @@ import (
 // which resolves it inside the workspace or refuses it.
 
 // errFinalSymlink says the last component is a symlink: take the slow, link-resolving path.
-var errFinalSymlink = errors.New("final component is a symlink")
+var errFinalSymlink = adapter.ErrFinalSymlink
 
 var tempSeq atomic.Uint64
 
@@ -48,83 +47,12 @@ func (s *Sandbox) writeAt(d *os.File, op, p, name string, data []byte) error {
 	return err
 }
 
-// errSource marks the error of the reader a write copies from (not the file system's).
-type errSource struct{ err error }
-
-func (e errSource) Error() string { return e.err.Error() }
-func (e errSource) Unwrap() error { return e.err }
-
-type sourceReader struct{ r io.Reader }
-
-func (s sourceReader) Read(p []byte) (int, error) {
-	n, err := s.r.Read(p)
-	if err != nil && err != io.EOF {
-		err = errSource{err}
-	}
-	return n, err
-}
-
-// copyBuffers are the buffers of streamed writes.
-var copyBuffers = sync.Pool{New: func() any { b := make([]byte, 1<<20); return &b }}
-
-// writerOnly hides the file's ReadFrom, whose fallback for a reader that is not a file or a
-// socket copies in 32 KiB pieces: io.CopyBuffer then uses the buffer it is given.
-type writerOnly struct{ io.Writer }
-
-// writeFrom writes what src yields to name in d, atomically (writeAt's contract); a failed read
+// writeFrom writes what src yields to name in d, atomically (adapter.ReplaceAt); a failed read
 // of src leaves name as it was and returns src's error.
 func (s *Sandbox) writeFrom(d *os.File, op, p, name string, src io.Reader) (int64, error) {
-	fd := int(d.Fd())
-	perm := uint32(0o644)
-	var st unix.Stat_t
-	switch err := unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); {
-	case err == nil:
-		switch st.Mode & unix.S_IFMT {
-		case unix.S_IFREG:
-			perm = uint32(st.Mode & 0o7777) // uint16 on darwin
-		case unix.S_IFLNK:
-			return 0, errFinalSymlink
-		default:
-			return 0, errs.New(errs.InvalidInput, op, p, "not a regular file")
-		}
-	case errors.Is(err, unix.ENOENT):
-	default:
-		return 0, mapErr(op, p, err)
-	}
-	for {
-		tmp := ".sandboxer-" + s.tempID + "-" + strconv.FormatUint(tempSeq.Add(1), 36)
-		tfd, err := unix.Openat(fd, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, perm)
-		if errors.Is(err, unix.EEXIST) {
-			continue
-		}
-		if err != nil {
-			return 0, mapErr(op, p, err)
-		}
-		f := os.NewFile(uintptr(tfd), tmp)
-		var n int64
-		var werr error
-		if b, ok := src.(*bytes.Reader); ok {
-			n, werr = b.WriteTo(f) // one write of the whole content
-		} else {
-			// A stream (an upload): copied in large pieces, few write calls.
-			buf := copyBuffers.Get().(*[]byte)
-			n, werr = io.CopyBuffer(writerOnly{f}, sourceReader{src}, *buf)
-			copyBuffers.Put(buf)
-		}
-		if err := errors.Join(werr, f.Close()); err != nil {
-			_ = unix.Unlinkat(fd, tmp, 0)
-			var se errSource
-			if errors.As(err, &se) {
-				return n, se.err
-			}
-			return n, mapErr(op, p, err)
-		}
-		if err := unix.Renameat(fd, tmp, fd, name); err != nil {
-			_ = unix.Unlinkat(fd, tmp, 0)
-			return n, mapErr(op, p, err)
-		}
-		return n, nil
-	}
+	tmp := func() string { return ".sandboxer-" + s.tempID + "-" + strconv.FormatUint(tempSeq.Add(1), 36) }
+	n, err := adapter.ReplaceAt(d, name, tmp, -1, src)
+	return n, adapter.ReplaceErr(op, p, err, mapErr)
 }
 
 // WriteFiles writes each file atomically, opening each directory once for a run of files in it.

@@ -1,6 +1,7 @@
 package oci
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -10,8 +11,6 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/sandboxer/sandboxer/adapter"
 	"github.com/sandboxer/sandboxer/adapter/internal/diskcap"
@@ -115,15 +114,14 @@ func (s *Sandbox) retry(op, p, r string, fn func(r string) error) error {
 	return mapErr(op, p, fn(rr))
 }
 
-// ReadFile reads a regular file of the workspace.
-func (s *Sandbox) ReadFile(ctx context.Context, p string) ([]byte, error) {
-	const op = "read"
+// open opens a regular file of the workspace for reading, with its size (a symlink's target's).
+func (s *Sandbox) open(op, p string) (*os.File, int64, error) {
 	if err := s.checkOpen(op); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	r, err := rel(op, p)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	var f *os.File
 	err = s.retry(op, p, r, func(r string) (err error) {
@@ -132,22 +130,43 @@ func (s *Sandbox) ReadFile(ctx context.Context, p string) ([]byte, error) {
 		return err
 	})
 	if err != nil {
+		return nil, 0, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, 0, mapErr(op, p, err)
+	}
+	if !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, 0, errs.New(errs.NotFound, op, p, "not a regular file (%s)", fi.Mode().Type())
+	}
+	return f, fi.Size(), nil
+}
+
+// OpenFile opens a regular file of the workspace for reading (adapter.FileStreamer).
+func (s *Sandbox) OpenFile(ctx context.Context, p string) (io.ReadCloser, int64, error) {
+	f, size, err := s.open("read", p)
+	if err != nil {
+		return nil, 0, err
+	}
+	return f, size, nil
+}
+
+// ReadFile reads a regular file of the workspace.
+func (s *Sandbox) ReadFile(ctx context.Context, p string) ([]byte, error) {
+	const op = "read"
+	f, size, err := s.open(op, p)
+	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, mapErr(op, p, err)
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, errs.New(errs.NotFound, op, p, "not a regular file (%s)", fi.Mode().Type())
-	}
 	// The size of the file opened (a symlink's target), checked before anything is allocated.
 	limit := adapter.ReadLimit(ctx)
-	if fi.Size() > limit {
-		return nil, adapter.FileTooLarge(op, p, fi.Size(), limit)
+	if size > limit {
+		return nil, adapter.FileTooLarge(op, p, size, limit)
 	}
-	data := make([]byte, 0, fi.Size()+1)
+	data := make([]byte, 0, size+1)
 	for {
 		if int64(len(data)) > limit { // it grew while being read
 			return nil, adapter.FileTooLarge(op, p, int64(len(data)), limit)
@@ -166,42 +185,46 @@ func (s *Sandbox) ReadFile(ctx context.Context, p string) ([]byte, error) {
 	}
 }
 
-// errFinalSymlink says the last component is a symlink: resolve it and write its target.
-var errFinalSymlink = errors.New("final component is a symlink")
-
 // WriteFile writes data atomically: a temporary file next to the target, then rename. Parent
 // directories are created; a symlink is written through when it stays inside.
 func (s *Sandbox) WriteFile(ctx context.Context, p string, data []byte) error {
-	const op = "write"
-	if err := s.checkOpen(op); err != nil {
-		return err
-	}
-	r, err := rel(op, p)
-	if err != nil {
-		return err
-	}
-	if r == "." {
-		return errs.New(errs.InvalidInput, op, p, "the workspace root is a directory")
-	}
-	err = s.writeIn(op, p, path.Dir(r), path.Base(r), data)
-	if errors.Is(err, errFinalSymlink) {
-		target, rerr := s.resolve(op, p, r)
-		if rerr != nil {
-			return rerr
-		}
-		if target == "." {
-			return errs.New(errs.InvalidInput, op, p, "the workspace root is a directory")
-		}
-		err = s.writeIn(op, p, path.Dir(target), path.Base(target), data)
-		if errors.Is(err, errFinalSymlink) { // replaced by a link meanwhile
-			return errs.New(errs.PathEscape, op, p, "the target changed into a symlink while writing")
-		}
-	}
+	_, err := s.WriteFileFrom(ctx, p, bytes.NewReader(data))
 	return err
 }
 
+// WriteFileFrom writes what src yields as WriteFile writes data (adapter.FileStreamer); a failed
+// read of src leaves the target as it was and is returned as it is.
+func (s *Sandbox) WriteFileFrom(ctx context.Context, p string, src io.Reader) (int64, error) {
+	const op = "write"
+	if err := s.checkOpen(op); err != nil {
+		return 0, err
+	}
+	r, err := rel(op, p)
+	if err != nil {
+		return 0, err
+	}
+	if r == "." {
+		return 0, errs.New(errs.InvalidInput, op, p, "the workspace root is a directory")
+	}
+	n, err := s.writeIn(op, p, path.Dir(r), path.Base(r), src)
+	if errors.Is(err, adapter.ErrFinalSymlink) {
+		target, rerr := s.resolve(op, p, r)
+		if rerr != nil {
+			return 0, rerr
+		}
+		if target == "." {
+			return 0, errs.New(errs.InvalidInput, op, p, "the workspace root is a directory")
+		}
+		n, err = s.writeIn(op, p, path.Dir(target), path.Base(target), src)
+		if errors.Is(err, adapter.ErrFinalSymlink) { // replaced by a link meanwhile
+			return 0, errs.New(errs.PathEscape, op, p, "the target changed into a symlink while writing")
+		}
+	}
+	return n, err
+}
+
 // writeIn writes name in directory dir (workspace-relative), creating dir.
-func (s *Sandbox) writeIn(op, p, dir, name string, data []byte) error {
+func (s *Sandbox) writeIn(op, p, dir, name string, src io.Reader) (int64, error) {
 	var d *os.File
 	err := s.retry(op, p, dir, func(dir string) (err error) {
 		if err = s.mkdirAll(dir); err != nil {
@@ -211,17 +234,17 @@ func (s *Sandbox) writeIn(op, p, dir, name string, data []byte) error {
 		return err
 	})
 	if err != nil {
-		return err
+		return 0, err
 	}
 	defer d.Close()
 	fi, err := d.Stat()
 	if err != nil {
-		return mapErr(op, p, err)
+		return 0, mapErr(op, p, err)
 	}
 	if !fi.IsDir() {
-		return errs.New(errs.InvalidInput, op, p, "a parent is not a directory")
+		return 0, errs.New(errs.InvalidInput, op, p, "a parent is not a directory")
 	}
-	return s.writeAt(d, op, p, name, data)
+	return s.writeAt(d, op, p, name, src)
 }
 
 // mkdirAll creates dir and its missing parents through the root, owned by the sandbox user.
@@ -248,50 +271,11 @@ func (s *Sandbox) mkdirAll(dir string) error {
 	return s.ws.Lchown(dir, s.rec.HostUID, s.rec.HostUID)
 }
 
-// writeAt replaces name in the open directory d atomically (a temporary file owned by the
-// sandbox user, then renameat), keeping the permissions of a file it replaces.
-func (s *Sandbox) writeAt(d *os.File, op, p, name string, data []byte) error {
-	fd := int(d.Fd())
-	perm := uint32(0o644)
-	var st unix.Stat_t
-	switch err := unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); {
-	case err == nil:
-		switch st.Mode & unix.S_IFMT {
-		case unix.S_IFREG:
-			perm = uint32(st.Mode & 0o7777) // uint16 on darwin
-		case unix.S_IFLNK:
-			return errFinalSymlink
-		default:
-			return errs.New(errs.InvalidInput, op, p, "not a regular file")
-		}
-	case errors.Is(err, unix.ENOENT):
-	default:
-		return mapErr(op, p, err)
-	}
-	for {
-		tmp := tmpPrefix + newID()
-		tfd, err := unix.Openat(fd, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, perm)
-		if errors.Is(err, unix.EEXIST) {
-			continue
-		}
-		if err != nil {
-			return mapErr(op, p, err)
-		}
-		f := os.NewFile(uintptr(tfd), tmp)
-		werr := f.Chown(s.rec.HostUID, s.rec.HostUID)
-		if werr == nil {
-			_, werr = f.Write(data)
-		}
-		if err := errors.Join(werr, f.Close()); err != nil {
-			unix.Unlinkat(fd, tmp, 0)
-			return mapErr(op, p, err)
-		}
-		if err := unix.Renameat(fd, tmp, fd, name); err != nil {
-			unix.Unlinkat(fd, tmp, 0)
-			return mapErr(op, p, err)
-		}
-		return nil
-	}
+// writeAt replaces name in the open directory d atomically (adapter.ReplaceAt: a temporary file
+// owned by the sandbox user, then renameat), keeping the permissions of a file it replaces.
+func (s *Sandbox) writeAt(d *os.File, op, p, name string, src io.Reader) (int64, error) {
+	n, err := adapter.ReplaceAt(d, name, func() string { return tmpPrefix + newID() }, s.rec.HostUID, src)
+	return n, adapter.ReplaceErr(op, p, err, mapErr)
 }
 
 // StatFile reports one entry without following a final symlink; a link that leads outside the
@@ -508,3 +492,4 @@ func (s *Sandbox) Fork(ctx context.Context) (adapter.Sandbox, error) {
 	cfg.Workspace = ""
 	return create(ctx, cfg, s.ws)
 }
+var _ adapter.FileStreamer = (*Sandbox)(nil)

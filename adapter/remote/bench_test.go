@@ -150,12 +150,19 @@ func (p *pattern) Read(b []byte) (int, error) {
 }
 
 // BenchmarkTransfer: a 1 GiB file uploaded from this host and downloaded through the API (local
-// adapter) against the same bytes over a plain loopback TCP connection from and into a file on the
-// same file system (the kernel's sendfile and splice: no copy through user space).
+// adapter: the server writes the host file; docker: through the sandbox agent) against the same
+// bytes over a plain loopback TCP connection from and into a file on the same file system (the
+// kernel's sendfile and splice: no copy through user space).
 func BenchmarkTransfer(b *testing.B) {
+	for _, name := range []string{"local", "docker"} {
+		b.Run(name, func(b *testing.B) { benchTransfer(b, name) })
+	}
+}
+
+func benchTransfer(b *testing.B, adapterName string) {
 	const size = 1 << 30
 	ctx := context.Background()
-	srv := servetest.Start(b, "--adapter", "local", "--max-file-bytes", "2GiB")
+	srv := servetest.Start(b, "--adapter", adapterName, "--max-file-bytes", "2GiB")
 	sb, err := remote.New(ctx, remote.Config{URL: srv.URL})
 	require.NoError(b, err)
 	defer sb.Stop(ctx)

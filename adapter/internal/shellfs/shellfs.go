@@ -74,8 +74,13 @@ const maxListBytes = 1 << 30
 // script runs one of the file scripts with args and maps its exit code to an error for the
 // caller's path p.
 func (f FS) script(ctx context.Context, op, p, text string, args []string, stdin io.Reader, stdout io.Writer) ([]byte, error) {
+	return f.exec(ctx, op, p, f.argv(text, args...), stdin, stdout)
+}
+
+// exec runs argv, a file operation, and maps its exit code to an error for the caller's path p.
+func (f FS) exec(ctx context.Context, op, p string, argv []string, stdin io.Reader, stdout io.Writer) ([]byte, error) {
 	stderr := adapter.NewCappedBuffer(1 << 20)
-	code, err := f.Run(ctx, op, Exec{Args: f.argv(text, args...), Env: f.Env, Stdin: stdin, Stdout: stdout, Stderr: stderr})
+	code, err := f.Run(ctx, op, Exec{Args: argv, Env: f.Env, Stdin: stdin, Stdout: stdout, Stderr: stderr})
 	msg, _, _ := stderr.Result()
 	if err != nil {
 		return msg, err
@@ -142,6 +147,10 @@ func (f FS) WriteFile(ctx context.Context, p string, data []byte) error {
 	}
 	if r == "." {
 		return errs.New(errs.InvalidInput, op, p, "is the workspace root")
+	}
+	if f.Agent != "" {
+		_, err = f.put(ctx, p, r, bytes.NewReader(data))
+		return err
 	}
 	_, err = f.script(ctx, op, p, writeScript, []string{r}, bytes.NewReader(data), nil)
 	return err
