@@ -492,4 +492,5 @@ func (s *Sandbox) Fork(ctx context.Context) (adapter.Sandbox, error) {
 	cfg.Workspace = ""
 	return create(ctx, cfg, s.ws)
 }
+
 var _ adapter.FileStreamer = (*Sandbox)(nil)
