@@ -64,3 +64,45 @@ func TestNewNeedsAnAllowlist(t *testing.T) {
 	_, err = egress.New(egress.Config{AllowHosts: []string{"a.example"}, MaxConns: -1})
 	require.ErrorIs(t, err, errs.InvalidInput)
 }
+
+func TestAllowlistRules(t *testing.T) {
+	t.Parallel()
+	a, err := egress.ParseAllowlist([]string{"api.example.com GET,POST /v1/", "api.example.com DELETE /v1/jobs", "open.example.com", "*.rules.example.net GET"})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"api.example.com GET,POST /v1/", "api.example.com DELETE /v1/jobs", "open.example.com", "*.rules.example.net GET"}, a.Patterns())
+	assert.True(t, a.HasRules("API.example.com"))
+	assert.True(t, a.HasRules("x.rules.example.net"))
+	assert.False(t, a.HasRules("open.example.com"))
+	assert.False(t, a.HasRules("elsewhere.example.com"))
+	for _, c := range []struct {
+		host, method, path string
+		want               bool
+	}{
+		{"api.example.com", "GET", "/v1/models", true},
+		{"api.example.com", "POST", "/v1", true},
+		{"api.example.com", "GET", "/v10/models", false},
+		{"api.example.com", "PUT", "/v1/models", false},
+		{"api.example.com", "GET", "/v2/models", false},
+		{"api.example.com", "GET", "/", false},
+		{"api.example.com", "GET", "/v1/../admin", false},
+		{"api.example.com", "GET", "/v1//x", false},
+		{"api.example.com", "GET", "/v1/./x", false},
+		{"api.example.com", "DELETE", "/v1/jobs/7", true},
+		{"api.example.com", "DELETE", "/v1/models/7", false},
+		{"open.example.com", "DELETE", "/anything/../at/all", true},
+		{"a.rules.example.net", "GET", "/x", true},
+		{"a.rules.example.net", "POST", "/x", false},
+		{"rules.example.net", "GET", "/x", false},
+		{"other.example.com", "GET", "/", false},
+	} {
+		ok, why := a.Check(c.host, c.method, c.path)
+		assert.Equal(t, c.want, ok, "%s %s %s", c.method, c.host, c.path)
+		if !ok && c.host == "api.example.com" {
+			assert.Contains(t, why, `"api.example.com GET,POST /v1/"`, "a refusal names the rules")
+		}
+	}
+	for _, bad := range []string{"api.example.com get", "api.example.com GET,", "api.example.com v1/", "api.example.com /v1/../x", "api.example.com /v1?x=1", "api.example.com //x"} {
+		_, err := egress.ParseAllowlist([]string{bad})
+		assert.ErrorIs(t, err, errs.InvalidInput, bad)
+	}
+}

@@ -125,7 +125,7 @@ func (p *Proxy) dialContext(ctx context.Context, network, addr string) (net.Conn
 	if err != nil {
 		return nil, err
 	}
-	if !p.allow.Allows(strings.Trim(host, "[]")) {
+	if !p.policy().allow.Allows(strings.Trim(host, "[]")) {
 		return nil, errs.New(errs.NetworkDisabled, "egress", "", "host %s is not in the allowlist", host)
 	}
 	return p.dial(ctx, host, port)

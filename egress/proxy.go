@@ -18,6 +18,8 @@ package egress
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -29,6 +31,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sandboxer/sandboxer/errs"
@@ -50,6 +53,13 @@ type Config struct {
 	MaxConns int
 	// DialTimeout bounds one dial of a destination (default DefaultDialTimeout).
 	DialTimeout time.Duration
+	// Secrets are credentials the proxy writes into requests to the hosts Inject binds them to
+	// (see Secret, Injection); the sandbox holds only their placeholders.
+	Secrets []Secret `json:"-"`
+	Inject  []Injection
+	// UpstreamRoots verifies the destinations of the requests whose TLS the proxy terminates;
+	// nil is the host's trust store. Tests point it at their own CA.
+	UpstreamRoots *x509.CertPool `json:"-"`
 }
 
 // Defaults of Config.
@@ -67,7 +77,8 @@ const (
 // Proxy is one sandbox's egress proxy. It is safe for concurrent use; Close ends it (and every
 // connection and tunnel it serves) and is idempotent.
 type Proxy struct {
-	allow       *Allowlist
+	pol         atomic.Pointer[policy]
+	ca          *authority
 	resolve     func(ctx context.Context, host string) ([]netip.Addr, error)
 	allowAddrs  []netip.Prefix
 	dialTimeout time.Duration
@@ -79,7 +90,8 @@ type Proxy struct {
 
 	mu        sync.Mutex
 	closed    bool
-	tunnels   map[net.Conn]struct{}
+	tunnels   map[net.Conn]tunnelInfo
+	inflight  map[*inflight]struct{} // plain HTTP requests under way
 	listeners map[net.Listener]struct{}
 	attachMu  sync.Mutex // serialises Ensure
 	attached  bool       // Ensure has attached a listener
@@ -89,22 +101,24 @@ type Proxy struct {
 // New validates cfg and returns a proxy that serves nothing yet (Serve, Attach or Ensure).
 // Errors: errs.InvalidInput for an empty or invalid allowlist or a negative limit.
 func New(cfg Config) (*Proxy, error) {
-	if len(cfg.AllowHosts) == 0 {
-		return nil, errs.New(errs.InvalidInput, "egress", "", "allow-hosts is empty: an egress proxy needs at least one host")
-	}
-	allow, err := ParseAllowlist(cfg.AllowHosts)
+	pol, err := newPolicy(cfg.AllowHosts, cfg.Secrets, cfg.Inject)
 	if err != nil {
 		return nil, err
 	}
 	if cfg.MaxConns < 0 || cfg.DialTimeout < 0 {
 		return nil, errs.New(errs.InvalidInput, "egress", "", "MaxConns and DialTimeout must not be negative")
 	}
+	ca, err := newAuthority()
+	if err != nil {
+		return nil, errs.Wrap(errs.Internal, "egress", "", err)
+	}
 	p := &Proxy{
-		allow:       allow,
+		ca:          ca,
 		resolve:     cfg.Resolve,
 		allowAddrs:  append([]netip.Prefix(nil), cfg.AllowAddrs...),
 		dialTimeout: cfg.DialTimeout,
-		tunnels:     map[net.Conn]struct{}{},
+		tunnels:     map[net.Conn]tunnelInfo{},
+		inflight:    map[*inflight]struct{}{},
 		listeners:   map[net.Listener]struct{}{},
 		done:        make(chan struct{}),
 	}
@@ -120,6 +134,7 @@ func New(cfg Config) (*Proxy, error) {
 	if n == 0 {
 		n = DefaultMaxConns
 	}
+	p.pol.Store(pol)
 	p.slots = make(chan struct{}, n)
 	p.transport = &http.Transport{
 		Proxy:                 nil, // never the sandboxer process's own proxy settings
@@ -131,6 +146,7 @@ func New(cfg Config) (*Proxy, error) {
 		TLSHandshakeTimeout:   30 * time.Second,
 		ExpectContinueTimeout: time.Second,
 		DisableCompression:    true, // pass the body through as the destination sent it
+		TLSClientConfig:       &tls.Config{RootCAs: cfg.UpstreamRoots, MinVersion: tls.VersionTLS12},
 	}
 	p.rp = &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
@@ -144,6 +160,7 @@ func New(cfg Config) (*Proxy, error) {
 			if e, ok := resp.Request.Context().Value(entryKey{}).(*entry); ok && resp.Body != nil {
 				resp.Body = &countingBody{ReadCloser: resp.Body, n: &e.bytesIn}
 			}
+			p.policy().sec.redactHeader(resp.Header) // a destination echoing a secret back
 			return nil
 		},
 		ErrorHandler: p.httpError,
@@ -158,8 +175,12 @@ func New(cfg Config) (*Proxy, error) {
 	return p, nil
 }
 
-// Allowlist returns the proxy's validated allowlist.
-func (p *Proxy) Allowlist() *Allowlist { return p.allow }
+// Allowlist returns the proxy's validated allowlist (the one in force now).
+func (p *Proxy) Allowlist() *Allowlist { return p.policy().allow }
+
+// CACert is the proxy's certificate authority (PEM): what the sandbox must trust for the hosts
+// whose TLS the proxy terminates (those with secrets or rules). Its key never leaves the proxy.
+func (p *Proxy) CACert() []byte { return p.ca.pem }
 
 // Serve serves the connections accepted on ln until Close (then it returns nil) or until ln
 // fails. ln is typically adapter.PortListener.ListenPort's listener; Close closes it. Serve may be
@@ -245,11 +266,32 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	pol := p.policy()
+	if ok, why := pol.allow.Check(host, r.Method, r.URL.Path); !ok && pol.allow.Allows(host) {
+		p.rec.add(host, port, false, why)
+		refuse(w, "sandboxer egress proxy: "+why+"\n")
+		return
+	}
 	e, ok := p.decide(w, host, port)
 	if !ok {
 		return
 	}
 	defer e.finish()
+	if scheme == "https" { // the upstream leg is TLS: secrets may go; never over plain HTTP
+		pol.sec.apply(normalHost(host), r.Header)
+	}
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	f := &inflight{host: normalHost(host), cancel: cancel}
+	if !p.trackRequest(f) {
+		return
+	}
+	defer p.untrackRequest(f)
+	p.roundTrip(w, r.WithContext(ctx), e)
+}
+
+// roundTrip sends r on to its destination and streams the answer back, counting the bytes into e.
+func (p *Proxy) roundTrip(w http.ResponseWriter, r *http.Request, e *entry) {
 	// Stream both ways: a response may start before the request body has ended.
 	_ = http.NewResponseController(w).EnableFullDuplex()
 	if r.Body != nil && r.Body != http.NoBody {
@@ -263,7 +305,7 @@ type entryKey struct{}
 // decide checks host against the allowlist and records the decision; a refusal is answered
 // with 403 here.
 func (p *Proxy) decide(w http.ResponseWriter, host string, port int) (*entry, bool) {
-	if !p.allow.Allows(host) {
+	if !p.policy().allow.Allows(host) {
 		p.rec.add(host, port, false, "not in the allowlist")
 		refuse(w, notAllowedText(host))
 		return nil, false
@@ -301,10 +343,11 @@ func (p *Proxy) httpError(w http.ResponseWriter, r *http.Request, err error) {
 		refuse(w, re.text())
 		return
 	}
+	msg := p.policy().sec.redact(err.Error())
 	if e != nil {
-		e.fail(err.Error())
+		e.fail(msg)
 	}
-	http.Error(w, fmt.Sprintf("sandboxer egress proxy: %s: %v\n", r.URL.Host, err), failedStatus(err))
+	http.Error(w, fmt.Sprintf("sandboxer egress proxy: %s: %s\n", r.URL.Host, msg), failedStatus(err))
 }
 
 // failedStatus is the status of an upstream that could not be reached: 504 when it timed out,
@@ -330,6 +373,10 @@ func (p *Proxy) connect(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer e.finish()
+	if p.policy().terminates(normalHost(host)) {
+		p.intercept(w, host, port, e)
+		return
+	}
 	up, err := p.dial(r.Context(), host, port)
 	if err != nil {
 		var re *refusedAddr
@@ -353,7 +400,7 @@ func (p *Proxy) connect(w http.ResponseWriter, r *http.Request) {
 		up.Close()
 		return
 	}
-	if !p.track(client, up) {
+	if !p.track(tunnelInfo{host: normalHost(host)}, client, up) {
 		client.Close()
 		up.Close()
 		return
@@ -412,16 +459,44 @@ func copyCount(dst io.Writer, src io.Reader, n interface{ Add(int64) int64 }) {
 	}
 }
 
-func (p *Proxy) track(cs ...net.Conn) bool {
+// tunnelInfo is what SetPolicy needs to know of an open tunnel.
+type tunnelInfo struct {
+	host        string // normalised
+	intercepted bool   // its TLS is terminated here (requests checked one by one)
+}
+
+func (p *Proxy) track(t tunnelInfo, cs ...net.Conn) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
 		return false
 	}
 	for _, c := range cs {
-		p.tunnels[c] = struct{}{}
+		p.tunnels[c] = t
 	}
 	return true
+}
+
+// inflight is a plain HTTP request under way.
+type inflight struct {
+	host   string
+	cancel context.CancelFunc
+}
+
+func (p *Proxy) trackRequest(f *inflight) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return false
+	}
+	p.inflight[f] = struct{}{}
+	return true
+}
+
+func (p *Proxy) untrackRequest(f *inflight) {
+	p.mu.Lock()
+	delete(p.inflight, f)
+	p.mu.Unlock()
 }
 
 func (p *Proxy) untrack(cs ...net.Conn) {
