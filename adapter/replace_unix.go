@@ -49,12 +49,12 @@ type writerOnly struct{ io.Writer }
 
 // ReplaceAt replaces name in the open directory d with what src yields, atomically: a temporary
 // file (named by tmp, called again while a name is taken) with the permissions of the regular
-// file it replaces (0644 for a new one), owned by uid:uid when uid >= 0, filled, then renamed
+// file it replaces (0644 for a new one), owned by uid:gid when uid >= 0, filled, then renamed
 // over name. It returns the bytes written. Whatever fails leaves name as it was and no
 // temporary file; a read error of src is a SourceError. A final symlink is ErrFinalSymlink and
 // anything else but a regular file ErrNotRegular, before anything is written; other errors are
 // the system's, unmapped.
-func ReplaceAt(d *os.File, name string, tmp func() string, uid int, src io.Reader) (int64, error) {
+func ReplaceAt(d *os.File, name string, tmp func() string, uid, gid int, src io.Reader) (int64, error) {
 	fd := int(d.Fd())
 	perm := uint32(0o644)
 	var st unix.Stat_t
@@ -85,7 +85,7 @@ func ReplaceAt(d *os.File, name string, tmp func() string, uid int, src io.Reade
 		var n int64
 		var werr error
 		if uid >= 0 {
-			werr = f.Chown(uid, uid)
+			werr = f.Chown(uid, gid)
 		}
 		switch b, ok := src.(*bytes.Reader); {
 		case werr != nil:

@@ -20,11 +20,23 @@ import (
 )
 
 // The plain transport (one daemon exec per call), used for images without the agent, passes the
-// same suite.
+// same suite; without a capped disk (as with a daemon on another host) the file calls are
+// shellfs's scripts.
 func TestConformanceWithoutAgent(t *testing.T) {
 	needDocker(t)
 	adaptertest.Run(t, adaptertest.Harness{
-		New:         func(t *testing.T) adapter.Sandbox { return newSandbox(t, docker.Config{NoAgent: true}) },
+		New:         func(t *testing.T) adapter.Sandbox { return newSandbox(t, docker.Config{NoAgent: true, WorkspaceBytes: -1}) },
+		Outside:     outside,
+		PrivateHome: true,
+	})
+}
+
+// Without a workspace on this host (no capped disk, as with a daemon on another host) the file
+// calls run in the container, through the agent's -fs operations: the same suite.
+func TestConformanceFilesThroughTheAgent(t *testing.T) {
+	needDocker(t)
+	adaptertest.Run(t, adaptertest.Harness{
+		New:         func(t *testing.T) adapter.Sandbox { return newSandbox(t, docker.Config{WorkspaceBytes: -1}) },
 		Outside:     outside,
 		PrivateHome: true,
 	})

@@ -51,7 +51,7 @@ func (s *Sandbox) writeAt(d *os.File, op, p, name string, data []byte) error {
 // of src leaves name as it was and returns src's error.
 func (s *Sandbox) writeFrom(d *os.File, op, p, name string, src io.Reader) (int64, error) {
 	tmp := func() string { return ".sandboxer-" + s.tempID + "-" + strconv.FormatUint(tempSeq.Add(1), 36) }
-	n, err := adapter.ReplaceAt(d, name, tmp, -1, src)
+	n, err := adapter.ReplaceAt(d, name, tmp, -1, -1, src)
 	return n, adapter.ReplaceErr(op, p, err, mapErr)
 }
 
