@@ -317,7 +317,8 @@ func describeAdapter(ctx context.Context, s Settings, name string) adapterReport
 		return r
 	}
 	probe := s
-	probe.Root = "" // local: a temporary workspace, removed by Stop
+	probe.Adapter = name // each row probes its own adapter, whatever --adapter says
+	probe.Root = ""      // local: a temporary workspace, removed by Stop
 	sb, err := openEphemeral(ctx, probe)
 	if err != nil {
 		r.Error = err.Error()
