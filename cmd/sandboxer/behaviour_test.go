@@ -413,9 +413,12 @@ func TestDoctor(t *testing.T) {
 		switch a.Name {
 		case "local", "memory": // each row probes its own adapter
 			assert.Contains(t, string(a.Capabilities), `"adapter":"`+a.Name+`"`)
+		case "remote":
+			assert.Contains(t, a.NotProbed, "not configured", "no --url: not probed, not a failure")
 		}
 	}
 	assert.True(t, byName["local"])
+	assert.True(t, byName["remote"])
 	assert.Contains(t, byName, "docker")
 	assert.Contains(t, byName, "memory")
 
