@@ -3,9 +3,7 @@ package lifecycle_test
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -25,10 +23,8 @@ import (
 func tokenServer(t *testing.T, flags ...string) (*servetest.Server, string) {
 	t.Helper()
 	tokens := filepath.Join(t.TempDir(), "tokens.json")
-	out, err := exec.Command(servetest.Binary(t), "serve", "token", "add", "ci", "--tokens", tokens).Output()
-	require.NoError(t, err)
-	srv := servetest.Start(t, append([]string{"--adapter", "local", "--tokens", tokens}, flags...)...)
-	return srv, strings.TrimSpace(string(out))
+	tok := servetest.Token(t, tokens, "ci")
+	return servetest.Start(t, append([]string{"--adapter", "local", "--tokens", tokens}, flags...)...), tok
 }
 
 // onServer lists the token's sandboxes on the server.

@@ -19,7 +19,7 @@ import (
 func TestServerCalls(t *testing.T) {
 	t.Parallel()
 	tokens := filepath.Join(t.TempDir(), "tokens.json")
-	tok := addToken(t, tokens, "ci")
+	tok := servetest.Token(t, tokens, "ci")
 	srv := servetest.Start(t, "--adapter", "local", "--tokens", tokens)
 	ctx := servetest.Context(t)
 	cfg := remote.Config{URL: srv.URL, Token: tok}

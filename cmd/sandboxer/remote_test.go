@@ -4,9 +4,7 @@ import (
 	"encoding/json"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -22,9 +20,7 @@ import (
 func remoteServer(t *testing.T, e *env) (*servetest.Server, string, string) {
 	t.Helper()
 	tokens := filepath.Join(t.TempDir(), "tokens.json")
-	out, err := exec.Command(servetest.Binary(t), "serve", "token", "add", "ci", "--tokens", tokens).Output()
-	require.NoError(t, err)
-	tok := strings.TrimSpace(string(out))
+	tok := servetest.Token(t, tokens, "ci")
 	file := filepath.Join(e.base, "token")
 	require.NoError(t, os.WriteFile(file, []byte(tok+"\n"), 0o600))
 	return servetest.Start(t, "--adapter", "local", "--tokens", tokens), tok, file
