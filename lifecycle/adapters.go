@@ -51,6 +51,7 @@ var adapters = map[string]Adapter{
 	"memory":     {Name: "memory", Enforces: memoryEnforces, InProcess: true, d: memoryDriver},
 	"oci":        {Name: "oci", Enforces: ociEnforces, d: ociDriver},
 	"kubernetes": {Name: "kubernetes", Enforces: kubernetesEnforces, d: kubernetesDriver},
+	"remote":     {Name: "remote", Enforces: remoteEnforces, d: remoteDriver},
 }
 
 // Adapters lists this build's adapters by name.

@@ -1,5 +1,5 @@
 // Package lifecycle opens, creates, attaches, lists, removes, prunes and forks the sandboxes of
-// every adapter of this build (local, docker, oci, kubernetes, memory) from one Options: what
+// every adapter of this build (local, docker, oci, kubernetes, memory, remote) from one Options: what
 // the sandboxer CLI, its MCP server and its HTTP API server do, for a Go program to do the same.
 //
 // There are two kinds of sandbox:
@@ -23,7 +23,11 @@
 // configuration, while what a sandbox was made with (its image, namespace, runtime) is its
 // record's or its adapter's own.
 //
+// The remote adapter's sandboxes live on a sandboxer server (`sandboxerd serve`): a long-lived
+// one's record keeps the server's URL and its id there, never the token, which comes with the
+// Options of every call (Options.Remote).
+//
 // Adapters lists the adapters with what each enforces; Options' LocalConfig, DockerConfig,
-// OCIConfig and KubernetesConfig give the adapter configuration a call uses, for a caller that
-// probes an adapter or builds a sandbox itself.
+// OCIConfig, KubernetesConfig and RemoteConfig give the adapter configuration a call uses, for a
+// caller that probes an adapter or builds a sandbox itself.
 package lifecycle

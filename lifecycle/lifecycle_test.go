@@ -18,13 +18,15 @@ import (
 	"github.com/sandboxer/sandboxer/adapter/docker/image"
 	"github.com/sandboxer/sandboxer/adapter/oci"
 	"github.com/sandboxer/sandboxer/errs"
+	"github.com/sandboxer/sandboxer/internal/servetest"
 	"github.com/sandboxer/sandboxer/internal/testenv"
 	"github.com/sandboxer/sandboxer/lifecycle"
 )
 
-// TestMain fails the run when a docker container this process created is left.
+// TestMain fails the run when a docker container this process created is left, and removes the
+// sandboxerd the remote tests built.
 func TestMain(m *testing.M) {
-	code := m.Run()
+	code := servetest.Main(m)
 	if dockerErr == nil && dockerProbed {
 		if left := dockerLeftovers(); len(left) > 0 {
 			fmt.Fprintln(os.Stderr, "containers left behind by the tests:", left)
@@ -63,7 +65,7 @@ func TestAdapters(t *testing.T) {
 		assert.NotEmpty(t, a.Enforces, a.Name)
 		assert.Equal(t, a.Name == "memory", a.InProcess, a.Name)
 	}
-	assert.Equal(t, []string{"docker", "kubernetes", "local", "memory", "oci"}, names)
+	assert.Equal(t, []string{"docker", "kubernetes", "local", "memory", "oci", "remote"}, names)
 	_, ok := lifecycle.Lookup("nope")
 	assert.False(t, ok)
 	_, err := lifecycle.Open(context.Background(), lifecycle.Options{Adapter: "nope"})

@@ -14,8 +14,8 @@ import (
 // Its zero value opens a local sandbox in a temporary directory with the local adapter's
 // defaults; a field an adapter does not use is ignored by it.
 type Options struct {
-	// Adapter names the adapter (see Adapters): local, docker, oci, kubernetes or memory. "" is
-	// local. Manager's calls on an existing sandbox use its Record's adapter instead.
+	// Adapter names the adapter (see Adapters): local, docker, oci, kubernetes, memory or remote.
+	// "" is local. Manager's calls on an existing sandbox use its Record's adapter instead.
 	Adapter string
 	// StateDir is where the docker adapter keeps its capped workspaces and the oci adapter
 	// everything (images, containers, workspaces); "" is each adapter's default.
@@ -41,6 +41,7 @@ type Options struct {
 	Local      LocalOptions
 	OCI        OCIOptions
 	Kubernetes KubernetesOptions
+	Remote     RemoteOptions
 }
 
 // LocalOptions are the local adapter's (local.Config has the full story of each field).

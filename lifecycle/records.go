@@ -22,7 +22,8 @@ type Record struct {
 	Adapter   string    `json:"adapter"`
 	Workspace string    `json:"workspace,omitempty"` // local: the workspace directory; oci: the container's on the host; kubernetes: in the pod
 	Image     string    `json:"image,omitempty"`     // docker, kubernetes, oci: the image it was created from
-	Backend   string    `json:"backend,omitempty"`   // the adapter's own id (docker: the container)
+	Backend   string    `json:"backend,omitempty"`   // the adapter's own id (docker: the container; remote: the server's)
+	URL       string    `json:"url,omitempty"`       // remote: the server (never its token)
 	Namespace string    `json:"namespace,omitempty"` // kubernetes: the namespace of its pod
 	ForkOf    string    `json:"forkOf,omitempty"`    // the id of the sandbox it was forked from
 	CreatedAt time.Time `json:"createdAt"`

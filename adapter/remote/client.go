@@ -110,7 +110,7 @@ func (c *client) do(req *http.Request) (*http.Response, *api.ExecResult, error) 
 		if ctxErr := req.Context().Err(); ctxErr != nil {
 			return nil, nil, ctxErr
 		}
-		return nil, nil, errs.Wrap(errs.SandboxUnavailable, "remote", "", err)
+		return nil, nil, noAnswer(err)
 	}
 	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
 		return resp, nil, nil
@@ -143,7 +143,7 @@ func (c *client) call(ctx context.Context, method, path string, query url.Values
 		if ctxErr := ctx.Err(); ctxErr != nil {
 			return ctxErr
 		}
-		return errs.Wrap(errs.SandboxUnavailable, "remote", "", fmt.Errorf("reading the answer: %w", err))
+		return noAnswer(fmt.Errorf("reading the answer: %w", err))
 	}
 	return nil
 }
@@ -153,7 +153,7 @@ func (c *client) call(ctx context.Context, method, path string, query url.Values
 func (c *client) upgrade(ctx context.Context, path string) (net.Conn, error) {
 	conn, err := c.dial(ctx)
 	if err != nil {
-		return nil, errs.Wrap(errs.SandboxUnavailable, "remote", "", err)
+		return nil, noAnswer(err)
 	}
 	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Unix(1, 0)) })
 	defer stop()
@@ -165,7 +165,7 @@ func (c *client) upgrade(ctx context.Context, path string) (net.Conn, error) {
 	b.WriteString("\r\n")
 	if _, err := io.WriteString(conn, b.String()); err != nil {
 		conn.Close()
-		return nil, errs.Wrap(errs.SandboxUnavailable, "remote", "", err)
+		return nil, noAnswer(err)
 	}
 	br := bufio.NewReader(conn)
 	resp, err := http.ReadResponse(br, nil)
@@ -174,7 +174,7 @@ func (c *client) upgrade(ctx context.Context, path string) (net.Conn, error) {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		return nil, errs.Wrap(errs.SandboxUnavailable, "remote", "", err)
+		return nil, noAnswer(err)
 	}
 	if resp.StatusCode != http.StatusSwitchingProtocols {
 		data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))

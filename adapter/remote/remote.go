@@ -253,7 +253,7 @@ func (s *Sandbox) readErr(ctx context.Context, err error) error {
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
-	return errs.Wrap(errs.SandboxUnavailable, "remote", "", fmt.Errorf("reading the answer: %w", err))
+	return noAnswer(fmt.Errorf("reading the answer: %w", err))
 }
 
 // readStream reads a streamed exec: chunks to the live writers, captured within the command's

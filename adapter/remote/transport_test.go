@@ -13,7 +13,6 @@ import (
 	"math/big"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -52,19 +51,12 @@ func selfSigned(t *testing.T) (certFile, keyFile string, pool *x509.CertPool) {
 	return certFile, keyFile, pool
 }
 
-// addToken makes a token with `sandboxerd serve token add`.
-func addToken(t *testing.T, file, name string) string {
-	out, err := exec.Command(servetest.Binary(t), "serve", "token", "add", name, "--tokens", file).Output()
-	require.NoError(t, err)
-	return strings.TrimSpace(string(out))
-}
-
 // TestTLSWithTokens: a server with TLS and tokens; the remote adapter runs a command, reaches a
 // port and moves a file over it, and a wrong token or an untrusted certificate gets nothing.
 func TestTLSWithTokens(t *testing.T) {
 	certFile, keyFile, pool := selfSigned(t)
 	tokens := filepath.Join(t.TempDir(), "tokens.json")
-	tok := addToken(t, tokens, "ci")
+	tok := servetest.Token(t, tokens, "ci")
 	srv := servetest.Start(t, "--adapter", "local", "--tokens", tokens, "--tls-cert", certFile, "--tls-key", keyFile)
 	require.True(t, strings.HasPrefix(srv.URL, "https://"))
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

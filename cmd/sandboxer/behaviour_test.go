@@ -362,6 +362,7 @@ func TestDoctor(t *testing.T) {
 			Name         string          `json:"name"`
 			Available    bool            `json:"available"`
 			Capabilities json.RawMessage `json:"capabilities"`
+			NotProbed    string          `json:"notProbed"`
 		} `json:"adapters"`
 		OCIRuntimes []struct {
 			Name     string `json:"name"`
@@ -409,11 +410,15 @@ func TestDoctor(t *testing.T) {
 	byName := map[string]bool{}
 	for _, a := range rep.Adapters {
 		byName[a.Name] = a.Available
-		if a.Name == "local" {
-			assert.Contains(t, string(a.Capabilities), `"adapter":"local"`)
+		switch a.Name {
+		case "local", "memory": // each row probes its own adapter
+			assert.Contains(t, string(a.Capabilities), `"adapter":"`+a.Name+`"`)
+		case "remote":
+			assert.Contains(t, a.NotProbed, "not configured", "no --url: not probed, not a failure")
 		}
 	}
 	assert.True(t, byName["local"])
+	assert.True(t, byName["remote"])
 	assert.Contains(t, byName, "docker")
 	assert.Contains(t, byName, "memory")
 

@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/sandboxer/sandboxer/internal/servetest"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")
@@ -47,7 +49,7 @@ func TestMain(m *testing.M) {
 		os.RemoveAll(dir)
 		os.Exit(1)
 	}
-	code := m.Run()
+	code := servetest.Main(m) // and removes the sandboxerd the remote tests' servers run
 	os.RemoveAll(dir)
 	os.Exit(code)
 }

@@ -28,11 +28,14 @@ func optionsOf(s Settings) lifecycle.Options {
 		Local: lifecycle.LocalOptions{Root: s.Root, Isolation: s.Isolation, CPUs: s.CPUs, Memory: s.Memory, Pids: s.Pids,
 			DisableLayers: s.DisableLayers, ReadPaths: s.ROBind, WritePaths: s.RWBind, NoCaches: s.NoCaches,
 			// The resident servers' sockets and keys: a command never uses a server (see oneshot.Request.Key).
-			DenyRead: []string{serverDir(s.inv)}, Protect: ownFiles(s)},
+			// And the remote adapter's token file: a command never reads it.
+			DenyRead: denyRead(s), Protect: ownFiles(s)},
 		OCI: lifecycle.OCIOptions{Runtime: s.Runtime, RunscPlatform: s.RunscPlatform},
 		Kubernetes: lifecycle.KubernetesOptions{Kubeconfig: s.Kubeconfig, Context: s.KubeContext, Namespace: s.Namespace,
 			Image: s.KubernetesImage, AgentImage: s.KubernetesAgentImage, ImagePullPolicy: s.ImagePullPolicy,
 			RuntimeClass: s.RuntimeClass},
+		Remote: lifecycle.RemoteOptions{URL: s.RemoteURL, Token: s.remoteToken, CAFile: s.RemoteCA, Adapter: s.RemoteAdapter,
+			TTL: s.RemoteTTL, IdleTimeout: s.RemoteIdle},
 	}
 	// --image's default is the docker adapter's default image: the oci adapter then runs its
 	// own root file system (the same recipe), docker that image.
@@ -45,6 +48,22 @@ func optionsOf(s Settings) lifecycle.Options {
 	}
 	if o.Local.Pids == 0 {
 		o.Local.Pids = local.NoLimit
+	}
+	if s.Adapter == "remote" {
+		// The server's flags are the defaults of its sandboxes: a remote one asks for what the
+		// call set, not for this CLI's defaults.
+		if !s.set[keyMemory] {
+			o.Local.Memory = 0
+		}
+		if !s.set[keyPids] {
+			o.Local.Pids = 0
+		}
+		if !s.set[keyImage] {
+			o.Image = ""
+		}
+		if !s.set[keyRuntime] {
+			o.OCI.Runtime = ""
+		}
 	}
 	return o
 }
@@ -72,6 +91,21 @@ func adapterNames() []string {
 		n = append(n, k)
 	}
 	sort.Strings(n)
+	return n
+}
+
+// served reports whether `sandboxerd serve` runs sandboxes of adapter name: every adapter but
+// remote (a server does not forward its sandboxes to another, with a token of its own).
+func served(name string) bool { return name != "remote" }
+
+// servedAdapters are the adapters `sandboxerd serve` runs sandboxes of.
+func servedAdapters() []string {
+	var n []string
+	for _, a := range adapterNames() {
+		if served(a) {
+			n = append(n, a)
+		}
+	}
 	return n
 }
 
@@ -216,7 +250,7 @@ func serverDir(inv invocation) string {
 // ownFiles are sandboxer's own files for the settings: no workspace may contain them (a command
 // could replace or forge them). local.Config adds the engine's executable and $XDG_RUNTIME_DIR.
 func ownFiles(s Settings) []string {
-	own := []string{s.StateDir, s.Journal, s.ConfigFile, serverDir(s.inv), s.inv.getenv(frontVar)}
+	own := []string{s.StateDir, s.Journal, s.ConfigFile, serverDir(s.inv), s.inv.getenv(frontVar), s.tokenFile}
 	if f := UserConfigFile(); f != "" {
 		own = append(own, filepath.Dir(f))
 	}
@@ -226,6 +260,16 @@ func ownFiles(s Settings) []string {
 		}
 	}
 	return own
+}
+
+// denyRead are the host paths a local sandbox's commands may never read, beyond the adapter's
+// own list: the resident servers' sockets and keys, the remote adapter's token file.
+func denyRead(s Settings) []string {
+	deny := []string{serverDir(s.inv)}
+	if s.tokenFile != "" {
+		deny = append(deny, s.tokenFile)
+	}
+	return deny
 }
 
 // frontVar names the front's executable (cmd/sandboxer sets it for the engine): a workspace
@@ -242,7 +286,7 @@ func vetRoot(s Settings) error {
 		}
 	}
 	if err != nil {
-		return usage(fmt.Errorf("%w\n(the workspace, which one-shot docker, oci and kubernetes calls copy in and sync back, is --root, else the current directory: cd into a project, or pass --root DIR)", err))
+		return usage(fmt.Errorf("%w\n(the workspace, which one-shot docker, oci, kubernetes and remote calls copy in and sync back, is --root, else the current directory: cd into a project, or pass --root DIR)", err))
 	}
 	return nil
 }

@@ -282,6 +282,9 @@ func createSettings(req api.CreateRequest, base Settings) (Settings, error) {
 	if !knownAdapter(s.Adapter) {
 		return s, errs.Wrap(errs.InvalidInput, "", "", unknownAdapter(s.Adapter))
 	}
+	if !served(s.Adapter) {
+		return s, badRequest("adapter %q is not served: a server runs its sandboxes itself (it serves %v)", s.Adapter, servedAdapters())
+	}
 	if req.Image != "" {
 		// An image is a name of the local daemon's images: the oci adapter's archive forms
 		// read a path of the server's host, which a caller must not name.

@@ -47,6 +47,9 @@ SIGTERM) it removes them all, and a server that starts removes what a crashed on
 			if err != nil {
 				return err
 			}
+			if !served(s.Adapter) {
+				return usage(fmt.Errorf("--adapter %s: a server runs its sandboxes itself (want one of %v)", s.Adapter, servedAdapters()))
+			}
 			lg := log.New(std.Err, "sandboxerd serve: ", log.LstdFlags)
 			opt := apiOptions{Base: s, TTL: ttl, Idle: idle, MaxTTL: maxTTL, Log: lg}
 			if opt.MaxRequestBytes, err = parseSize(maxReq); err != nil || opt.MaxRequestBytes < 1<<10 {

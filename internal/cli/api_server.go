@@ -163,7 +163,7 @@ func (a *apiServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // health answers without a token: liveness and the version, nothing about sandboxes.
 func (a *apiServer) health(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, api.Health{OK: true, Version: Version, Adapters: adapterNames()})
+	writeJSON(w, http.StatusOK, api.Health{OK: true, Version: Version, Adapters: servedAdapters()})
 }
 
 // authenticate checks the bearer token (when the server has tokens) and puts its name in the

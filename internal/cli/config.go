@@ -3,6 +3,7 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -65,6 +66,15 @@ const (
 	keyKubeAgentImage  = "kubernetes-agent-image"
 	keyImagePullPolicy = "image-pull-policy"
 	keyRuntimeClass    = "runtime-class"
+	// The remote adapter's (lifecycle.RemoteOptions). The token itself is never a key: it is
+	// read from token-file or SANDBOXER_TOKEN (tokenVar), never from a config file.
+	keyURL           = "url"
+	keyTokenFile     = "token-file"
+	keyRemoteCA      = "remote-ca"
+	keyRemoteAdapter = "remote-adapter"
+	keyRemoteTTL     = "remote-ttl"
+	keyRemoteIdle    = "remote-idle-timeout"
+	tokenVar         = "SANDBOXER_TOKEN"
 )
 
 var knownKeys = map[string]bool{
@@ -75,6 +85,7 @@ var knownKeys = map[string]bool{
 	keyROBind: true, keyRWBind: true, keyNoCaches: true, keyMCPMaxMessage: true, keyRuntime: true, keyRunscPlatform: true, keyAllowHosts: true, keyDisableLayers: true,
 	keyKubeconfig: true, keyKubeContext: true, keyNamespace: true, keyKubeImage: true, keyKubeAgentImage: true,
 	keyImagePullPolicy: true, keyRuntimeClass: true,
+	keyURL: true, keyTokenFile: true, keyRemoteCA: true, keyRemoteAdapter: true, keyRemoteTTL: true, keyRemoteIdle: true,
 }
 
 // imagePullPolicies are the values of --image-pull-policy (a pod's imagePullPolicy).
@@ -159,8 +170,21 @@ type Settings struct {
 	// its pull policy and an optional runtime class; "" is the adapter's default for each.
 	Kubeconfig, KubeContext, Namespace                                   string
 	KubernetesImage, KubernetesAgentImage, ImagePullPolicy, RuntimeClass string
-	ConfigFile                                                           string // the file that was read, if any
+	// The remote adapter's server (its URL, and a CA file for https: absolute), the adapter
+	// it runs the sandbox with ("": the server's default), the sandbox's lifetime there and its
+	// idle timeout (0: the server's defaults; RemoteIdle < 0: none).
+	RemoteURL, RemoteCA, RemoteAdapter string
+	RemoteTTL, RemoteIdle              time.Duration
+	ConfigFile                         string // the file that was read, if any
 
+	// remoteToken is the server's token (token-file, else SANDBOXER_TOKEN): unexported, so that
+	// no printing of the settings shows it. tokenFile is the file it was read from (absolute),
+	// which no workspace may hold and no local command may read.
+	remoteToken, tokenFile string
+	// set says which of the sandbox's settings (image, runtime, memory, pids) the call gave (a
+	// flag, the environment or the config file) rather than left to the default: a remote
+	// sandbox asks the server for these only.
+	set map[string]bool
 	inv invocation // where the settings were read: relative paths given later are resolved in its directory
 }
 
@@ -225,6 +249,23 @@ func addCommonFlags(f *pflag.FlagSet) {
 	f.String(keyRuntime, oci.Runc, "OCI runtime of the oci adapter: "+strings.Join(oci.Runtimes, "|"))
 	addRunscPlatformFlag(f)
 	addKubernetesFlags(f)
+	addRemoteFlags(f)
+}
+
+// addRemoteFlags declares the remote adapter's flags (sandbox commands and doctor).
+func addRemoteFlags(f *pflag.FlagSet) {
+	f.String(keyURL, "", "remote adapter: the sandboxer server (sandboxerd serve): http://HOST:PORT, https://HOST:PORT or unix:PATH")
+	addRemoteAccessFlags(f)
+	f.String(keyRemoteAdapter, "", "remote adapter: the adapter the server runs the sandbox with (default the server's)")
+	f.Duration(keyRemoteTTL, 0, "remote adapter: the sandbox's lifetime on the server (0: the server's default, 1h unless its --ttl says otherwise)")
+	f.String(keyRemoteIdle, "", "remote adapter: how long the server keeps the sandbox unused (default the server's, 5m unless its --idle-timeout says otherwise; none: no idle timeout)")
+}
+
+// addRemoteAccessFlags declares what reaching the remote adapter's server takes, for the
+// commands on long-lived sandboxes too (whose records name the server).
+func addRemoteAccessFlags(f *pflag.FlagSet) {
+	f.String(keyTokenFile, "", "remote adapter: a file holding the server's token (default the "+tokenVar+" variable; a token is never read from a config file)")
+	f.String(keyRemoteCA, "", "remote adapter: PEM file of the CA an https server's certificate is checked against (default the system's)")
 }
 
 // addRunscPlatformFlag declares --runsc-platform (sandbox commands and doctor).
@@ -291,6 +332,9 @@ func loadIn(inv invocation, flags *pflag.FlagSet) (Settings, error) {
 			}
 		}
 		for k := range settings {
+			if k == "token" {
+				return Settings{}, fmt.Errorf("config file %s: token: a token is never read from a config file: name a file of its own with token-file, or set %s", cfg, tokenVar)
+			}
 			if !knownKeys[k] {
 				return Settings{}, fmt.Errorf("config file %s: unknown key %q", cfg, k)
 			}
@@ -334,6 +378,10 @@ func loadIn(inv invocation, flags *pflag.FlagSet) (Settings, error) {
 		if s.Kubeconfig, err = inv.abs(s.Kubeconfig); err != nil {
 			return Settings{}, err
 		}
+	}
+	// The remote adapter's too: sandbox rm, ls and prune reach the server of a record.
+	if err := loadRemote(inv, v, &s); err != nil {
+		return Settings{}, err
 	}
 	s.MaxOutputBytes, s.Timeout, s.Attempt = DefaultMaxOutputBytes, DefaultTimeout, 1
 	s.SyncMaxFileBytes = filesync.DefaultMaxFileBytes
@@ -448,6 +496,9 @@ func loadIn(inv invocation, flags *pflag.FlagSet) (Settings, error) {
 		if !knownAdapter(s.Adapter) {
 			return Settings{}, unknownAdapter(s.Adapter)
 		}
+		if s.Adapter == "remote" && s.RemoteURL == "" && s.Sandbox == "" {
+			return Settings{}, errs.New(errs.InvalidInput, "remote", "", "--adapter remote needs --%s URL (or %s, or %s: in the config file): the sandboxerd serve to run the sandbox on", keyURL, envName(keyURL), keyURL)
+		}
 	}
 	if s.MaxOutputBytes <= 0 || s.MaxOutputBytes > MaxOutputBytesLimit {
 		return Settings{}, fmt.Errorf("--max-output-bytes %d: want 1..%d", s.MaxOutputBytes, MaxOutputBytesLimit)
@@ -482,6 +533,11 @@ func loadIn(inv invocation, flags *pflag.FlagSet) (Settings, error) {
 			return Settings{}, err
 		}
 	}
+	s.set = map[string]bool{}
+	for _, k := range []string{keyImage, keyRuntime, keyMemory, keyPids} {
+		_, inFile := fileKeys[k]
+		s.set[k] = flags.Changed(k) || inv.getenv(envName(k)) != "" || inFile
+	}
 	switch j := v.GetString(keyJournal); j {
 	case JournalOff:
 		s.Journal = ""
@@ -493,6 +549,72 @@ func loadIn(inv invocation, flags *pflag.FlagSet) (Settings, error) {
 		}
 	}
 	return s, nil
+}
+
+// loadRemote reads the remote adapter's settings into s: the server, its CA and token, and what
+// to ask it for.
+func loadRemote(inv invocation, v *viper.Viper, s *Settings) error {
+	var err error
+	s.RemoteURL = strings.TrimSpace(v.GetString(keyURL))
+	if s.RemoteCA = v.GetString(keyRemoteCA); s.RemoteCA != "" {
+		if s.RemoteCA, err = inv.abs(s.RemoteCA); err != nil {
+			return err
+		}
+	}
+	if s.RemoteAdapter = v.GetString(keyRemoteAdapter); s.RemoteAdapter == "remote" {
+		return fmt.Errorf("--%s remote: a server runs its sandboxes itself, it does not forward them to another", keyRemoteAdapter)
+	}
+	if v.Get(keyRemoteTTL) != nil {
+		if s.RemoteTTL, err = durationSetting(v, keyRemoteTTL); err != nil {
+			return err
+		}
+		if s.RemoteTTL < 0 {
+			return fmt.Errorf("--%s %s: must not be negative (0: the server's default)", keyRemoteTTL, s.RemoteTTL)
+		}
+	}
+	switch idle := strings.TrimSpace(v.GetString(keyRemoteIdle)); idle {
+	case "":
+	case "none":
+		s.RemoteIdle = -1
+	default:
+		if s.RemoteIdle, err = time.ParseDuration(idle); err != nil || s.RemoteIdle < 0 {
+			return fmt.Errorf("--%s %q: want a duration (like 30m), or none", keyRemoteIdle, idle)
+		}
+	}
+	s.remoteToken = inv.getenv(tokenVar)
+	if file := v.GetString(keyTokenFile); file != "" {
+		if s.tokenFile, err = inv.abs(file); err != nil {
+			return err
+		}
+		if s.remoteToken, err = readToken(s.tokenFile); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// readToken reads the token of the file p (--token-file, absolute): its content without
+// surrounding white space. Errors never show the content.
+func readToken(p string) (string, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return "", fmt.Errorf("--%s: %w", keyTokenFile, err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, 64<<10+1))
+	if err != nil {
+		return "", fmt.Errorf("--%s %s: %w", keyTokenFile, p, err)
+	}
+	tok := strings.TrimSpace(string(b))
+	switch {
+	case len(b) > 64<<10:
+		return "", fmt.Errorf("--%s %s: more than 64 KiB, not a token", keyTokenFile, p)
+	case tok == "":
+		return "", fmt.Errorf("--%s %s is empty", keyTokenFile, p)
+	case strings.ContainsAny(tok, " \t\r\n"):
+		return "", fmt.Errorf("--%s %s: a token is one line without spaces", keyTokenFile, p)
+	}
+	return tok, nil
 }
 
 // The typed getters of viper turn a malformed value into zero silently; these refuse it instead,

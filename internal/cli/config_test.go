@@ -4,11 +4,14 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/sandboxer/sandboxer/adapter/kubernetes"
+	"github.com/sandboxer/sandboxer/errs"
+	"github.com/sandboxer/sandboxer/lifecycle"
 )
 
 // mcp-max-message-bytes is a setting like the others: default < config file < environment < flag,
@@ -297,4 +300,80 @@ func TestOCIImage(t *testing.T) { // not parallel: it sets the environment
 	wd, err := os.Getwd()
 	require.NoError(t, err)
 	assert.Equal(t, "oci-layout:"+filepath.Join(wd, "img:v1"), optionsOf(s).OCIConfig().Image, "relative to where the command was given")
+}
+
+// The remote adapter's settings: --url is required with --adapter remote (INVALID_INPUT); the
+// token comes from --token-file (relative to the call's directory) or SANDBOXER_TOKEN, never a
+// config file's token key; a remote sandbox asks for the settings the call gave, not for this
+// CLI's defaults.
+func TestRemoteSettings(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	call := filepath.Join(dir, "project") // the call's directory, the workspace a one-shot call copies
+	require.NoError(t, os.Mkdir(call, 0o755))
+	cfg := filepath.Join(dir, "sandboxer.yaml")
+	require.NoError(t, os.WriteFile(cfg, nil, 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "tok"), []byte("sbx_fromfile\n"), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "empty"), []byte("\n"), 0o600))
+	load := func(env map[string]string, args ...string) (Settings, error) {
+		t.Helper()
+		c := newMCPCmd(Streams{})
+		require.NoError(t, c.Flags().Parse(args))
+		all := map[string]string{"SANDBOXER_CONFIG": cfg}
+		for k, v := range env {
+			all[k] = v
+		}
+		return loadIn(invocation{env: all, dir: call}, c.Flags())
+	}
+	url := []string{"--adapter", "remote", "--url", "http://127.0.0.1:7878"}
+
+	_, err := load(nil, "--adapter", "remote")
+	assert.ErrorIs(t, err, errs.InvalidInput)
+	assert.ErrorContains(t, err, "--url")
+	_, err = load(nil, "--adapter", "remote", "--sandbox", "sbx-000000000000")
+	assert.NoError(t, err, "a long-lived sandbox's record names its server")
+
+	s, err := load(map[string]string{"SANDBOXER_TOKEN": "sbx_fromenv"}, url...)
+	require.NoError(t, err)
+	o := optionsOf(s)
+	assert.Equal(t, lifecycle.RemoteOptions{URL: "http://127.0.0.1:7878", Token: "sbx_fromenv"}, o.Remote)
+	assert.Zero(t, o.Local.Memory, "the server's default, not this CLI's")
+	assert.Zero(t, o.Local.Pids)
+	assert.Empty(t, o.Image)
+	assert.Empty(t, o.OCI.Runtime)
+	s, err = load(map[string]string{"SANDBOXER_TOKEN": "sbx_fromenv"}, append(url, "--token-file", "../tok")...)
+	require.NoError(t, err)
+	o = optionsOf(s)
+	assert.Equal(t, "sbx_fromfile", o.Remote.Token, "the file, relative to the call's directory")
+	assert.Contains(t, o.Local.DenyRead, filepath.Join(dir, "tok"), "no local command reads the token")
+	assert.Contains(t, o.Local.Protect, filepath.Join(dir, "tok"), "no workspace holds it")
+
+	require.NoError(t, os.WriteFile(cfg, []byte("image: my-tools:1\ntoken-file: ../tok\n"), 0o644))
+	s, err = load(map[string]string{"SANDBOXER_PIDS": "10"}, append(url, "--memory", "1GiB", "--runtime", "runsc",
+		"--remote-adapter", "docker", "--remote-ttl", "2h", "--remote-idle-timeout", "none", "--remote-ca", "../ca.pem")...)
+	require.NoError(t, err)
+	o = optionsOf(s)
+	assert.EqualValues(t, 1<<30, o.Local.Memory)
+	assert.Equal(t, 10, o.Local.Pids)
+	assert.Equal(t, "my-tools:1", o.Image)
+	assert.Equal(t, "runsc", o.OCI.Runtime)
+	assert.Equal(t, lifecycle.RemoteOptions{URL: "http://127.0.0.1:7878", Token: "sbx_fromfile", CAFile: filepath.Join(dir, "ca.pem"),
+		Adapter: "docker", TTL: 2 * time.Hour, IdleTimeout: -1}, o.Remote)
+	s, err = load(nil, "--adapter", "local")
+	require.NoError(t, err)
+	assert.EqualValues(t, 2<<30, optionsOf(s).Local.Memory, "other adapters keep the CLI's defaults")
+	assert.Equal(t, "runc", optionsOf(s).OCI.Runtime)
+
+	require.NoError(t, os.WriteFile(cfg, []byte("token: sbx_secret\n"), 0o644))
+	_, err = load(nil, url...)
+	assert.ErrorContains(t, err, "never read from a config file")
+	assert.NotContains(t, err.Error(), "sbx_secret")
+	require.NoError(t, os.WriteFile(cfg, nil, 0o644))
+	for _, bad := range [][]string{
+		{"--token-file", "../empty"}, {"--token-file", "../absent"}, {"--remote-adapter", "remote"},
+		{"--remote-idle-timeout", "soon"}, {"--remote-idle-timeout", "-1m"}, {"--remote-ttl", "-1h"},
+	} {
+		_, err = load(nil, append(url, bad...)...)
+		assert.Error(t, err, "%v", bad)
+	}
 }

@@ -16,6 +16,8 @@ import (
 	"github.com/sandboxer/sandboxer/adapter/kubernetes"
 	"github.com/sandboxer/sandboxer/adapter/local"
 	"github.com/sandboxer/sandboxer/adapter/oci"
+	"github.com/sandboxer/sandboxer/adapter/remote"
+	"github.com/sandboxer/sandboxer/api"
 	"github.com/sandboxer/sandboxer/egress"
 	"github.com/sandboxer/sandboxer/errs"
 	"github.com/sandboxer/sandboxer/internal/doctor"
@@ -100,8 +102,11 @@ type adapterReport struct {
 	Allowlist allowlistReport `json:"allowlist"`
 	Error     string          `json:"error,omitempty"`
 	// NotProbed says why no probe sandbox was made (kubernetes: a pod, only with --adapter
-	// kubernetes).
+	// kubernetes; remote: not configured, no --url).
 	NotProbed string `json:"notProbed,omitempty"`
+	// Server is the remote adapter's server as its health answer describes it (URL, version,
+	// adapters), when --url names one.
+	Server string `json:"server,omitempty"`
 }
 
 // allowlistReport: whether an allowlist is enforced (the egress proxy is the sandbox's only way
@@ -145,8 +150,10 @@ missing layer is refused unless --disable-layer names it). With a kubeconfig (--
 KUBECONFIG, ~/.kube/config) or --adapter kubernetes, the cluster of the kubernetes adapter: its
 server and version, whether RBAC allows what the adapter needs in --namespace, its runtime
 classes and, with --adapter kubernetes only, whether a probe pod finds NetworkPolicy egress
-enforced. Exit status 0 when every probe passed, 1 otherwise (the report is printed either way;
-the cluster is never a failed probe).`,
+enforced. With --url, the remote adapter's server: its health (version, adapters), whether it
+takes the token (--token-file or SANDBOXER_TOKEN) and a probe sandbox's capabilities. Exit status
+0 when every probe passed, 1 otherwise (the report is printed either way; the cluster and the
+server are never failed probes).`,
 		Args: exactArgs(0),
 		RunE: runE(func(c *cobra.Command, args []string) error {
 			s, err := settingsOf(c)
@@ -193,6 +200,9 @@ the cluster is never a failed probe).`,
 							a.Capabilities.FSIsolation, a.Capabilities.Network, a.Capabilities.Exec,
 							a.Capabilities.Signals, a.Capabilities.Workspace)
 					}
+					if a.Server != "" {
+						fmt.Fprintf(std.Out, "  server %s\n", a.Server)
+					}
 					fmt.Fprintf(std.Out, "  %s\n", a.Enforces)
 					if a.Allowlist.Detail != "" {
 						fmt.Fprintf(std.Out, "  allowlist (--allow-host): %s\n", a.Allowlist.Detail)
@@ -216,6 +226,7 @@ the cluster is never a failed probe).`,
 	c.Flags().String(keyAdapter, DefaultAdapter, "the adapter to probe in depth (kubernetes: a probe pod tells whether the cluster enforces NetworkPolicy egress)")
 	addRunscPlatformFlag(c.Flags())
 	addKubernetesFlags(c.Flags())
+	addRemoteFlags(c.Flags())
 	return c
 }
 
@@ -316,8 +327,18 @@ func describeAdapter(ctx context.Context, s Settings, name string) adapterReport
 		r.NotProbed = "no probe pod without --adapter kubernetes (the cluster is described below)"
 		return r
 	}
+	if name == "remote" {
+		if s.RemoteURL == "" {
+			r.NotProbed = "not configured: --url (or SANDBOXER_URL) names a sandboxerd serve to probe"
+			return r
+		}
+		if r.Server, r.Error = probeServer(ctx, s); r.Error != "" {
+			return r
+		}
+	}
 	probe := s
-	probe.Root = "" // local: a temporary workspace, removed by Stop
+	probe.Adapter = name // each row probes its own adapter, whatever --adapter says
+	probe.Root = ""      // local: a temporary workspace, removed by Stop
 	sb, err := openEphemeral(ctx, probe)
 	if err != nil {
 		r.Error = err.Error()
@@ -330,6 +351,30 @@ func describeAdapter(ctx context.Context, s Settings, name string) adapterReport
 		r.Allowlist = allowlistOf(sb, caps)
 	}
 	return r
+}
+
+// probeServer asks the remote adapter's server for its health (a description of it), then
+// whether it takes the token: the error says why the server cannot be used.
+func probeServer(ctx context.Context, s Settings) (server, failure string) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	cfg, err := optionsOf(s).RemoteConfig()
+	if err != nil {
+		return "", errs.As(err).Message()
+	}
+	h, err := remote.Health(ctx, cfg)
+	if err != nil {
+		return "", fmt.Sprintf("server %s: %s", cfg.URL, errs.As(err).Message())
+	}
+	server = fmt.Sprintf("%s: sandboxerd %s, adapters %s", cfg.URL, h.Version, strings.Join(h.Adapters, ", "))
+	if _, err := remote.List(ctx, cfg); err != nil {
+		how := ":"
+		if errs.CodeOf(err) == api.CodeUnauthorized {
+			how = " refused the token (--token-file or SANDBOXER_TOKEN):"
+		}
+		return server, fmt.Sprintf("server %s%s %s", cfg.URL, how, errs.As(err).Message())
+	}
+	return server, ""
 }
 
 // configCheck says which config file was read, and fails when a sandboxer.yaml lies in the

@@ -14,9 +14,10 @@ import (
 	"github.com/sandboxer/sandboxer/tools"
 )
 
-// rootCopyAdapters are the adapters whose workspace is not a host directory: a one-shot call of
-// theirs works on a copy of --root, copied in before the call and synced back after it.
-var rootCopyAdapters = map[string]bool{"docker": true, "oci": true, "kubernetes": true}
+// rootCopyAdapters are the adapters whose workspace is not a host directory (of this host): a
+// one-shot call of theirs works on a copy of --root, copied in before the call and synced back
+// after it.
+var rootCopyAdapters = map[string]bool{"docker": true, "oci": true, "kubernetes": true, "remote": true}
 
 // copiesRoot reports whether the calls of s work on a copy of --root: a one-shot sandbox (no
 // --sandbox) of a container adapter, without --store (a store is then the source of truth).

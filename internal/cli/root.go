@@ -86,7 +86,7 @@ func newRoot(std Streams) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "sandboxer",
 		Short: "Run AI agents' tool calls (read, write, edit, grep, bash) in sandboxes",
-		Long: `sandboxer runs AI agents' tool calls in a sandbox (local, docker, memory, oci or kubernetes adapter),
+		Long: `sandboxer runs AI agents' tool calls in a sandbox (local, docker, memory, oci or kubernetes adapter, or remote: on a sandboxerd serve),
 over the CLI (sandboxer tool, sandboxer exec) or as an MCP server on stdio (sandboxer mcp),
 and records every call in an SQLite journal.
 

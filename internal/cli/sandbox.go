@@ -102,11 +102,19 @@ func newSandboxLsCmd(std Streams) *cobra.Command {
 			type row struct {
 				lifecycle.Record
 				Alive bool `json:"alive"`
+				// Error says why it is not known whether the backing is there (a daemon or
+				// server that does not answer, a refused token, an adapter this build lacks).
+				Error string `json:"error,omitempty"`
 			}
 			rows := make([]row, 0, len(recs))
 			for _, r := range recs {
-				alive, _ := mgr.Alive(c.Context(), r, o) // false for an adapter this build lacks
-				rows = append(rows, row{Record: r, Alive: alive})
+				alive, err := mgr.Alive(c.Context(), r, o)
+				rw := row{Record: r, Alive: alive}
+				if err != nil {
+					rw.Error = err.Error()
+					fmt.Fprintf(std.Err, "sandboxer: warning: sandbox %s: %v\n", r.ID, err)
+				}
+				rows = append(rows, rw)
 			}
 			if asJSON {
 				return printJSON(std, rows)
@@ -115,11 +123,17 @@ func newSandboxLsCmd(std Streams) *cobra.Command {
 			fmt.Fprintln(tw, "ID\tADAPTER\tSTATUS\tCREATED\tWHERE")
 			for _, r := range rows {
 				status := "ok"
-				if !r.Alive {
+				switch {
+				case r.Error != "":
+					status = "unknown"
+				case !r.Alive:
 					status = "gone"
 				}
 				where := r.Workspace
-				if where == "" {
+				switch {
+				case r.URL != "":
+					where = r.Backend + " on " + r.URL
+				case where == "":
 					where = r.Backend
 				}
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.ID, r.Adapter, status, r.CreatedAt.Format(time.RFC3339), where)
@@ -132,10 +146,12 @@ func newSandboxLsCmd(std Streams) *cobra.Command {
 	return c
 }
 
-// addStateFlags declares the flags of commands that only need the state directory.
+// addStateFlags declares the flags of commands that only need the state directory (and, for a
+// remote sandbox, the token and CA of the server its record names).
 func addStateFlags(c *cobra.Command) {
 	c.Flags().String("config", "", configFlagUsage)
 	c.Flags().String(keyStateDir, "", "state directory (default $XDG_STATE_HOME/sandboxer or ~/.local/state/sandboxer)")
+	addRemoteAccessFlags(c.Flags())
 }
 
 func newSandboxRmCmd(std Streams) *cobra.Command {

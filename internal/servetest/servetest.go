@@ -57,6 +57,17 @@ func Binary(t testing.TB) string {
 	return build.bin
 }
 
+// Token makes a token named name in the tokens file (created when missing) with `sandboxerd
+// serve token add`, and returns it.
+func Token(t testing.TB, tokens, name string) string {
+	t.Helper()
+	out, err := exec.Command(Binary(t), "serve", "token", "add", name, "--tokens", tokens).Output()
+	if err != nil {
+		t.Fatalf("sandboxerd serve token add: %v", err)
+	}
+	return strings.TrimSpace(string(out))
+}
+
 // Server is a running `sandboxerd serve`.
 type Server struct {
 	URL      string // http://127.0.0.1:PORT
