@@ -126,3 +126,38 @@ func ReplaceErr(op, p string, err error, mapErr func(op, p string, err error) er
 	}
 	return mapErr(op, p, err)
 }
+
+// ErrDirInTheWay is SymlinkAt's answer when name is a directory.
+var ErrDirInTheWay = errors.New("a directory is in the way")
+
+// SymlinkAt replaces name in the open directory d with a symbolic link to target, atomically: the
+// link is made under a temporary name (tmp, called again while a name is taken), owned by uid:gid
+// when uid >= 0, and renamed over name, so a reader sees the old entry or the link. A directory
+// at name is ErrDirInTheWay; other errors are the system's, unmapped, and leave no temporary link.
+func SymlinkAt(d *os.File, name, target string, tmp func() string, uid, gid int) error {
+	fd := int(d.Fd())
+	var st unix.Stat_t
+	if err := unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR {
+		return ErrDirInTheWay
+	}
+	for {
+		t := tmp()
+		err := unix.Symlinkat(target, fd, t)
+		if errors.Is(err, unix.EEXIST) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if uid >= 0 {
+			err = unix.Fchownat(fd, t, uid, gid, unix.AT_SYMLINK_NOFOLLOW)
+		}
+		if err == nil {
+			err = unix.Renameat(fd, t, fd, name)
+		}
+		if err != nil {
+			_ = unix.Unlinkat(fd, t, 0)
+		}
+		return err
+	}
+}

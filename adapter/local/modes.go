@@ -6,8 +6,6 @@ import (
 	"path"
 	"strconv"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/sandboxer/sandboxer/adapter"
 	"github.com/sandboxer/sandboxer/errs"
 )
@@ -34,26 +32,12 @@ func (s *Sandbox) Symlink(ctx context.Context, p, target string) error {
 		return err
 	}
 	defer d.Close()
-	fd, name := int(d.Fd()), path.Base(r)
-	var st unix.Stat_t
-	if err := unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR {
+	tmp := func() string { return ".sandboxer-" + s.tempID + "-" + strconv.FormatUint(tempSeq.Add(1), 36) }
+	err = adapter.SymlinkAt(d, path.Base(r), target, tmp, -1, -1)
+	if errors.Is(err, adapter.ErrDirInTheWay) {
 		return errs.New(errs.InvalidInput, op, p, "a directory is in the way")
 	}
-	for {
-		tmp := ".sandboxer-" + s.tempID + "-" + strconv.FormatUint(tempSeq.Add(1), 36)
-		err := unix.Symlinkat(target, fd, tmp)
-		if errors.Is(err, unix.EEXIST) {
-			continue
-		}
-		if err != nil {
-			return mapErr(op, p, err)
-		}
-		if err := unix.Renameat(fd, tmp, fd, name); err != nil {
-			_ = unix.Unlinkat(fd, tmp, 0)
-			return mapErr(op, p, err)
-		}
-		return nil
-	}
+	return mapErr(op, p, err)
 }
 
 // SetExecutable implements adapter.ModeWriter. The file is opened with O_NOFOLLOW relative to its

@@ -361,7 +361,7 @@ func TestRemoteSettings(t *testing.T) {
 		Adapter: "docker", TTL: 2 * time.Hour, IdleTimeout: -1}, o.Remote)
 	s, err = load(nil, "--adapter", "local")
 	require.NoError(t, err)
-	assert.EqualValues(t, 2<<30, optionsOf(s).Local.Memory, "other adapters keep the CLI's defaults")
+	assert.EqualValues(t, int64(2)<<30, optionsOf(s).Local.Memory, "other adapters keep the CLI's defaults")
 	assert.Equal(t, "runc", optionsOf(s).OCI.Runtime)
 
 	require.NoError(t, os.WriteFile(cfg, []byte("token: sbx_secret\n"), 0o644))

@@ -22,8 +22,6 @@ import (
 	"strings"
 	"syscall"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/sandboxer/sandboxer/adapter"
 	"github.com/sandboxer/sandboxer/errs"
 )
@@ -446,30 +444,11 @@ func (h FS) Symlink(ctx context.Context, p, target string) error {
 		return err
 	}
 	defer d.Close()
-	fd, name := int(d.Fd()), path.Base(r)
-	var st unix.Stat_t
-	if err := unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR {
+	err = adapter.SymlinkAt(d, path.Base(r), target, func() string { return tmpPrefix + randomSuffix() }, h.UID, h.GID)
+	if errors.Is(err, adapter.ErrDirInTheWay) {
 		return errs.New(errs.InvalidInput, op, p, "a directory is in the way")
 	}
-	for {
-		tmp := tmpPrefix + randomSuffix()
-		err := unix.Symlinkat(target, fd, tmp)
-		if errors.Is(err, unix.EEXIST) {
-			continue
-		}
-		if err != nil {
-			return mapErr(op, p, err)
-		}
-		err = unix.Fchownat(fd, tmp, h.UID, h.GID, unix.AT_SYMLINK_NOFOLLOW)
-		if err == nil {
-			err = unix.Renameat(fd, tmp, fd, name)
-		}
-		if err != nil {
-			unix.Unlinkat(fd, tmp, 0)
-			return mapErr(op, p, err)
-		}
-		return nil
-	}
+	return mapErr(op, p, err)
 }
 
 // SetExecutable implements adapter.ModeWriter on the host: the file is opened with O_NOFOLLOW in
