@@ -147,6 +147,8 @@ func New(cfg Config) (*Proxy, error) {
 		ExpectContinueTimeout: time.Second,
 		DisableCompression:    true, // pass the body through as the destination sent it
 		TLSClientConfig:       &tls.Config{RootCAs: cfg.UpstreamRoots, MinVersion: tls.VersionTLS12},
+		ReadBufferSize:        64 << 10,
+		WriteBufferSize:       64 << 10,
 	}
 	p.rp = &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
@@ -155,6 +157,7 @@ func New(cfg Config) (*Proxy, error) {
 		},
 		Transport:     p.transport,
 		FlushInterval: -1,
+		BufferPool:    copyPool{},
 		ErrorLog:      log.New(io.Discard, "", 0),
 		ModifyResponse: func(resp *http.Response) error {
 			if e, ok := resp.Request.Context().Value(entryKey{}).(*entry); ok && resp.Body != nil {
@@ -517,6 +520,15 @@ func parsePort(s string) (int, bool) {
 	}
 	return n, true
 }
+
+// copyPool hands the reverse proxy 256 KiB copy buffers (its own are 32 KiB): fewer writes and
+// flushes per response, each a TLS record or more where the proxy terminates TLS.
+type copyPool struct{}
+
+var copyBuffers = sync.Pool{New: func() any { b := make([]byte, 256<<10); return &b }}
+
+func (copyPool) Get() []byte  { return *copyBuffers.Get().(*[]byte) }
+func (copyPool) Put(b []byte) { copyBuffers.Put(&b) }
 
 // countingBody counts the bytes read through it.
 type countingBody struct {
