@@ -66,7 +66,7 @@ func (p *Proxy) Ensure(ctx context.Context, sb adapter.Sandbox) error {
 		return errs.New(errs.SandboxUnavailable, "egress", "", "the egress proxy is closed (the sandbox is stopped)")
 	}
 	if p.attached {
-		return nil
+		return p.trust(ctx, sb)
 	}
 	// The listener may end before the proxy does (the agent's stream broke and the adapter
 	// started another): the next command attaches again.
@@ -79,7 +79,7 @@ func (p *Proxy) Ensure(ctx context.Context, sb adapter.Sandbox) error {
 		return err
 	}
 	p.attached = true
-	return nil
+	return p.trust(ctx, sb)
 }
 
 // Egressed is a sandbox with an egress proxy (an adapter whose Config has AllowHosts): the
@@ -116,12 +116,14 @@ func (p *Proxy) CommandEnv(ctx context.Context, sb adapter.Sandbox) ([]string, e
 	return EnvOf(p), nil
 }
 
-// EnvOf is Env for a sandbox with proxy p, nil for one without (p nil).
+// EnvOf is Env for a sandbox with proxy p, nil for one without (p nil); where p terminates TLS
+// for some host, with the variables that make the commands trust its authority (installed by
+// Ensure) and the secrets' placeholders.
 func EnvOf(p *Proxy) []string {
 	if p == nil {
 		return nil
 	}
-	return Env()
+	return append(Env(), p.commandEnv()...)
 }
 
 // Holder is what an adapter embeds to own the proxy of its Config's AllowHosts, made at first

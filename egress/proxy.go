@@ -92,6 +92,7 @@ type Proxy struct {
 	closed    bool
 	tunnels   map[net.Conn]tunnelInfo
 	inflight  map[*inflight]struct{} // plain HTTP requests under way
+	trustPath string                 // the authority's bundle in the sandbox (Ensure), "" before
 	listeners map[net.Listener]struct{}
 	attachMu  sync.Mutex // serialises Ensure
 	attached  bool       // Ensure has attached a listener

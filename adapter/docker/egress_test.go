@@ -16,3 +16,13 @@ func TestEgressAllowlist(t *testing.T) {
 		return newSandbox(t, docker.Config{AllowHosts: allow, Egress: opts})
 	})
 }
+
+// TestEgressSecrets: secrets and rules in the Debian image (python3 and git call with the
+// placeholders, trusting the proxy's authority through the bundle in HOME).
+func TestEgressSecrets(t *testing.T) {
+	t.Parallel()
+	img := debianImage(t)
+	egresstest.RunSecrets(t, func(t *testing.T, allow []string, opts egress.Config) adapter.Sandbox {
+		return newSandbox(t, docker.Config{Image: img, AllowHosts: allow, Egress: opts})
+	})
+}

@@ -2,6 +2,7 @@ package local
 
 import (
 	"context"
+	"path/filepath"
 
 	"github.com/sandboxer/sandboxer/adapter"
 	"github.com/sandboxer/sandboxer/egress"
@@ -27,4 +28,11 @@ func (s *Sandbox) egressEnv(ctx context.Context, c adapter.Command) ([]string, e
 		return nil, err
 	}
 	return append(env, c.Env...), nil
+}
+
+// TrustCA implements egress.TrustStore: the host's bundle (the one the view shows) followed by
+// pem, in a file of HOME.
+func (s *Sandbox) TrustCA(ctx context.Context, pem []byte) (string, error) {
+	path := filepath.Join(s.home.path, egress.TrustFile)
+	return path, egress.WriteBundle(path, egress.SystemBundle("/"), pem)
 }

@@ -29,3 +29,14 @@ func TestEgressAllowlist(t *testing.T) {
 		return sb
 	})
 }
+
+// TestEgressSecrets: secrets and rules on an isolated local sandbox, with the host's curl and python3.
+func TestEgressSecrets(t *testing.T) {
+	requireLayers(t, local.LayerNetNS)
+	egresstest.RunSecrets(t, func(t *testing.T, allow []string, opts egress.Config) adapter.Sandbox {
+		sb, err := local.New(local.Config{Root: t.TempDir(), AllowHosts: allow, Egress: opts})
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = sb.Stop(context.Background()) })
+		return sb
+	})
+}

@@ -18,3 +18,12 @@ func TestEgressAllowlist(t *testing.T) {
 		})
 	})
 }
+
+// TestEgressSecrets: secrets and rules in the Debian image (python3 calls the API with the
+// placeholder, trusting the proxy's authority through the bundle in HOME), under runc.
+func TestEgressSecrets(t *testing.T) {
+	img := debianImage(t)
+	egresstest.RunSecrets(t, func(t *testing.T, allow []string, opts egress.Config) adapter.Sandbox {
+		return newSandbox(t, oci.Runc, oci.Config{Image: img, AllowHosts: allow, Egress: opts})
+	})
+}

@@ -87,6 +87,25 @@ func GitServer(t testing.TB) *Target {
 		out, err := cmd.CombinedOutput()
 		require.NoError(t, err, "%q: %s", argv, out)
 	}
-	return NewTarget(t, false, &cgi.Handler{Path: backend, Root: "/",
-		Env: []string{"GIT_PROJECT_ROOT=" + root, "GIT_HTTP_EXPORT_ALL=1"}})
+	return NewTarget(t, false, gitBackend(backend, root))
+}
+
+func gitBackend(backend, root string) http.Handler {
+	return &cgi.Handler{Path: backend, Root: "/", Env: []string{"GIT_PROJECT_ROOT=" + root, "GIT_HTTP_EXPORT_ALL=1"}}
+}
+
+// PrivateGitServer is GitServer over HTTPS for host (a certificate of its own for that name) that
+// answers only requests whose Basic credential has password: 401 asking for one otherwise.
+func PrivateGitServer(t testing.TB, host, password string) *Target {
+	t.Helper()
+	pub := GitServer(t)
+	h := pub.Config.Handler
+	return NewTargetFor(t, host, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, pass, ok := r.BasicAuth(); !ok || pass != password {
+			w.Header().Set("WWW-Authenticate", `Basic realm="private"`)
+			http.Error(w, "authentication required", http.StatusUnauthorized)
+			return
+		}
+		h.ServeHTTP(w, r)
+	}))
 }

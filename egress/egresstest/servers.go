@@ -5,7 +5,14 @@ package egresstest
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"io"
+	"math/big"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -14,6 +21,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -44,6 +52,32 @@ func NewTarget(t testing.TB, tlsOn bool, h http.Handler) *Target {
 	} else {
 		tg.Start()
 	}
+	t.Cleanup(tg.Close)
+	tg.Port = tg.Listener.Addr().(*net.TCPAddr).Port
+	return tg
+}
+
+// NewTargetFor starts h on 127.0.0.1 over TLS with a certificate of its own for host
+// (self-signed: Certificate is what a client or the proxy's upstream trust store must trust).
+func NewTargetFor(t testing.TB, host string, h http.Handler) *Target {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	require.NoError(t, err)
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: host}, DNSNames: []string{host},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		BasicConstraintsValid: true, IsCA: true}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	require.NoError(t, err)
+	tg := &Target{}
+	tg.Server = httptest.NewUnstartedServer(h)
+	tg.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			tg.conns.Add(1)
+		}
+	}
+	tg.TLS = &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}}
+	tg.StartTLS()
 	t.Cleanup(tg.Close)
 	tg.Port = tg.Listener.Addr().(*net.TCPAddr).Port
 	return tg
