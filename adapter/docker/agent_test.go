@@ -25,7 +25,9 @@ import (
 func TestConformanceWithoutAgent(t *testing.T) {
 	needDocker(t)
 	adaptertest.Run(t, adaptertest.Harness{
-		New:         func(t *testing.T) adapter.Sandbox { return newSandbox(t, docker.Config{NoAgent: true, WorkspaceBytes: -1}) },
+		New: func(t *testing.T) adapter.Sandbox {
+			return newSandbox(t, docker.Config{NoAgent: true, WorkspaceBytes: -1})
+		},
 		Outside:     outside,
 		PrivateHome: true,
 	})

@@ -197,4 +197,3 @@ func (s *Sandbox) Fork(ctx context.Context) (adapter.Sandbox, error) {
 	cfg.Workspace = ""
 	return create(ctx, cfg, s.ws)
 }
-
