@@ -32,6 +32,15 @@ const (
 	HeaderIdempotencyKey = "Idempotency-Key"
 )
 
+// TrailerUpload, a trailer of a chunked upload (PUT .../files), set to UploadAborted by a
+// client whose source failed part way: the server then discards what it received and answers
+// only once the temporary file is gone, instead of learning of the cut from a closed connection
+// some time after the client has moved on.
+const (
+	TrailerUpload = "Sandboxer-Upload"
+	UploadAborted = "aborted"
+)
+
 // Codes of the API's own refusals, in the tools' error shape.
 const (
 	CodeUnauthorized     errs.Code = "UNAUTHORIZED"       // 401: no token, or one the server does not know

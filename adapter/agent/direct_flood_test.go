@@ -179,8 +179,10 @@ func TestDirectStreamsFlood(t *testing.T) {
 	sampler.Wait()
 	t.Logf("%d calls during the flood, the slowest %v; descriptors %d, at most %d", calls, slowest, base, peak.Load())
 	assert.Less(t, slowest, 2*time.Second, "a call during the flood")
-	// 16 pending connections, and what the calls open (pipes, a stream, the other agent's new spares).
-	assert.LessOrEqual(t, int(peak.Load()), base+16+48, "the flood's connections were held")
+	// 16 pending connections, and what the calls open (pipes, a stream, the other agent's new
+	// spares): up to 48 on a quiet machine, 92 seen under -race with other tests running. Held
+	// flood connections would be hundreds (the flood keeps 1,000 open).
+	assert.LessOrEqual(t, int(peak.Load()), base+16+160, "the flood's connections were held")
 	require.Eventually(t, func() bool { return openFDs(t) <= base+8 }, 10*time.Second, 10*time.Millisecond,
 		"the flood's connections outlived it")
 

@@ -50,14 +50,25 @@ func (s *Sandbox) WriteFileFrom(ctx context.Context, p string, r io.Reader) (int
 		return 0, err
 	}
 	// A known size goes as Content-Length (a body the server reads without chunk framing, and
-	// a file the transport can send with sendfile); else the body is chunked.
+	// a file the transport can send with sendfile); else the body is chunked, and a source that
+	// fails ends it with the abort trailer: the server answers once it has discarded the upload.
+	var src *abortable
 	if n, ok := sizeOf(r); ok {
 		req.ContentLength = n
 		if n == 0 {
 			req.Body = http.NoBody
 		}
+	} else {
+		src = &abortable{r: r, trailer: http.Header{api.TrailerUpload: nil}}
+		req.Body, req.Trailer = io.NopCloser(src), src.trailer
 	}
 	resp, _, err := s.c.do(req)
+	if src != nil && src.err != nil {
+		if err == nil {
+			resp.Body.Close()
+		}
+		return 0, src.err
+	}
 	if err != nil {
 		return 0, err
 	}
@@ -67,6 +78,24 @@ func (s *Sandbox) WriteFileFrom(ctx context.Context, p string, r io.Reader) (int
 		return 0, s.readErr(ctx, err)
 	}
 	return out.Size, nil
+}
+
+// abortable is an upload's source that ends its body with the abort trailer, instead of an
+// error, when the source fails; err keeps the source's error.
+type abortable struct {
+	r       io.Reader
+	trailer http.Header
+	err     error
+}
+
+func (a *abortable) Read(p []byte) (int, error) {
+	n, err := a.r.Read(p)
+	if err != nil && err != io.EOF {
+		a.err = err
+		a.trailer.Set(api.TrailerUpload, api.UploadAborted)
+		return 0, io.EOF // what came with the error is not sent: the upload is void anyway
+	}
+	return n, err
 }
 
 // sizeOf is how many bytes r has left to yield, where r can tell: a regular file (from its

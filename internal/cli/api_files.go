@@ -76,7 +76,7 @@ func (a *apiServer) writeFile(w http.ResponseWriter, r *http.Request) error {
 	if r.ContentLength > a.opt.MaxFileBytes {
 		return tooLarge(r.ContentLength, a.opt.MaxFileBytes)
 	}
-	body := http.MaxBytesReader(w, r.Body, a.opt.MaxFileBytes)
+	body := io.Reader(&uploadBody{r: http.MaxBytesReader(w, r.Body, a.opt.MaxFileBytes), req: r})
 	bodyErr := func(err error) error {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
@@ -105,6 +105,24 @@ func (a *apiServer) writeFile(w http.ResponseWriter, r *http.Request) error {
 	}
 	writeJSON(w, http.StatusOK, api.FileWritten{Path: p, Size: int64(len(data))})
 	return nil
+}
+
+// uploadBody is an upload's body that ends in an error, not at its end, when the client's
+// trailer says the upload was aborted (api.TrailerUpload): the temporary file is then removed
+// before the answer goes back.
+type uploadBody struct {
+	r   io.Reader
+	req *http.Request
+}
+
+var errUploadAborted = errors.New("the client aborted the upload (its source failed)")
+
+func (b *uploadBody) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	if err == io.EOF && b.req.Trailer.Get(api.TrailerUpload) == api.UploadAborted {
+		return n, errUploadAborted
+	}
+	return n, err
 }
 
 func tooLarge(size, limit int64) error {
