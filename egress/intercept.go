@@ -152,14 +152,23 @@ func (p *Proxy) serveIntercepted(w http.ResponseWriter, r *http.Request, host st
 		refuse(w, notAllowedText(host))
 		return
 	}
-	if ok, why := pol.allow.Check(host, r.Method, r.URL.Path); !ok {
-		p.rec.add(host, port, false, why)
-		refuse(w, "sandboxer egress proxy: "+why+"\n")
+	if !p.passesRules(w, r, pol, host, port) {
 		return
 	}
 	r.URL.Scheme, r.URL.Host, r.Host = "https", authority, authority
 	pol.sec.apply(host, r.Header)
 	p.roundTrip(w, r, e)
+}
+
+// passesRules checks r against the rules of pol for host, an allowed host; a request outside
+// them is answered 403 naming the rules and recorded as a refused decision of its own.
+func (p *Proxy) passesRules(w http.ResponseWriter, r *http.Request, pol *policy, host string, port int) bool {
+	ok, why := pol.allow.Check(host, r.Method, r.URL.Path)
+	if !ok {
+		p.rec.add(host, port, false, why)
+		refuse(w, "sandboxer egress proxy: "+why+"\n")
+	}
+	return ok
 }
 
 // prefixConn is a connection whose first bytes were already read into a buffer.
@@ -208,10 +217,9 @@ func (s *secrets) redactHeader(h http.Header) {
 	if s == nil {
 		return
 	}
-	for k, vs := range h {
+	for _, vs := range h {
 		for i, v := range vs {
 			vs[i] = s.redact(v)
 		}
-		h[k] = vs
 	}
 }

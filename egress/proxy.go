@@ -271,9 +271,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	pol := p.policy()
-	if ok, why := pol.allow.Check(host, r.Method, r.URL.Path); !ok && pol.allow.Allows(host) {
-		p.rec.add(host, port, false, why)
-		refuse(w, "sandboxer egress proxy: "+why+"\n")
+	if pol.allow.Allows(host) && !p.passesRules(w, r, pol, host, port) {
 		return
 	}
 	e, ok := p.decide(w, host, port)

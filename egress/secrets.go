@@ -172,17 +172,13 @@ func (s *secrets) apply(host string, h http.Header) {
 		pairs = append(pairs, Placeholder(name), v)
 	}
 	r := strings.NewReplacer(pairs...)
-	for k, vs := range h {
+	for _, vs := range h {
 		for i, v := range vs {
-			if !strings.Contains(v, PlaceholderPrefix) {
-				if user, ok := basicPlaceholder(v); ok {
-					vs[i] = "Basic " + base64.StdEncoding.EncodeToString([]byte(r.Replace(user)))
-				}
-				continue
+			if user, ok := basicPlaceholder(v); ok {
+				v = "Basic " + base64.StdEncoding.EncodeToString([]byte(r.Replace(user)))
 			}
 			vs[i] = r.Replace(v)
 		}
-		h[k] = vs
 	}
 	for _, in := range set {
 		h.Set(in.Header, templateRef.ReplaceAllStringFunc(in.Template, func(m string) string {

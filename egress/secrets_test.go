@@ -300,3 +300,31 @@ func TestSetPolicyAppliesAtOnce(t *testing.T) {
 		})
 	}
 }
+
+// TestWriteBundleChecksCheaply: the bundle is made from the system certificates once; while the
+// file ends with the authority, the system's are not read again; a removed or changed file is
+// made again.
+func TestWriteBundleChecksCheaply(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "home", egress.TrustFile)
+	calls := 0
+	system := func() ([]byte, error) { calls++; return []byte("SYSTEM CERTS"), nil }
+	pem := []byte("-----BEGIN CERTIFICATE-----\nproxy\n-----END CERTIFICATE-----\n")
+	require.NoError(t, egress.WriteBundle(path, pem, system))
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	assert.Equal(t, "SYSTEM CERTS\n"+string(pem), string(b))
+	require.NoError(t, egress.WriteBundle(path, pem, system))
+	assert.Equal(t, 1, calls, "a file that ends with the authority is left as it is")
+	require.NoError(t, os.WriteFile(path, []byte("something else"), 0o644))
+	require.NoError(t, egress.WriteBundle(path, pem, system))
+	require.NoError(t, os.Remove(path))
+	require.NoError(t, egress.WriteBundle(path, pem, system))
+	assert.Equal(t, 3, calls)
+	b, err = os.ReadFile(path)
+	require.NoError(t, err)
+	assert.Equal(t, "SYSTEM CERTS\n"+string(pem), string(b))
+	entries, err := os.ReadDir(filepath.Dir(path))
+	require.NoError(t, err)
+	assert.Len(t, entries, 1, "no temporary file is left")
+}

@@ -3,6 +3,7 @@ package egress
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -15,8 +16,9 @@ import (
 // proxy's authority (Proxy.CACert) besides the certificates they trust already.
 type TrustStore interface {
 	// TrustCA makes the file hold the sandbox's own trusted certificates (SystemBundle of its
-	// root file system) followed by pem, writing it only when it does not hold that already, and
-	// returns its path as the sandbox's commands see it.
+	// root file system) followed by pem, writing it only when it does not end with pem already
+	// (WriteBundle), and returns its path as the sandbox's commands see it. It is called before
+	// every command of a policy that terminates TLS: the steady state must be cheap.
 	TrustCA(ctx context.Context, pem []byte) (string, error)
 }
 
@@ -42,21 +44,51 @@ func SystemBundle(root string) []byte {
 	return nil
 }
 
-// WriteBundle makes the file at path hold system followed by pem (the directory made 0755, the
-// file 0644, replaced atomically), unless it holds exactly that already.
-func WriteBundle(path string, system, pem []byte) error {
-	want := slices.Concat(system, []byte("\n"), pem)
-	if have, err := os.ReadFile(path); err == nil && bytes.Equal(have, want) {
+// WriteBundle makes the file at path hold the bundle system returns followed by pem (the
+// directory made 0755, the file 0644, replaced atomically). A file that ends with pem already is
+// left as it is, after one small read and without calling system: the check every command makes
+// (a recycled sandbox's HOME is emptied, and a command may remove the file) costs next to nothing.
+func WriteBundle(path string, pem []byte, system func() ([]byte, error)) error {
+	if endsWith(path, pem) {
 		return nil
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	sys, err := system()
+	if err != nil {
 		return err
 	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, want, 0o644); err != nil {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	return os.Rename(tmp, path)
+	f, err := os.CreateTemp(dir, ".ca-bundle-*")
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(slices.Concat(sys, []byte("\n"), pem))
+	err = errors.Join(err, f.Chmod(0o644), f.Close())
+	if err == nil {
+		err = os.Rename(f.Name(), path)
+	}
+	if err != nil {
+		os.Remove(f.Name())
+	}
+	return err
+}
+
+// endsWith reports whether the file at path ends with tail.
+func endsWith(path string, tail []byte) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil || !fi.Mode().IsRegular() || fi.Size() < int64(len(tail)) {
+		return false
+	}
+	buf := make([]byte, len(tail))
+	_, err = f.ReadAt(buf, fi.Size()-int64(len(tail)))
+	return err == nil && bytes.Equal(buf, tail)
 }
 
 // trustEnv is what a command needs to trust the bundle at path: the usual variables of OpenSSL,

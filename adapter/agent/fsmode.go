@@ -161,17 +161,32 @@ func (j fsJail) resolveParent(p string) (string, int) {
 	return r + "/" + base, 0
 }
 
-func (j fsJail) read(p string, stdout io.Writer) int {
+func (j fsJail) read(p string, stdout io.Writer) int { return j.copyOut(p, stdout, false) }
+
+// open is read for a stream of unknown length (the agent's own, no script has it): the size of
+// the file opened as a decimal line, then that many bytes of it and no more.
+func (j fsJail) open(p string, stdout io.Writer) int { return j.copyOut(p, stdout, true) }
+
+// copyOut writes the regular file p on stdout: whole, or, sized, after its size and no more
+// than that.
+func (j fsJail) copyOut(p string, stdout io.Writer, sized bool) int {
 	r, code := j.resolve(p)
 	if code != 0 {
 		return code
 	}
-	f, _, code := openRegular(r)
+	f, fi, code := openRegular(r)
 	if code != 0 {
 		return code
 	}
 	defer f.Close()
-	if _, err := io.Copy(stdout, f); err != nil {
+	var src io.Reader = f
+	if sized {
+		if _, err := fmt.Fprintf(stdout, "%d\n", fi.Size()); err != nil {
+			return fsIO
+		}
+		src = io.LimitReader(f, fi.Size())
+	}
+	if _, err := io.Copy(stdout, src); err != nil {
 		return fsIO
 	}
 	return 0
@@ -190,27 +205,6 @@ func openRegular(r string) (*os.File, fs.FileInfo, int) {
 		return nil, nil, fsNotFound
 	}
 	return f, fi, 0
-}
-
-// open is read for a stream of unknown length (the agent's own, no script has it): the size of
-// the file opened as a decimal line, then that many bytes of it and no more.
-func (j fsJail) open(p string, stdout io.Writer) int {
-	r, code := j.resolve(p)
-	if code != 0 {
-		return code
-	}
-	f, fi, code := openRegular(r)
-	if code != 0 {
-		return code
-	}
-	defer f.Close()
-	if _, err := fmt.Fprintf(stdout, "%d\n", fi.Size()); err != nil {
-		return fsIO
-	}
-	if _, err := io.Copy(stdout, io.LimitReader(f, fi.Size())); err != nil {
-		return fsIO
-	}
-	return 0
 }
 
 // ensureDir makes the directory of r (and its parents) unless it is there.

@@ -27,15 +27,17 @@ func (s *Sandbox) TrustCA(ctx context.Context, pem []byte) (string, error) {
 	if s.disk.dir == "" || s.workspaceHome {
 		return "", errors.New("the container's HOME is not a directory of this host (no capped disk: a daemon elsewhere, or WorkspaceBytes -1)")
 	}
-	ins, err := s.eng.ContainerInspect(ctx, s.containerID, client.ContainerInspectOptions{})
+	err := egress.WriteBundle(filepath.Join(s.disk.home(), egress.TrustFile), pem, func() ([]byte, error) {
+		ins, err := s.eng.ContainerInspect(ctx, s.containerID, client.ContainerInspectOptions{})
+		if err != nil {
+			return nil, err
+		}
+		if ins.Container.State == nil || ins.Container.State.Pid <= 0 {
+			return nil, fmt.Errorf("container %s is not running", s.containerID)
+		}
+		return egress.SystemBundle(filepath.Join("/proc", strconv.Itoa(ins.Container.State.Pid), "root")), nil
+	})
 	if err != nil {
-		return "", err
-	}
-	if ins.Container.State == nil || ins.Container.State.Pid <= 0 {
-		return "", fmt.Errorf("container %s is not running", s.containerID)
-	}
-	root := filepath.Join("/proc", strconv.Itoa(ins.Container.State.Pid), "root")
-	if err := egress.WriteBundle(filepath.Join(s.disk.home(), egress.TrustFile), egress.SystemBundle(root), pem); err != nil {
 		return "", err
 	}
 	return path.Join(adapter.DefaultHome, egress.TrustFile), nil

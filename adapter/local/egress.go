@@ -34,5 +34,5 @@ func (s *Sandbox) egressEnv(ctx context.Context, c adapter.Command) ([]string, e
 // pem, in a file of HOME.
 func (s *Sandbox) TrustCA(ctx context.Context, pem []byte) (string, error) {
 	path := filepath.Join(s.home.path, egress.TrustFile)
-	return path, egress.WriteBundle(path, egress.SystemBundle("/"), pem)
+	return path, egress.WriteBundle(path, pem, func() ([]byte, error) { return egress.SystemBundle("/"), nil })
 }

@@ -27,19 +27,22 @@ func (s *Sandbox) TrustCA(ctx context.Context, pem []byte) (string, error) {
 	if s.rec.Home == "" {
 		return "", errors.New("the sandbox was made before commands had a HOME of their own")
 	}
-	b, err := os.ReadFile(filepath.Join(s.lay.sandbox(s.rec.ID), "bundle", "config.json"))
+	err := egress.WriteBundle(filepath.Join(s.rec.Home, egress.TrustFile), pem, func() ([]byte, error) {
+		b, err := os.ReadFile(filepath.Join(s.lay.sandbox(s.rec.ID), "bundle", "config.json"))
+		if err != nil {
+			return nil, err
+		}
+		var spec specs.Spec
+		if err := json.Unmarshal(b, &spec); err != nil || spec.Root == nil {
+			return nil, fmt.Errorf("the sandbox's spec names no root file system: %v", err)
+		}
+		root := spec.Root.Path
+		if !filepath.IsAbs(root) {
+			root = filepath.Join(s.lay.sandbox(s.rec.ID), "bundle", root)
+		}
+		return egress.SystemBundle(root), nil
+	})
 	if err != nil {
-		return "", err
-	}
-	var spec specs.Spec
-	if err := json.Unmarshal(b, &spec); err != nil || spec.Root == nil {
-		return "", fmt.Errorf("the sandbox's spec names no root file system: %v", err)
-	}
-	root := spec.Root.Path
-	if !filepath.IsAbs(root) {
-		root = filepath.Join(s.lay.sandbox(s.rec.ID), "bundle", root)
-	}
-	if err := egress.WriteBundle(filepath.Join(s.rec.Home, egress.TrustFile), egress.SystemBundle(root), pem); err != nil {
 		return "", err
 	}
 	return path.Join(adapter.DefaultHome, egress.TrustFile), nil

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -129,6 +130,18 @@ except e.HTTPError as x:
 		clean(t, "git's output", append(res.Stdout, res.Stderr...))
 		res = sh(t, sb, "git -C private remote get-url origin")
 		assert.Contains(t, string(res.Stdout), egress.Placeholder("GIT_TOKEN"), "the clone keeps the placeholder, not the token")
+	})
+	t.Run("BundleComesBack", func(t *testing.T) {
+		// A command removes the bundle where it may (the local adapter's HOME is the sandbox's;
+		// docker's and oci's .sandboxer directory is root's), as a recycled sandbox's emptied
+		// HOME does: the next command has it again, the sandbox's own certificates before the
+		// proxy's. (egress.TestWriteBundleChecksCheaply covers the remaking itself.)
+		sh(t, sb, `rm -f "$SSL_CERT_FILE"`)
+		res := sh(t, sb, `test -s "$SSL_CERT_FILE" && grep -c "BEGIN CERTIFICATE" "$SSL_CERT_FILE"`)
+		require.Equal(t, 0, res.ExitCode, "%s %s", res.Stdout, res.Stderr)
+		n, err := strconv.Atoi(strings.TrimSpace(string(res.Stdout)))
+		require.NoError(t, err)
+		assert.Greater(t, n, 1, "the bundle holds the sandbox's own certificates and the proxy's")
 	})
 	t.Run("NeverInTheSandbox", func(t *testing.T) {
 		res := sh(t, sb, `env; cat /proc/self/environ; echo "$API_KEY"; cat "$SSL_CERT_FILE" >/dev/null && echo trusted`)

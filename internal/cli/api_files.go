@@ -40,7 +40,8 @@ func (a *apiServer) readFile(w http.ResponseWriter, r *http.Request) error {
 	w.Header().Set("Content-Type", "application/octet-stream")
 	if fs, ok := box.sb.(adapter.FileStreamer); ok {
 		// Streamed: the size the file had when opened, and no more.
-		f, size, err := fs.OpenFile(r.Context(), p)
+		// The limit is for an adapter that cannot stream this file and reads it whole instead.
+		f, size, err := fs.OpenFile(adapter.WithReadLimit(r.Context(), a.opt.MaxFileBytes), p)
 		if err != nil {
 			return err
 		}

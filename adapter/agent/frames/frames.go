@@ -47,7 +47,11 @@ func (e *Encoder) Read(p []byte) (int, error) {
 			continue
 		}
 		if e.buf == nil {
-			e.buf = make([]byte, 4+MaxChunk)
+			size := MaxChunk // a source that knows its length (bytes.Reader) gets a buffer its size
+			if l, ok := e.src.(interface{ Len() int }); ok {
+				size = min(max(l.Len(), 512), MaxChunk)
+			}
+			e.buf = make([]byte, 4+size)
 		}
 		n, err := e.src.Read(e.buf[4:])
 		if n > 0 {
