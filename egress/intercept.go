@@ -53,11 +53,14 @@ func normalHost(host string) string {
 // as New validates them (an invalid set changes nothing). It applies to every request from now
 // on: a tunnel to a host no longer allowed is closed, a plain HTTP request to one is cancelled,
 // and a blind tunnel to a host whose TLS the proxy now terminates is closed too (its client
-// reconnects, through the new policy).
+// reconnects, through the new policy). No hosts (and no secrets) is a policy that allows nothing.
 func (p *Proxy) SetPolicy(allowHosts []string, list []Secret, inject []Injection) error {
-	pol, err := newPolicy(allowHosts, list, inject)
-	if err != nil {
-		return err
+	pol := &policy{allow: &Allowlist{}}
+	if len(allowHosts)+len(list)+len(inject) > 0 {
+		var err error
+		if pol, err = newPolicy(allowHosts, list, inject); err != nil {
+			return err
+		}
 	}
 	p.pol.Store(pol)
 	p.mu.Lock()

@@ -30,14 +30,21 @@ func (s Secret) GoString() string {
 // Injection binds secrets to hosts: on every HTTPS request to a host Host matches (a pattern of
 // the allowlist), the proxy sets Header to Template with each {{NAME}} replaced by that secret's
 // value, replacing what the client sent. Parsed from "HOST:HEADER=TEMPLATE"
-// ("api.example.com:Authorization=Bearer {{API_KEY}}").
+// ("api.example.com:Authorization=Bearer {{API_KEY}}"). Without a header ("HOST:{{NAME}}",
+// Header ""), it only binds: the proxy replaces the secrets' placeholders where the client put
+// them (a URL's password: git's https://x:PLACEHOLDER@host/) and sets no header.
 type Injection struct {
 	Host     string
 	Header   string
 	Template string
 }
 
-func (in Injection) String() string { return in.Host + ":" + in.Header + "=" + in.Template }
+func (in Injection) String() string {
+	if in.Header == "" {
+		return in.Host + ":" + in.Template
+	}
+	return in.Host + ":" + in.Header + "=" + in.Template
+}
 
 // PlaceholderPrefix starts every placeholder.
 const PlaceholderPrefix = "sandboxer-secret-"
@@ -57,9 +64,12 @@ var (
 // ParseInjection reads "HOST:HEADER=TEMPLATE".
 func ParseInjection(s string) (Injection, error) {
 	host, rest, ok1 := strings.Cut(s, ":")
+	if t := strings.TrimSpace(rest); ok1 && strings.HasPrefix(t, "{{") && templateRef.ReplaceAllString(t, "") == "" {
+		return Injection{Host: strings.TrimSpace(host), Template: t}, nil // a binding only
+	}
 	header, template, ok2 := strings.Cut(rest, "=")
 	if !ok1 || !ok2 {
-		return Injection{}, badInjection(s, "want HOST:HEADER=TEMPLATE, as in 'api.example.com:Authorization=Bearer {{API_KEY}}'")
+		return Injection{}, badInjection(s, "want HOST:HEADER=TEMPLATE, as in 'api.example.com:Authorization=Bearer {{API_KEY}}', or HOST:{{NAME}} to bind a secret without a header")
 	}
 	return Injection{Host: strings.TrimSpace(host), Header: strings.TrimSpace(header), Template: template}, nil
 }
@@ -115,7 +125,7 @@ func parseSecrets(list []Secret, inject []Injection, allow *Allowlist) (*secrets
 		if !slices.Contains(allow.hostPatterns(), host) && (strings.HasPrefix(host, "*.") || !allow.Allows(host)) {
 			return nil, badInjection(in.String(), fmt.Sprintf("host %s is not in allow-hosts: a secret is only sent where the allowlist lets requests go", host))
 		}
-		if !headerToken.MatchString(in.Header) || slices.ContainsFunc(forbiddenHeaders, func(h string) bool { return strings.EqualFold(h, in.Header) }) {
+		if in.Header != "" && !headerToken.MatchString(in.Header) || slices.ContainsFunc(forbiddenHeaders, func(h string) bool { return strings.EqualFold(h, in.Header) }) {
 			return nil, badInjection(in.String(), fmt.Sprintf("header %q cannot be set by an injection", in.Header))
 		}
 		if strings.ContainsAny(in.Template, "\r\n\x00") {
@@ -131,7 +141,11 @@ func parseSecrets(list []Secret, inject []Injection, allow *Allowlist) (*secrets
 			}
 			used[m[1]] = true
 		}
-		s.inject = append(s.inject, Injection{Host: host, Header: http.CanonicalHeaderKey(in.Header), Template: in.Template})
+		header := in.Header
+		if header != "" {
+			header = http.CanonicalHeaderKey(header)
+		}
+		s.inject = append(s.inject, Injection{Host: host, Header: header, Template: in.Template})
 	}
 	for name := range s.values {
 		if !used[name] {
@@ -181,6 +195,9 @@ func (s *secrets) apply(host string, h http.Header) {
 		}
 	}
 	for _, in := range set {
+		if in.Header == "" {
+			continue // a binding only
+		}
 		h.Set(in.Header, templateRef.ReplaceAllStringFunc(in.Template, func(m string) string {
 			return s.values[m[2:len(m)-2]]
 		}))

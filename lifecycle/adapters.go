@@ -95,6 +95,9 @@ func Open(ctx context.Context, o Options) (adapter.Sandbox, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := o.resolveEgress(); err != nil {
+		return nil, err
+	}
 	return a.d.open(ctx, o)
 }
 

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sandboxer/sandboxer/adapter"
+	"github.com/sandboxer/sandboxer/egress"
 	"github.com/sandboxer/sandboxer/errs"
 )
 
@@ -39,7 +40,13 @@ func (m *Manager) Create(ctx context.Context, o Options) (Record, error) {
 	if err != nil {
 		return Record{}, err
 	}
-	rec := Record{ID: NewID(), Adapter: a.Name, CreatedAt: time.Now().UTC()}
+	if err := o.resolveEgress(); err != nil {
+		return Record{}, err
+	}
+	rec := Record{ID: NewID(), Adapter: a.Name, CreatedAt: time.Now().UTC(), Network: networkOf(o)}
+	if a.InProcess || a.Name == "remote" {
+		rec.Network = nil // the memory adapter refuses a network; a server keeps its own
+	}
 	if err := a.d.create(ctx, o, m.rs, &rec); err != nil {
 		m.discard(ctx, a, o, rec)
 		return Record{}, err
@@ -67,6 +74,7 @@ type Session struct {
 	Record  Record
 
 	detach func(ctx context.Context) error
+	follow func() // stops following the record's network policy
 	once   sync.Once
 	err    error
 }
@@ -75,7 +83,12 @@ type Session struct {
 // sandbox and its files stay. Idempotent and safe from two goroutines: later calls return the
 // first one's result.
 func (s *Session) Detach(ctx context.Context) error {
-	s.once.Do(func() { s.err = s.detach(ctx) })
+	s.once.Do(func() {
+		if s.follow != nil {
+			s.follow()
+		}
+		s.err = s.detach(ctx)
+	})
 	return s.err
 }
 
@@ -87,6 +100,8 @@ func (s *Session) Close() error {
 }
 
 // Attach reopens the long-lived sandbox id with o (whose Adapter is not used: the record's is).
+// When o names no network (AllowNetwork, AllowHosts, Secrets), the sandbox gets the record's
+// policy (Network), and this session follows its changes (SetNetwork) until Detach.
 // Errors: errs.InvalidInput for a malformed id, errs.SandboxUnavailable when there is no such
 // sandbox, its adapter is not in this build, or its backing (workspace, container, pod) is gone;
 // ErrInProcess for a record of an in-process adapter.
@@ -102,11 +117,19 @@ func (m *Manager) Attach(ctx context.Context, id string, o Options) (*Session, e
 	if !ok {
 		return nil, errs.New(errs.SandboxUnavailable, "sandbox", "", "sandbox %s: adapter %q is not in this build", rec.ID, rec.Adapter)
 	}
+	o, recorded := withRecordNetwork(o, rec)
+	if err := o.resolveEgress(); err != nil {
+		return nil, err
+	}
 	sb, err := a.d.attach(ctx, o, rec)
 	if err != nil {
 		return nil, err
 	}
-	return &Session{Sandbox: sb, Record: rec, detach: func(ctx context.Context) error { return a.d.detach(ctx, sb) }}, nil
+	s := &Session{Sandbox: sb, Record: rec, detach: func(ctx context.Context) error { return a.d.detach(ctx, sb) }}
+	if p := egress.Of(sb); recorded && p != nil {
+		s.follow = m.follow(rec.ID, p, rec.Network, o.LookupEnv)
+	}
+	return s, nil
 }
 
 // Remove destroys the long-lived sandbox id (its container or pod; a local workspace) and
@@ -204,6 +227,9 @@ func (m *Manager) Fork(ctx context.Context, src *Session, o Options) (Record, ad
 	a, ok := Lookup(src.Record.Adapter)
 	if !ok {
 		return Record{}, adapter.CopyReport{}, errs.New(errs.SandboxUnavailable, "fork", "", "sandbox %s: adapter %q is not in this build", src.Record.ID, src.Record.Adapter)
+	}
+	if err := o.resolveEgress(); err != nil {
+		return Record{}, adapter.CopyReport{}, err
 	}
 	rec := src.Record
 	rec.ID, rec.ForkOf, rec.CreatedAt, rec.Workspace, rec.Backend = NewID(), src.Record.ID, time.Now().UTC(), "", ""

@@ -4,6 +4,8 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/sandboxer/sandboxer/egress"
+
 	"github.com/sandboxer/sandboxer/adapter/docker"
 	"github.com/sandboxer/sandboxer/adapter/kubernetes"
 	"github.com/sandboxer/sandboxer/adapter/local"
@@ -27,6 +29,18 @@ type Options struct {
 	// these hosts only (package egress). They exclude each other.
 	AllowNetwork bool
 	AllowHosts   []string
+	// Secrets are credentials the egress proxy writes into requests to the hosts Inject binds
+	// them to (package egress: commands hold only placeholders). Each is read on the host when
+	// the sandbox is opened (egress.SecretRef: env:VAR with LookupEnv, or file:PATH); they need
+	// AllowHosts. A long-lived sandbox keeps them by name and source in its record (Network).
+	Secrets []egress.SecretRef
+	Inject  []egress.Injection
+	// LookupEnv reads the environment of the Secrets' env: sources; nil is os.LookupEnv.
+	LookupEnv func(string) (string, bool) `json:"-"`
+	// EgressTuning tunes the egress proxies (their resolver and upstream trust store: tests); its
+	// AllowHosts, Secrets and Inject are ignored.
+	EgressTuning egress.Config   `json:"-"`
+	secretValues []egress.Secret // Secrets, read by resolveEgress
 	// Disk caps the workspace, in bytes: how much a local sandbox's may grow (0: no cap), the
 	// size of a docker or oci sandbox's (0: the adapter's default, 10 GiB), a kubernetes pod's
 	// emptyDir (0: none); -1 is no cap on any adapter.
@@ -103,20 +117,21 @@ func (o Options) LocalConfig(root string) local.Config {
 	return local.Config{Root: root, Isolation: l.Isolation, RequireIsolation: o.RequireIsolation,
 		CPUs: l.CPUs, Memory: l.Memory, Pids: l.Pids, Disk: disk, DisableLayers: l.DisableLayers,
 		ReadPaths: l.ReadPaths, WritePaths: l.WritePaths, NoCaches: l.NoCaches, AllowHosts: o.AllowHosts,
-		DenyRead: l.DenyRead, Protect: l.Protect, ForkMaxFileBytes: o.ForkMaxFileBytes}
+		DenyRead: l.DenyRead, Protect: l.Protect, ForkMaxFileBytes: o.ForkMaxFileBytes, Egress: o.egressConfig()}
 }
 
 // DockerConfig is the docker adapter's configuration of o for a sandbox Open makes (Persist is
 // set for the long-lived ones).
 func (o Options) DockerConfig() docker.Config {
 	return docker.Config{Image: o.Image, AllowNetwork: o.AllowNetwork, AllowHosts: o.AllowHosts,
-		WorkspaceBytes: o.Disk, StateDir: o.StateDir}
+		WorkspaceBytes: o.Disk, StateDir: o.StateDir, Egress: o.egressConfig()}
 }
 
 // OCIConfig is the oci adapter's configuration of o for a sandbox Open makes.
 func (o Options) OCIConfig() oci.Config {
 	return oci.Config{Runtime: o.OCI.Runtime, RunscPlatform: o.OCI.RunscPlatform, StateDir: o.StateDir, Image: o.Image,
-		AllowNetwork: o.AllowNetwork, AllowHosts: o.AllowHosts, ForkMaxFileBytes: o.ForkMaxFileBytes, WorkspaceBytes: o.Disk}
+		AllowNetwork: o.AllowNetwork, AllowHosts: o.AllowHosts, ForkMaxFileBytes: o.ForkMaxFileBytes, WorkspaceBytes: o.Disk,
+		Egress: o.egressConfig()}
 }
 
 // KubernetesConfig is the kubernetes adapter's configuration of o for a sandbox Open makes.
@@ -126,7 +141,7 @@ func (o Options) KubernetesConfig() kubernetes.Config {
 		Kubeconfig: k.Kubeconfig, Context: k.Context, Namespace: k.Namespace,
 		Image: k.Image, AgentImage: k.AgentImage, ImagePullPolicy: k.ImagePullPolicy, RuntimeClassName: k.RuntimeClass,
 		AllowNetwork: o.AllowNetwork, AllowHosts: o.AllowHosts, RequireIsolation: o.RequireIsolation,
-		WorkspaceBytes: o.Disk,
+		WorkspaceBytes: o.Disk, Egress: o.egressConfig(),
 	}
 }
 

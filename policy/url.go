@@ -35,6 +35,9 @@ func (c *checker) scanText(s string) {
 				}
 				host, ok := authorityHost(hauth)
 				ok = ok && !strings.Contains(hauth, `\`)
+				if !ok {
+					host, ok = literalHost(hauth)
+				}
 				if ok && c.allowed(host) {
 					rest = rest[i+3:]
 					continue
@@ -71,6 +74,22 @@ func (c *checker) scanText(s string) {
 			rest = rest[i+len(dev):]
 		}
 	}
+}
+
+// literalHost is the host of an authority whose user or port is made at run time
+// (https://x:$TOKEN@host:$PORT/): the proxy checks what it becomes; a host that is not literal
+// is not ok.
+func literalHost(auth string) (string, bool) {
+	if i := strings.LastIndexByte(auth, '@'); i >= 0 {
+		auth = auth[i+1:]
+	}
+	if i := strings.IndexByte(auth, ':'); i >= 0 && !strings.HasPrefix(auth, "[") {
+		auth = auth[:i]
+	}
+	if auth == "" || strings.ContainsAny(auth, "$[]") || strings.Contains(auth, dyn) {
+		return "", false
+	}
+	return auth, true
 }
 
 func cleanURL(s string) string { return strings.ReplaceAll(s, dyn, "$?") }

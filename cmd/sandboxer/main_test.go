@@ -43,7 +43,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	bin = filepath.Join(dir, "sandboxer")
-	out, err := exec.Command("go", "build", "-o", dir+"/", ".", "../sandboxerd").CombinedOutput()
+	out, err := exec.Command("go", "build", "-tags", "sandboxer_testhooks", "-o", dir+"/", ".", "../sandboxerd").CombinedOutput()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "go build: %v\n%s", err, out)
 		os.RemoveAll(dir)

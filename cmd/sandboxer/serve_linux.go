@@ -93,12 +93,9 @@ func call(conn *os.File, key string, args []string, logFile string) (code int, o
 	if err != nil {
 		return 0, false, nil
 	}
-	req := oneshot.Request{Key: key, Dir: cwd, Args: args}
-	for _, kv := range os.Environ() {
-		if oneshot.PerCall(kv) {
-			req.Env = append(req.Env, kv)
-		}
-	}
+	// The whole environment: the SANDBOXER_* variables are the call's settings, the others are
+	// read only for the env: source of a secret (--secret NAME=env:VAR).
+	req := oneshot.Request{Key: key, Dir: cwd, Args: args, Env: os.Environ()}
 	raw, err := conn.SyscallConn()
 	if err != nil {
 		return 0, false, nil

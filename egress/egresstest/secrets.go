@@ -52,7 +52,7 @@ func RunSecrets(t *testing.T, newSandbox NewSandbox) {
 		UpstreamRoots: roots,
 		Secrets:       []egress.Secret{{Name: "API_KEY", Value: SecretValue}, {Name: "GIT_TOKEN", Value: SecretValue}},
 		Inject: []egress.Injection{{Host: "example.com", Header: "Authorization", Template: "Bearer {{API_KEY}}"},
-			{Host: "git.example.com", Header: "X-Sandboxer-Git", Template: "{{GIT_TOKEN}}"}},
+			{Host: "git.example.com", Template: "{{GIT_TOKEN}}"}}, // a binding only: git puts the placeholder in its URL
 	}
 	sb := newSandbox(t, []string{"example.com GET,POST /v1/", "git.example.com"}, opts)
 	if _, ok := sb.(adapter.PortListener); !ok {

@@ -22,7 +22,9 @@ import (
 // become what the adapters are configured with.
 func optionsOf(s Settings) lifecycle.Options {
 	o := lifecycle.Options{Adapter: s.Adapter, StateDir: s.StateDir, Image: s.Image,
-		AllowNetwork: s.AllowNetwork, AllowHosts: s.AllowHosts, Disk: s.Disk, RequireIsolation: s.RequireIsolation,
+		AllowNetwork: s.AllowNetwork, AllowHosts: s.AllowHosts, Secrets: s.Secrets, Inject: s.Inject,
+		LookupEnv: s.inv.lookupEnv, EgressTuning: egressTuning(s.inv),
+		Disk: s.Disk, RequireIsolation: s.RequireIsolation,
 		// A fork copies no file larger than a --store sync would (sandbox fork declares the setting).
 		ForkMaxFileBytes: s.SyncMaxFileBytes,
 		Local: lifecycle.LocalOptions{Root: s.Root, Isolation: s.Isolation, CPUs: s.CPUs, Memory: s.Memory, Pids: s.Pids,
@@ -155,6 +157,15 @@ type session struct {
 	close   func(ctx context.Context) error
 }
 
+// allowHosts is the allowlist the call's commands are inspected against: the call's own, else
+// the one a long-lived sandbox's record gave the session (lifecycle.Network).
+func (s *session) allowHosts(set Settings) []string {
+	if set.AllowNetwork || len(set.AllowHosts)+len(set.Secrets)+len(set.Inject) > 0 || s.Record == nil || s.Record.Network == nil {
+		return set.AllowHosts
+	}
+	return s.Record.Network.AllowHosts
+}
+
 // Close ends this invocation's use of the sandbox: an ephemeral one is stopped, a long-lived one
 // is detached and stays.
 func (s *session) Close() error {
@@ -174,7 +185,7 @@ func openSession(ctx context.Context, s Settings) (*session, error) {
 				return nil, err
 			}
 		}
-		if s.Adapter == "local" {
+		if s.Adapter == "local" && len(s.Secrets) == 0 { // a warm sandbox's proxy keeps the secrets it was made with
 			if w := s.inv.warm; w != nil {
 				return openWarmLocal(w, s)
 			}

@@ -32,6 +32,8 @@ const (
 	keyAllowNetwork   = "allow-network"
 	keyAllowHosts     = "allow-hosts" // flag --allow-host (repeatable), env SANDBOXER_ALLOW_HOSTS (comma-separated)
 	flagAllowHost     = "allow-host"
+	flagSecret        = "secret"         // flag only: never from a config file or the environment
+	flagInject        = "inject"         // flag only, like --secret
 	keyDisableLayers  = "disable-layers" // flag --disable-layer (repeatable), env SANDBOXER_DISABLE_LAYERS (comma-separated)
 	flagDisableLayer  = "disable-layer"
 	keyMaxOutputBytes = "max-output-bytes"
@@ -124,6 +126,11 @@ type Settings struct {
 	// AllowHosts is the egress allowlist (issue 16): the network stays cut and the sandbox's
 	// egress proxy lets commands reach only these hosts. Exclusive with AllowNetwork.
 	AllowHosts []string
+	// Secrets are credentials the egress proxy writes into requests to the hosts Inject binds
+	// them to (issue 37): by name and source (egress.SecretRef), read when the sandbox is opened;
+	// flags only.
+	Secrets []egress.SecretRef
+	Inject  []egress.Injection
 	// DisableLayers names local isolation layers the caller opts out of (fail closed requires
 	// every other one); only a flag or the environment may name them, never a config file alone.
 	DisableLayers  []string
@@ -224,7 +231,8 @@ func addCommonFlags(f *pflag.FlagSet) {
 	f.String(keyRoot, "", "workspace directory of the local adapter (default the current directory)")
 	f.String(keyImage, DefaultImage, "image of the docker adapter; of the oci adapter when given (default: its own root file system): oci-layout:PATH[:TAG|@DIGEST], docker-archive:PATH or a name of the local docker daemon, unpacked once, no registry")
 	f.Bool(keyAllowNetwork, false, "let commands reach the network")
-	f.StringArray(flagAllowHost, nil, "let commands reach this host (modules.example.com, or *.suffix) through the sandbox's egress proxy, and no other; repeatable (env SANDBOXER_ALLOW_HOSTS, comma-separated)")
+	f.StringArray(flagAllowHost, nil, "let commands reach this host (modules.example.com, or *.suffix) through the sandbox's egress proxy, and no other; rules may follow: 'api.example.com GET,POST /v1/'; repeatable (env SANDBOXER_ALLOW_HOSTS, comma-separated)")
+	addSecretFlags(f)
 	f.Int(keyMaxOutputBytes, DefaultMaxOutputBytes, "per-stream output cap and file/content/patch size limit, in bytes")
 	f.Duration(keyTimeout, DefaultTimeout, "timeout of one command (bash, grep, exec)")
 	f.String(keyJournal, "", `tool-call journal (SQLite) path, or "off" (default STATE_DIR/journal.db)`)
@@ -411,6 +419,14 @@ func loadIn(inv invocation, flags *pflag.FlagSet) (Settings, error) {
 		}
 		if s.AllowNetwork && len(s.AllowHosts) > 0 {
 			return Settings{}, fmt.Errorf("--%s and --%s exclude each other: --%s opens every host, --%s only the ones named", keyAllowNetwork, flagAllowHost, keyAllowNetwork, flagAllowHost)
+		}
+	}
+	if has(flagSecret) {
+		if s.Secrets, s.Inject, err = secretSettings(inv, flags); err != nil {
+			return Settings{}, err
+		}
+		if s.AllowNetwork && len(s.Secrets)+len(s.Inject) > 0 {
+			return Settings{}, fmt.Errorf("--%s and --%s exclude each other: secrets go through the egress proxy of --%s", keyAllowNetwork, flagSecret, flagAllowHost)
 		}
 	}
 	if has(flagDisableLayer) {
@@ -738,12 +754,62 @@ func listSetting(x any) []string {
 	var out []string
 	for _, r := range raw {
 		for e := range strings.SplitSeq(r, ",") {
-			if e = strings.TrimSpace(e); e != "" {
+			e = strings.TrimSpace(e)
+			switch {
+			case e == "":
+			case len(out) > 0 && strings.Contains(out[len(out)-1], " ") && isMethod(strings.Fields(e)[0]):
+				// an allow-hosts entry's rule: "api.example.com GET,POST /v1/" keeps its methods
+				out[len(out)-1] += "," + e
+			default:
 				out = append(out, e)
 			}
 		}
 	}
 	return out
+}
+
+// isMethod reports whether w is an HTTP method as allow-hosts rules name them (upper-case letters).
+func isMethod(w string) bool {
+	return w != "" && strings.Trim(w, "ABCDEFGHIJKLMNOPQRSTUVWXYZ") == ""
+}
+
+// addSecretFlags declares --secret and --inject.
+func addSecretFlags(f *pflag.FlagSet) {
+	f.StringArray(flagSecret, nil, "a credential the egress proxy writes into requests to the hosts --inject binds it to, never inside the sandbox (commands see the placeholder sandboxer-secret-NAME): NAME=env:VAR or NAME=file:PATH; repeatable; never from a config file")
+	f.StringArray(flagInject, nil, "bind secrets to a host of --allow-host: 'HOST:HEADER=TEMPLATE', as in 'api.example.com:Authorization=Bearer {{NAME}}'; repeatable")
+}
+
+// secretSettings reads --secret (a file: source made absolute in the invocation's directory)
+// and --inject; the values are read when the sandbox is opened (lifecycle).
+func secretSettings(inv invocation, flags *pflag.FlagSet) ([]egress.SecretRef, []egress.Injection, error) {
+	raw, err := flags.GetStringArray(flagSecret)
+	if err != nil {
+		return nil, nil, err
+	}
+	var refs []egress.SecretRef
+	for _, r := range raw {
+		name, source, _ := strings.Cut(r, "=")
+		if path, ok := strings.CutPrefix(source, "file:"); ok && path != "" {
+			if path, err = inv.abs(path); err != nil {
+				return nil, nil, err
+			}
+			r = name + "=file:" + path
+		}
+		ref, err := egress.ParseSecretRef(r)
+		if err != nil {
+			return nil, nil, fmt.Errorf("--%s: %s", flagSecret, errs.As(err).Message())
+		}
+		refs = append(refs, ref)
+	}
+	rawInject, err := flags.GetStringArray(flagInject)
+	if err != nil {
+		return nil, nil, err
+	}
+	inject, err := egress.ParseInjections(rawInject)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--%s: %s", flagInject, errs.As(err).Message())
+	}
+	return refs, inject, nil
 }
 
 // sizeSetting reads a byte size: a number of bytes, or one with a KiB, MiB, GiB (or K, M, G)

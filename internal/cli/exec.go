@@ -57,7 +57,7 @@ executable could not be started). Standard input is passed only with --stdin.`,
 			if stdin {
 				cmd.Stdin = std.In
 			}
-			if err := checkPolicy(sess.Sandbox, args, s.AllowNetwork, s.AllowHosts); err != nil {
+			if err := checkPolicy(sess.Sandbox, args, s.AllowNetwork, sess.allowHosts(s)); err != nil {
 				return &exitError{code: ExitExecFailed, err: err}
 			}
 			wsync, err := openWorkSync(c.Context(), s, sess, std.Err)

@@ -14,9 +14,10 @@ import (
 // DOCKER_HOST) is the server's own, which is the caller's: the front starts one server per
 // environment (internal/oneshot.Name).
 type invocation struct {
-	env  map[string]string // SANDBOXER_* variables
-	dir  string            // absolute working directory; "" is this process's
-	warm *warmth           // nil outside the server
+	env    map[string]string // SANDBOXER_* variables
+	caller []string          // the front's whole environment, for secrets' env: sources; nil: this process's
+	dir    string            // absolute working directory; "" is this process's
+	warm   *warmth           // nil outside the server
 }
 
 type invocationKey struct{}
@@ -50,6 +51,20 @@ func sandboxerEnv(environ []string) map[string]string {
 }
 
 func (inv invocation) getenv(key string) string { return inv.env[key] }
+
+// lookupEnv reads a variable of the caller's environment: only for the env: source of a secret
+// (egress.SecretRef), whose value the caller's environment holds and a resident server's does not.
+func (inv invocation) lookupEnv(key string) (string, bool) {
+	if inv.caller == nil {
+		return os.LookupEnv(key)
+	}
+	for _, kv := range inv.caller {
+		if k, v, ok := strings.Cut(kv, "="); ok && k == key {
+			return v, true
+		}
+	}
+	return "", false
+}
 
 // abs makes p absolute against the invocation's working directory.
 func (inv invocation) abs(p string) (string, error) {

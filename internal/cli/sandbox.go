@@ -18,21 +18,21 @@ import (
 func newSandboxCmd(std Streams) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "sandbox",
-		Short: "Manage long-lived sandboxes (create, ls, rm, fork, prune)",
+		Short: "Manage long-lived sandboxes (create, ls, rm, fork, prune, network)",
 		Long: `Long-lived sandboxes outlive one invocation: create one, then pass --sandbox ID to tool,
 exec and mcp. Their records live in the state directory (--state-dir, default
 $XDG_STATE_HOME/sandboxer or ~/.local/state/sandboxer); a local sandbox's workspace is
 STATE_DIR/sandboxes/ID/workspace.`,
 		Args: func(c *cobra.Command, args []string) error {
 			if len(args) > 0 {
-				return usage(fmt.Errorf("unknown sandbox command %q (want create, ls, rm, fork or prune)", args[0]))
+				return usage(fmt.Errorf("unknown sandbox command %q (want create, ls, rm, fork, prune or network)", args[0]))
 			}
-			return usage(errors.New("sandbox: want a subcommand: create, ls, rm, fork or prune"))
+			return usage(errors.New("sandbox: want a subcommand: create, ls, rm, fork, prune or network"))
 		},
 		RunE: func(c *cobra.Command, args []string) error { return nil },
 	}
 	c.AddCommand(newSandboxCreateCmd(std), newSandboxLsCmd(std), newSandboxRmCmd(std),
-		newSandboxForkCmd(std), newSandboxPruneCmd(std))
+		newSandboxForkCmd(std), newSandboxPruneCmd(std), newSandboxNetworkCmd(std))
 	return c
 }
 

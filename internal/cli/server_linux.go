@@ -263,7 +263,7 @@ func (srv *server) handle(conn *net.UnixConn) {
 		conn.Read(b[:])
 		cancel()
 	}()
-	inv := invocation{env: sandboxerEnv(req.Env), dir: req.Dir, warm: srv.warm}
+	inv := invocation{env: sandboxerEnv(req.Env), caller: append([]string{}, req.Env...), dir: req.Dir, warm: srv.warm}
 	code := runCall(withInvocation(ctx, inv), req.Args, Streams{In: files[0], Out: files[1], Err: files[2]})
 	conn.Write(oneshot.Reply(oneshot.Exit, uint32(code)))
 }

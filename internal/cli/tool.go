@@ -211,7 +211,7 @@ func newCaller(s Settings, sess *session, jo *journalOpening, warn io.Writer) (*
 	tc := tools.NewContext(sess.Sandbox)
 	tc.RunID, tc.NodeID, tc.Iteration, tc.Attempt = s.RunID, s.NodeID, s.Iteration, s.Attempt
 	tc.AllowNetwork, tc.MaxOutputBytes, tc.Timeout = s.AllowNetwork, s.MaxOutputBytes, s.Timeout
-	tc.AllowHosts = s.AllowHosts
+	tc.AllowHosts = sess.allowHosts(s)
 	cl := &caller{
 		base: *tc,
 		pos:  journal.Position{RunID: s.RunID, NodeID: s.NodeID, Iteration: s.Iteration, Attempt: s.Attempt},

@@ -119,7 +119,7 @@ type Request struct {
 	Key  string
 	Dir  string   // the front's working directory
 	Args []string // the command line, without the program name
-	Env  []string // the front's SANDBOXER_* variables, KEY=VALUE
+	Env  []string // the front's environment, KEY=VALUE: its SANDBOXER_* variables are the call's settings; the others are read only for secrets' env: sources
 }
 
 // MaxRequest bounds a request (the tools' inputs are at most a few MiB).
