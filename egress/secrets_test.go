@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sandboxer/sandboxer/adapter/agent/trustfile"
 	"github.com/sandboxer/sandboxer/egress"
 	"github.com/sandboxer/sandboxer/errs"
 )
@@ -308,20 +309,20 @@ func TestSetPolicyAppliesAtOnce(t *testing.T) {
 // made again.
 func TestWriteBundleChecksCheaply(t *testing.T) {
 	t.Parallel()
-	path := filepath.Join(t.TempDir(), "home", egress.TrustFile)
+	path := filepath.Join(t.TempDir(), "home", trustfile.Path)
 	calls := 0
 	system := func() ([]byte, error) { calls++; return []byte("SYSTEM CERTS"), nil }
 	pem := []byte("-----BEGIN CERTIFICATE-----\nproxy\n-----END CERTIFICATE-----\n")
-	require.NoError(t, egress.WriteBundle(path, pem, system))
+	require.NoError(t, trustfile.Write(path, pem, system))
 	b, err := os.ReadFile(path)
 	require.NoError(t, err)
 	assert.Equal(t, "SYSTEM CERTS\n"+string(pem), string(b))
-	require.NoError(t, egress.WriteBundle(path, pem, system))
+	require.NoError(t, trustfile.Write(path, pem, system))
 	assert.Equal(t, 1, calls, "a file that ends with the authority is left as it is")
 	require.NoError(t, os.WriteFile(path, []byte("something else"), 0o644))
-	require.NoError(t, egress.WriteBundle(path, pem, system))
+	require.NoError(t, trustfile.Write(path, pem, system))
 	require.NoError(t, os.Remove(path))
-	require.NoError(t, egress.WriteBundle(path, pem, system))
+	require.NoError(t, trustfile.Write(path, pem, system))
 	assert.Equal(t, 3, calls)
 	b, err = os.ReadFile(path)
 	require.NoError(t, err)

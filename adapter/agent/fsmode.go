@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/sandboxer/sandboxer/adapter/agent/frames"
+	"github.com/sandboxer/sandboxer/adapter/agent/trustfile"
 )
 
 // FSFlag, the agent's first argument (after -user), runs one file operation of package shellfs
@@ -52,7 +53,7 @@ func ServeFS(root string, args []string, stdin io.Reader, stdout, stderr io.Writ
 	}
 	j := fsJail{root: filepath.Clean(root)}
 	op, a := args[0], args[1:]
-	need := map[string]int{"read": 1, "write": 1, "stat": 1, "symlink": 2, "chmod": 2, "remove": 1, "list": 1, "tarout": 0, "tarin": 0, "put": 1, "open": 1}
+	need := map[string]int{"read": 1, "write": 1, "stat": 1, "symlink": 2, "chmod": 2, "remove": 1, "list": 1, "tarout": 0, "tarin": 0, "put": 1, "open": 1, "trust": 1}
 	if n, ok := need[op]; ok && len(a) != n {
 		fmt.Fprintf(stderr, "sandboxer-agent -fs %s: want %d arguments\n", op, n)
 		return fsInvalid
@@ -84,6 +85,8 @@ func ServeFS(root string, args []string, stdin io.Reader, stdout, stderr io.Writ
 		return j.tarOut(stdout, stderr)
 	case "tarin":
 		return j.tarIn(stdin, stderr)
+	case "trust":
+		return trust(a[0], stdin, stdout, stderr)
 	}
 	fmt.Fprintf(stderr, "sandboxer-agent -fs: unknown operation %q\n", op)
 	return fsInvalid
@@ -162,6 +165,32 @@ func (j fsJail) resolveParent(p string) (string, int) {
 }
 
 func (j fsJail) read(p string, stdout io.Writer) int { return j.copyOut(p, stdout, false) }
+
+// maxTrustPEM bounds the certificate authority trust reads from stdin.
+const maxTrustPEM = 64 << 10
+
+// trust is the egress proxy's certificate bundle (package trustfile): it makes HOME's bundle hold
+// the image's trusted certificates followed by the PEM on stdin, unless it ends with it already,
+// and prints the bundle's path. HOME is an absolute directory outside the workspace (the
+// commands' HOME): the only path of the file operations outside the jail, and only this file in it.
+func trust(home string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if !path.IsAbs(home) || path.Clean(home) != home || home == "/" || home == Workspace || strings.HasPrefix(home, Workspace+"/") {
+		fmt.Fprintf(stderr, "sandboxer-agent -fs trust: %q is not an absolute directory outside the workspace\n", home)
+		return fsInvalid
+	}
+	pem, err := io.ReadAll(io.LimitReader(stdin, maxTrustPEM+1))
+	if err != nil || len(pem) == 0 || len(pem) > maxTrustPEM {
+		fmt.Fprintln(stderr, "sandboxer-agent -fs trust: want the authority's PEM (at most 64 KiB) on stdin")
+		return fsInvalid
+	}
+	file := path.Join(home, trustfile.Path)
+	if err := trustfile.Write(file, pem, func() ([]byte, error) { return trustfile.System("/"), nil }); err != nil {
+		fmt.Fprintf(stderr, "sandboxer-agent -fs trust: %v\n", err)
+		return fsIO
+	}
+	fmt.Fprintln(stdout, file)
+	return 0
+}
 
 // open is read for a stream of unknown length (the agent's own, no script has it): the size of
 // the file opened as a decimal line, then that many bytes of it and no more.

@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -13,6 +14,7 @@ import (
 
 	"github.com/sandboxer/sandboxer/adapter/agent"
 	"github.com/sandboxer/sandboxer/adapter/agent/frames"
+	"github.com/sandboxer/sandboxer/adapter/agent/trustfile"
 )
 
 // fsRun runs one -fs operation on root and returns its exit code, stdout and stderr.
@@ -68,4 +70,35 @@ func TestFSOpenSendsTheSizeThenTheContent(t *testing.T) {
 		assert.NotZero(t, code, op)
 		assert.Empty(t, out, op)
 	}
+}
+
+// TestFSTrustWritesTheBundleInHome: `-fs trust HOME` writes HOME's bundle (the system's trusted
+// certificates, then the PEM of stdin), prints its path, leaves a bundle that ends with it as it
+// is, and takes no path in or of the workspace.
+func TestFSTrustWritesTheBundleInHome(t *testing.T) {
+	root, home := t.TempDir(), t.TempDir()
+	const pem = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
+	code, out, errOut := fsRun(root, strings.NewReader(pem), "trust", home)
+	require.Zero(t, code, errOut)
+	file := filepath.Join(home, trustfile.Path)
+	assert.Equal(t, file+"\n", out)
+	got, err := os.ReadFile(file)
+	require.NoError(t, err)
+	assert.True(t, strings.HasSuffix(string(got), pem))
+	assert.Equal(t, string(trustfile.System("/"))+"\n"+pem, string(got), "the system's certificates first")
+	fi, err := os.Stat(file)
+	require.NoError(t, err)
+
+	code, _, errOut = fsRun(root, strings.NewReader(pem), "trust", home)
+	require.Zero(t, code, errOut)
+	again, err := os.Stat(file)
+	require.NoError(t, err)
+	assert.True(t, os.SameFile(fi, again), "a bundle that ends with the authority is left as it is")
+
+	for _, bad := range []string{"relative", "/", agent.Workspace, agent.Workspace + "/home", home + "/../x"} {
+		code, _, _ := fsRun(root, strings.NewReader(pem), "trust", bad)
+		assert.NotZero(t, code, bad)
+	}
+	code, _, _ = fsRun(root, strings.NewReader(""), "trust", home)
+	assert.NotZero(t, code, "no authority on stdin")
 }

@@ -73,7 +73,7 @@ import (
 
 // Version is the protocol version. The image carries it in a label; the adapter uses the agent
 // only when the versions match.
-const Version = "6"
+const Version = "7"
 
 // Path is where the image build installs the agent.
 const Path = "/usr/local/bin/sandboxer-agent"

@@ -26,3 +26,15 @@ func TestEgressSecrets(t *testing.T) {
 		return newSandbox(t, docker.Config{Image: img, AllowHosts: allow, Egress: opts})
 	})
 }
+
+// TestEgressSecretsThroughTheAgent: the same with HOME in the container (no capped disk of this
+// host: WorkspaceBytes -1, as with a daemon elsewhere), where the agent writes the bundle. The
+// commands run as the container's root: the Debian image has no /home/sandbox, so the daemon
+// makes HOME's anonymous volume root's.
+func TestEgressSecretsThroughTheAgent(t *testing.T) {
+	t.Parallel()
+	img := debianImage(t)
+	egresstest.RunSecrets(t, func(t *testing.T, allow []string, opts egress.Config) adapter.Sandbox {
+		return newSandbox(t, docker.Config{Image: img, AllowHosts: allow, Egress: opts, WorkspaceBytes: -1, User: "0"})
+	})
+}

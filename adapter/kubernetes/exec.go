@@ -2,6 +2,7 @@ package kubernetes
 
 import (
 	"context"
+	"errors"
 	"net"
 
 	"github.com/sandboxer/sandboxer/adapter"
@@ -74,6 +75,15 @@ func (s *Sandbox) Isolation() adapter.Isolation {
 
 // Egress returns the sandbox's egress proxy, made at first use; nil without Config.AllowHosts.
 func (s *Sandbox) Egress() *egress.Proxy { return s.egress.Get(s.cfg.AllowHosts, s.cfg.Egress) }
+
+// TrustCA implements egress.TrustStore through the agent (`-fs trust`): the bundle of the image's
+// trusted certificates and pem in HOME (shellfs.FS.TrustCA).
+func (s *Sandbox) TrustCA(ctx context.Context, pem []byte) (string, error) {
+	if s.workspaceHome {
+		return "", errors.New("the pod's HOME is its workspace (a pod made before commands had a HOME of their own): the bundle would be in the workspace")
+	}
+	return s.fs().TrustCA(ctx, adapter.DefaultHome, pem)
+}
 
 // client is the agent's client for agentproc.
 func (s *Sandbox) client(ctx context.Context, op string) (*agent.Client, error) {

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 
 	"github.com/sandboxer/sandboxer/adapter"
+	"github.com/sandboxer/sandboxer/adapter/agent/trustfile"
 	"github.com/sandboxer/sandboxer/egress"
 )
 
@@ -33,6 +34,6 @@ func (s *Sandbox) egressEnv(ctx context.Context, c adapter.Command) ([]string, e
 // TrustCA implements egress.TrustStore: the host's bundle (the one the view shows) followed by
 // pem, in a file of HOME.
 func (s *Sandbox) TrustCA(ctx context.Context, pem []byte) (string, error) {
-	path := filepath.Join(s.home.path, egress.TrustFile)
-	return path, egress.WriteBundle(path, pem, func() ([]byte, error) { return egress.SystemBundle("/"), nil })
+	path := filepath.Join(s.home.path, trustfile.Path)
+	return path, trustfile.Write(path, pem, func() ([]byte, error) { return trustfile.System("/"), nil })
 }

@@ -12,6 +12,7 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"github.com/sandboxer/sandboxer/adapter"
+	"github.com/sandboxer/sandboxer/adapter/agent/trustfile"
 	"github.com/sandboxer/sandboxer/egress"
 )
 
@@ -27,7 +28,7 @@ func (s *Sandbox) TrustCA(ctx context.Context, pem []byte) (string, error) {
 	if s.rec.Home == "" {
 		return "", errors.New("the sandbox was made before commands had a HOME of their own")
 	}
-	err := egress.WriteBundle(filepath.Join(s.rec.Home, egress.TrustFile), pem, func() ([]byte, error) {
+	err := trustfile.Write(filepath.Join(s.rec.Home, trustfile.Path), pem, func() ([]byte, error) {
 		b, err := os.ReadFile(filepath.Join(s.lay.sandbox(s.rec.ID), "bundle", "config.json"))
 		if err != nil {
 			return nil, err
@@ -40,10 +41,10 @@ func (s *Sandbox) TrustCA(ctx context.Context, pem []byte) (string, error) {
 		if !filepath.IsAbs(root) {
 			root = filepath.Join(s.lay.sandbox(s.rec.ID), "bundle", root)
 		}
-		return egress.SystemBundle(root), nil
+		return trustfile.System(root), nil
 	})
 	if err != nil {
 		return "", err
 	}
-	return path.Join(adapter.DefaultHome, egress.TrustFile), nil
+	return path.Join(adapter.DefaultHome, trustfile.Path), nil
 }

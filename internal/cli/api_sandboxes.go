@@ -324,7 +324,9 @@ func createSettings(req api.CreateRequest, base Settings) (Settings, error) {
 		s.Disk = *req.DiskBytes
 	}
 	if req.AllowNetwork || req.AllowHosts != nil {
-		s.AllowNetwork, s.AllowHosts = req.AllowNetwork, req.AllowHosts
+		// The server's secrets (serve --secret) are bound to the server's hosts and rules: a
+		// sandbox that names a network of its own gets none of them.
+		s.AllowNetwork, s.AllowHosts, s.Secrets, s.Inject = req.AllowNetwork, req.AllowHosts, nil, nil
 	}
 	if s.AllowNetwork && len(s.AllowHosts) > 0 {
 		return s, badRequest("allowNetwork and allowHosts exclude each other: allowNetwork opens every host")

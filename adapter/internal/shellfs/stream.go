@@ -6,7 +6,9 @@ import (
 	"context"
 	"errors"
 	"io"
+	"path"
 	"strconv"
+	"strings"
 
 	"github.com/sandboxer/sandboxer/adapter"
 	"github.com/sandboxer/sandboxer/adapter/agent/frames"
@@ -158,3 +160,24 @@ func (s *stream) Close() error {
 var errClosed = errors.New("shellfs: stream closed")
 
 var _ adapter.FileStreamer = FS{}
+
+// TrustCA installs the egress proxy's certificate authority pem for the commands whose HOME is
+// home (egress.TrustStore): the agent's `-fs trust` writes the bundle there, the image's trusted
+// certificates followed by pem, unless it ends with pem already, and answers its path: one
+// agent command before each command of a policy that terminates TLS. Without the agent there is
+// no way to hold it (errs.SandboxUnavailable).
+func (f FS) TrustCA(ctx context.Context, home string, pem []byte) (string, error) {
+	const op = "trust"
+	if f.Agent == "" {
+		return "", errs.New(errs.SandboxUnavailable, op, home, "the sandbox runs without its agent, which writes the egress proxy's certificate bundle")
+	}
+	var out bytes.Buffer
+	if _, err := f.exec(ctx, op, home, []string{f.Agent, "-fs", "trust", home}, bytes.NewReader(pem), &out); err != nil {
+		return "", err
+	}
+	p := strings.TrimSuffix(out.String(), "\n")
+	if !path.IsAbs(p) || strings.ContainsAny(p, "\n\x00") {
+		return "", errs.New(errs.SandboxUnavailable, op, home, "the agent answered no bundle path")
+	}
+	return p, nil
+}
