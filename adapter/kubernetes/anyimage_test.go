@@ -1,7 +1,6 @@
 package kubernetes_test
 
 import (
-	"os"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -11,7 +10,6 @@ import (
 	"github.com/sandboxer/sandboxer/adapter/adaptertest"
 	"github.com/sandboxer/sandboxer/adapter/agent"
 	"github.com/sandboxer/sandboxer/adapter/kubernetes"
-	"github.com/sandboxer/sandboxer/internal/testenv"
 )
 
 // Any image runs, with real work (issue 35): a Debian image with a toolchain and no agent
@@ -21,13 +19,7 @@ import (
 // and another handle relays to the same agent.
 func TestAnyImageRunsRealWork(t *testing.T) {
 	needCluster(t)
-	img := os.Getenv("SANDBOXER_TEST_K8S_DEBIAN_IMAGE")
-	if img == "" {
-		if testenv.Required("debian-image") {
-			t.Fatal("SANDBOXER_TEST_REQUIRE=debian-image but SANDBOXER_TEST_K8S_DEBIAN_IMAGE is unset")
-		}
-		t.Skip("SANDBOXER_TEST_K8S_DEBIAN_IMAGE unset (.ci/kubernetes.sh sets it when the Debian image exists)")
-	}
+	img := debianImage(t)
 	t.Parallel()
 	cfg := cfgWith(func(c *kubernetes.Config) { c.AgentImage, c.Image = c.Image, img })
 	sb := newSandbox(t, cfg)

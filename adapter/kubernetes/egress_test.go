@@ -1,14 +1,12 @@
 package kubernetes_test
 
 import (
-	"os"
 	"testing"
 
 	"github.com/sandboxer/sandboxer/adapter"
 	"github.com/sandboxer/sandboxer/adapter/kubernetes"
 	"github.com/sandboxer/sandboxer/egress"
 	"github.com/sandboxer/sandboxer/egress/egresstest"
-	"github.com/sandboxer/sandboxer/internal/testenv"
 )
 
 // TestEgressSecrets: secrets and rules in a pod of the Debian image (python3 and git call with
@@ -17,13 +15,7 @@ import (
 // here is what goes through the proxy.
 func TestEgressSecrets(t *testing.T) {
 	needCluster(t)
-	img := os.Getenv("SANDBOXER_TEST_K8S_DEBIAN_IMAGE")
-	if img == "" {
-		if testenv.Required("debian-image") {
-			t.Fatal("SANDBOXER_TEST_REQUIRE=debian-image but SANDBOXER_TEST_K8S_DEBIAN_IMAGE is unset")
-		}
-		t.Skip("SANDBOXER_TEST_K8S_DEBIAN_IMAGE unset (.ci/kubernetes.sh sets it when the Debian image exists)")
-	}
+	img := debianImage(t)
 	t.Parallel()
 	egresstest.RunSecrets(t, func(t *testing.T, allow []string, opts egress.Config) adapter.Sandbox {
 		return newSandbox(t, cfgWith(func(c *kubernetes.Config) {

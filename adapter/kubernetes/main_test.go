@@ -134,3 +134,18 @@ func outside(t *testing.T, sb adapter.Sandbox) (string, func(string) ([]byte, bo
 		return res.Stdout, true
 	}
 }
+
+// debianImage is the Debian toolchain image of the fixture (SANDBOXER_TEST_K8S_DEBIAN_IMAGE:
+// .ci/debian-image.sh builds it, .ci/kubernetes.sh gives it to the fixture): without it, tb is
+// skipped, or fails where SANDBOXER_TEST_REQUIRE names debian-image or kubernetes.
+func debianImage(tb testing.TB) string {
+	tb.Helper()
+	img := os.Getenv("SANDBOXER_TEST_K8S_DEBIAN_IMAGE")
+	if img == "" {
+		if testenv.Required("debian-image") || testenv.Required("kubernetes") {
+			tb.Fatal("SANDBOXER_TEST_REQUIRE names debian-image or kubernetes but SANDBOXER_TEST_K8S_DEBIAN_IMAGE is unset")
+		}
+		tb.Skip("SANDBOXER_TEST_K8S_DEBIAN_IMAGE unset (.ci/kubernetes.sh sets it when the Debian image exists)")
+	}
+	return img
+}

@@ -1,13 +1,11 @@
 package kubernetes_test
 
 import (
-	"os"
 	"testing"
 
 	"github.com/sandboxer/sandboxer/adapter"
 	"github.com/sandboxer/sandboxer/adapter/adaptertest"
 	"github.com/sandboxer/sandboxer/adapter/kubernetes"
-	"github.com/sandboxer/sandboxer/internal/testenv"
 )
 
 // BenchmarkRealWork is issue 35's real work (adaptertest.BenchmarkRealWork) in pods of the Debian
@@ -19,13 +17,7 @@ import (
 // `go test -run '^$' -bench RealWork -benchtime 2x ./adapter/kubernetes/` (with the fixture up).
 func BenchmarkRealWork(b *testing.B) {
 	needCluster(b)
-	img := os.Getenv("SANDBOXER_TEST_K8S_DEBIAN_IMAGE")
-	if img == "" {
-		if testenv.Required("debian-image") || testenv.Required("kubernetes") {
-			b.Fatal("SANDBOXER_TEST_REQUIRE names debian-image or kubernetes but SANDBOXER_TEST_K8S_DEBIAN_IMAGE is unset")
-		}
-		b.Skip("SANDBOXER_TEST_K8S_DEBIAN_IMAGE unset (.ci/kubernetes.sh sets it when the Debian image exists)")
-	}
+	img := debianImage(b)
 	cfg := cfgWith(func(c *kubernetes.Config) {
 		c.AgentImage, c.Image = c.Image, img
 		c.MemoryBytes, c.TmpBytes, c.MilliCPUs = 4<<30, 1<<30, -1
