@@ -172,8 +172,14 @@ func (f FS) TrustCA(ctx context.Context, home string, pem []byte) (string, error
 		return "", errs.New(errs.SandboxUnavailable, op, home, "the sandbox runs without its agent, which writes the egress proxy's certificate bundle")
 	}
 	var out bytes.Buffer
-	if _, err := f.exec(ctx, op, home, []string{f.Agent, "-fs", "trust", home}, bytes.NewReader(pem), &out); err != nil {
+	stderr := adapter.NewCappedBuffer(1 << 16)
+	code, err := f.Run(ctx, op, Exec{Args: []string{f.Agent, "-fs", "trust", home}, Env: f.Env, Stdin: bytes.NewReader(pem), Stdout: &out, Stderr: stderr})
+	if err != nil {
 		return "", err
+	}
+	if code != 0 { // an agent without the operation (before protocol 7) says so too
+		msg, _, _ := stderr.Result()
+		return "", errs.New(errs.SandboxUnavailable, op, home, "the agent could not write the egress proxy's certificate bundle: exit %d: %s", code, strings.TrimSpace(string(msg)))
 	}
 	p := strings.TrimSuffix(out.String(), "\n")
 	if !path.IsAbs(p) || strings.ContainsAny(p, "\n\x00") {
