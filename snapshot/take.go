@@ -1,0 +1,481 @@
+package snapshot
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/sandboxer/sandboxer/adapter"
+	"github.com/sandboxer/sandboxer/errs"
+	"github.com/sandboxer/sandboxer/sync/filesync"
+)
+
+// streamOver is the size above which a file is streamed (adapter.FileStreamer, where the
+// sandbox has it) rather than read whole; smaller files are read in batches (adapter.BulkReader).
+const streamOver = 4 << 20
+
+// batchBytes and batchFiles bound one batch of small files read or written together.
+const (
+	batchBytes = 8 << 20
+	batchFiles = 256
+)
+
+// Take snapshots sb's workspace as name and returns its manifest. The name must be new
+// (errs.Conflict otherwise; errs.InvalidInput for a bad one). Only blobs the catalog does not
+// hold yet are written; files whose size, modification time and inode match the last Take of
+// the same source sandbox are not read again (the source is adapter.Identified's ID, else the
+// workspace path).
+//
+// The sandbox must list its files (adapter.Lister, which every adapter of this module has) and
+// run `find` for empty directories. Take does not stop the sandbox's processes: a file written
+// during the Take is captured as it was read (pause the sandbox for a consistent snapshot). A
+// file that vanishes during the Take is left out. Errors: the adapter's (errs.SandboxUnavailable,
+// ...), a context error, errs.Internal for the catalog's I/O. Whatever the error, no snapshot is
+// listed under name.
+func (c *Catalog) Take(ctx context.Context, sb adapter.Sandbox, name string) (Manifest, error) {
+	const op = "snapshot.take"
+	if err := CheckName(name); err != nil {
+		return Manifest{}, err
+	}
+	lister, ok := sb.(adapter.Lister)
+	if !ok {
+		return Manifest{}, errs.Wrap(errs.InvalidInput, op, name, fmt.Errorf("the sandbox cannot list its files: %w", errors.ErrUnsupported))
+	}
+	unlock, err := c.lock(ctx, false)
+	if err != nil {
+		return Manifest{}, err
+	}
+	defer unlock()
+	if _, err := os.Lstat(c.manifestPath(name)); err == nil {
+		return Manifest{}, errs.New(errs.Conflict, op, name, "a snapshot by that name exists")
+	}
+	m := Manifest{Version: manifestVersion, Name: name, Created: time.Now().UTC(), Source: sourceOf(sb)}
+	if cp, ok := sb.(adapter.Capable); ok {
+		m.Adapter = cp.Capabilities().Adapter
+	}
+	cache := c.loadCache(m.Source)
+	start := time.Now()
+	files, err := lister.ListFiles(ctx, "")
+	if err != nil {
+		return Manifest{}, err
+	}
+	dirs, err := emptyDirs(ctx, sb)
+	if err != nil {
+		return Manifest{}, err
+	}
+
+	links := map[string]string{}
+	for _, f := range files {
+		if f.IsLink() {
+			links[f.Path] = f.Link
+		}
+	}
+	// The cache's snapshot still listed means its blobs are all there (GC waits for our lock).
+	cacheLive := false
+	if cache.Snapshot != "" {
+		_, err := os.Lstat(c.manifestPath(cache.Snapshot))
+		cacheLive = err == nil
+	}
+	next := cacheFile{Version: 1, Snapshot: name, Files: make(map[string]cached, len(files))}
+	var toRead []adapter.FileInfo
+	for _, f := range files {
+		switch {
+		case filesync.CheckPath(op, f.Path) != nil:
+			m.Skipped = append(m.Skipped, f.Path)
+		case f.IsLink():
+			if !filesync.LinkInside(f.Path, f.Link, links) || filesync.CheckLinkText(op, f.Path, []byte(f.Link)) != nil {
+				m.Skipped = append(m.Skipped, f.Path)
+				continue
+			}
+			m.Entries = append(m.Entries, Entry{Path: f.Path, Type: TypeSymlink, Target: f.Link})
+		default:
+			if k, ok := cache.Files[f.Path]; ok && k.matches(f) {
+				live := cacheLive
+				if !live {
+					if live, err = c.blobs.has(ctx, k.Hash); err != nil {
+						return Manifest{}, err
+					}
+				}
+				if live {
+					m.Entries = append(m.Entries, Entry{Path: f.Path, Type: TypeFile, Mode: f.Mode.Perm(), Size: f.Size, Hash: k.Hash})
+					next.Files[f.Path] = k
+					continue
+				}
+			}
+			toRead = append(toRead, f)
+		}
+	}
+	for _, d := range dirs {
+		if filesync.CheckPath(op, d) != nil {
+			m.Skipped = append(m.Skipped, d)
+			continue
+		}
+		m.Entries = append(m.Entries, Entry{Path: d, Type: TypeDir, Mode: 0o755})
+	}
+
+	read, err := c.readFiles(ctx, sb, toRead, true)
+	if err != nil {
+		return Manifest{}, err
+	}
+	m.Read = len(read)
+	for _, r := range read {
+		if r.stored {
+			m.Stored++
+		}
+		m.Entries = append(m.Entries, Entry{Path: r.f.Path, Type: TypeFile, Mode: r.f.Mode.Perm(), Size: r.size, Hash: r.hash})
+		if r.size == r.f.Size {
+			next.Files[r.f.Path] = cacheEntry(r.f, r.hash, start)
+		}
+	}
+	slices.SortFunc(m.Entries, func(a, b Entry) int { return strings.Compare(a.Path, b.Path) })
+	slices.Sort(m.Skipped)
+	for _, e := range m.Entries {
+		if e.Type == TypeFile {
+			m.Files++
+			m.Bytes += e.Size
+		}
+	}
+	if !c.opts.NoSync {
+		if err := c.blobs.sync(ctx); err != nil {
+			return Manifest{}, err
+		}
+	}
+	if err := testHook("blobs written"); err != nil {
+		return Manifest{}, err
+	}
+	if err := ctx.Err(); err != nil {
+		return Manifest{}, err
+	}
+	if err := c.write(m); err != nil {
+		return Manifest{}, err
+	}
+	c.saveCache(m.Source, next) // a cache that cannot be written only costs the next Take time
+	return m, nil
+}
+
+// sourceOf names the sandbox for the stat cache and Manifest.Source.
+func sourceOf(sb adapter.Sandbox) string {
+	if id, ok := sb.(adapter.Identified); ok && id.ID() != "" {
+		return id.ID()
+	}
+	return adapter.WorkspaceOf(sb)
+}
+
+// emptyDirs lists the workspace's empty directories with one `find` (adapter.Lister lists no
+// directories). A find that cannot run, or fails, fails the Take: a snapshot never silently
+// drops part of the tree.
+func emptyDirs(ctx context.Context, sb adapter.Sandbox) ([]string, error) {
+	res, err := sb.ExecuteCommand(ctx, adapter.Command{Args: []string{"find", ".", "-mindepth", "1", "-type", "d", "-empty", "-print0"}, MaxOutputBytes: 64 << 20})
+	if err != nil {
+		return nil, err
+	}
+	if res.ExitCode != 0 || res.StdoutTruncated {
+		return nil, errs.New(errs.Internal, "snapshot.take", "", "find of empty directories exited with %d: %s", res.ExitCode, bytes.TrimSpace(res.Stderr))
+	}
+	var out []string
+	for _, p := range bytes.Split(res.Stdout, []byte{0}) {
+		if len(p) > 0 {
+			out = append(out, strings.TrimPrefix(string(p), "./"))
+		}
+	}
+	return out, nil
+}
+
+// readResult is one file read and stored by a Take.
+type readResult struct {
+	f      adapter.FileInfo
+	hash   string
+	size   int64
+	stored bool // a new blob
+}
+
+// readFiles reads, hashes and stores files with Options.Workers workers: small files in
+// batches (one BulkReader round trip each where the sandbox has it), large ones streamed. A
+// file gone since the listing is left out.
+// With store false it only hashes (a restore's read-back).
+func (c *Catalog) readFiles(ctx context.Context, sb adapter.Sandbox, files []adapter.FileInfo, store bool) ([]readResult, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var jobs [][]adapter.FileInfo
+	var cur []adapter.FileInfo
+	var curBytes int64
+	for _, f := range files {
+		if f.Size > streamOver {
+			jobs = append(jobs, []adapter.FileInfo{f})
+			continue
+		}
+		cur = append(cur, f)
+		curBytes += f.Size
+		if len(cur) >= batchFiles || curBytes >= batchBytes {
+			jobs = append(jobs, cur)
+			cur, curBytes = nil, 0
+		}
+	}
+	if len(cur) > 0 {
+		jobs = append(jobs, cur)
+	}
+	var (
+		mu       sync.Mutex
+		out      = make([]readResult, 0, len(files))
+		firstErr error
+	)
+	fail := func(err error) {
+		mu.Lock()
+		if firstErr == nil {
+			firstErr = err
+		}
+		mu.Unlock()
+		cancel()
+	}
+	next := make(chan []adapter.FileInfo)
+	var wg sync.WaitGroup
+	for range min(c.opts.Workers, max(len(jobs), 1)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for job := range next {
+				res, err := c.readJob(ctx, sb, job, store)
+				if err != nil {
+					fail(err)
+					continue
+				}
+				mu.Lock()
+				out = append(out, res...)
+				mu.Unlock()
+			}
+		}()
+	}
+feed:
+	for _, j := range jobs {
+		select {
+		case next <- j:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(next)
+	wg.Wait()
+	if firstErr != nil {
+		return nil, firstErr
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *Catalog) readJob(ctx context.Context, sb adapter.Sandbox, job []adapter.FileInfo, keep bool) ([]readResult, error) {
+	if len(job) == 1 && job[0].Size > streamOver {
+		if fs, ok := sb.(adapter.FileStreamer); ok {
+			r, err := c.streamOne(ctx, fs, job[0], keep)
+			if errs.CodeOf(err) == errs.NotFound {
+				return nil, nil
+			}
+			if err != nil {
+				return nil, err
+			}
+			return []readResult{r}, nil
+		}
+	}
+	out := make([]readResult, 0, len(job))
+	stored := false
+	store := func(f adapter.FileInfo, data []byte) error {
+		h := filesync.Hash(data)
+		if !keep {
+			out = append(out, readResult{f: f, hash: h, size: int64(len(data))})
+			return nil
+		}
+		if ok, err := c.blobs.has(ctx, h); err != nil {
+			return err
+		} else if !ok {
+			if err := c.blobs.put(ctx, h, data); err != nil {
+				return err
+			}
+			stored = true
+		}
+		out = append(out, readResult{f: f, hash: h, size: int64(len(data)), stored: stored})
+		stored = false
+		return nil
+	}
+	if br, ok := sb.(adapter.BulkReader); ok && len(job) > 1 {
+		byPath := make(map[string]adapter.FileInfo, len(job))
+		paths := make([]string, len(job))
+		for i, f := range job {
+			byPath[f.Path] = f
+			paths[i] = f.Path
+		}
+		err := br.ReadFiles(ctx, paths, func(p string, data []byte) error {
+			f, ok := byPath[p]
+			if !ok {
+				return nil
+			}
+			delete(byPath, p)
+			return store(f, data)
+		})
+		if err == nil {
+			return out, nil
+		}
+		if errs.CodeOf(err) != errs.NotFound || ctx.Err() != nil {
+			return nil, err
+		}
+		// A file vanished, which stops a bulk read: finish the batch file by file.
+		job = job[:0]
+		for _, f := range byPath {
+			job = append(job, f)
+		}
+	}
+	for _, f := range job {
+		data, err := sb.ReadFile(ctx, f.Path)
+		if errs.CodeOf(err) == errs.NotFound {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if err := store(f, data); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// streamOne copies one large file into a new blob (keep) or only hashes it, without holding it
+// in memory.
+func (c *Catalog) streamOne(ctx context.Context, fs adapter.FileStreamer, f adapter.FileInfo, keep bool) (readResult, error) {
+	rc, _, err := fs.OpenFile(ctx, f.Path)
+	if err != nil {
+		return readResult{}, err
+	}
+	defer rc.Close()
+	if !keep {
+		h := sha256.New()
+		n, err := io.Copy(h, ctxReader{ctx, rc})
+		if err != nil {
+			return readResult{}, errs.Wrap(errs.Internal, "snapshot.verify", f.Path, err)
+		}
+		return readResult{f: f, hash: hex.EncodeToString(h.Sum(nil)), size: n}, nil
+	}
+	w, err := c.blobs.create(ctx)
+	if err != nil {
+		return readResult{}, err
+	}
+	if _, err := io.Copy(w, ctxReader{ctx, rc}); err != nil {
+		w.abort()
+		return readResult{}, errs.Wrap(errs.Internal, "snapshot.take", f.Path, err)
+	}
+	h, n, err := w.commit(ctx)
+	if err != nil {
+		return readResult{}, err
+	}
+	return readResult{f: f, hash: h, size: n, stored: true}, nil
+}
+
+// ctxReader stops a copy when its context ends.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (r ctxReader) Read(p []byte) (int, error) {
+	if err := r.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return r.r.Read(p)
+}
+
+// cacheFile is the stat cache of one source: what its last Take hashed.
+type cacheFile struct {
+	Version  int               `json:"version"`
+	Snapshot string            `json:"snapshot"` // the Take that wrote it
+	Files    map[string]cached `json:"files"`    // path (filesync.EncodePath) -> stat and hash
+}
+
+type cached struct {
+	Size  int64  `json:"s"`
+	MTime int64  `json:"m"` // Unix nanoseconds
+	Ino   uint64 `json:"i"`
+	Hash  string `json:"h"`
+}
+
+func (k cached) matches(f adapter.FileInfo) bool {
+	return k.Size == f.Size && k.MTime == f.ModTime.UnixNano() && k.Ino == f.Inode && isHash(k.Hash)
+}
+
+// cacheEntry is f's cache entry, or an entry that never matches when f was modified too close to
+// the listing (start) for its timestamp to tell a later write apart: git's racy-clean rule, with
+// FileSync's windows.
+func cacheEntry(f adapter.FileInfo, h string, start time.Time) cached {
+	w := filesync.DefaultRacyWindow
+	if f.ModTime.Nanosecond() == 0 {
+		w = 2 * time.Second
+	}
+	if !f.ModTime.Before(start.Add(-w)) {
+		return cached{}
+	}
+	return cached{Size: f.Size, MTime: f.ModTime.UnixNano(), Ino: f.Inode, Hash: h}
+}
+
+func (c *Catalog) cachePath(source string) string {
+	sum := sha256.Sum256([]byte(source))
+	return filepath.Join(c.dir, "cache", hex.EncodeToString(sum[:12])+".json")
+}
+
+func (c *Catalog) loadCache(source string) cacheFile {
+	if source == "" {
+		return cacheFile{}
+	}
+	b, err := os.ReadFile(c.cachePath(source))
+	if err != nil {
+		return cacheFile{}
+	}
+	var cf cacheFile
+	if json.Unmarshal(b, &cf) != nil || cf.Version != 1 {
+		return cacheFile{}
+	}
+	files := make(map[string]cached, len(cf.Files))
+	for e, k := range cf.Files {
+		if p, err := filesync.DecodePath("", e); err == nil {
+			files[p] = k
+		}
+	}
+	cf.Files = files
+	return cf
+}
+
+func (c *Catalog) saveCache(source string, cf cacheFile) {
+	if source == "" {
+		return
+	}
+	enc := make(map[string]cached, len(cf.Files))
+	for p, k := range cf.Files {
+		if k.Hash != "" {
+			enc[filesync.EncodePath(p)] = k
+		}
+	}
+	cf.Files = enc
+	b, err := json.Marshal(cf)
+	if err != nil {
+		return
+	}
+	_ = writeAtomic(filepath.Join(c.dir, "cache"), c.cachePath(source), b, false, false, "snapshot.take")
+}
+
+// parents calls fn for each parent directory of p, nearest last ("a", "a/b" for "a/b/c").
+func parents(p string, fn func(string)) {
+	for i := 0; i < len(p); i++ {
+		if p[i] == '/' {
+			fn(p[:i])
+		}
+	}
+}
