@@ -3,47 +3,49 @@ package snapshot
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"errors"
-	"hash"
 	"io"
-	"io/fs"
-	"os"
-	"path/filepath"
-	"strings"
-
-	"golang.org/x/sys/unix"
+	"path"
 
 	"github.com/sandboxer/sandboxer/errs"
 	"github.com/sandboxer/sandboxer/sync/filesync"
 )
 
-// blobs is where a catalog keeps file contents, by SHA-256. Two kinds: dirBlobs (the default: a
-// directory of files named by their hash) and storeBlobs (any filesync.Store, Options.Store).
-// Nothing here checks that content matches its name: restores hash what they read back.
+// blobs is where a catalog keeps file contents, by SHA-256. Two kinds: packBlobs (the default:
+// pack files with an index each) and storeBlobs (any filesync.Store, Options.Store). Nothing
+// here checks that content matches its name on read: restores hash what they read back.
 type blobs interface {
-	// has reports whether the blob is stored.
+	// refresh learns what other processes stored since the last call.
+	refresh(ctx context.Context) error
+	// has reports whether the blob is stored (and committed).
 	has(ctx context.Context, h string) (bool, error)
-	// put stores data under its hash h (a no-op when it is already there).
-	put(ctx context.Context, h string, data []byte) error
-	// create starts a blob whose hash is known only once it is written.
-	create(ctx context.Context) (blobWriter, error)
+	// begin starts a batch of puts that become visible (and durable) together at commit.
+	begin(ctx context.Context) (blobTx, error)
 	// open reads one blob; errs.NotFound when it is not stored.
 	open(ctx context.Context, h string) (io.ReadCloser, error)
 	// list returns every stored hash.
 	list(ctx context.Context) ([]string, error)
-	// remove deletes blobs (missing ones are fine) and any leftover of an unfinished create.
+	// remove deletes blobs (missing ones are fine) and every leftover of a batch that was
+	// never committed. It runs under the catalog's exclusive lock.
 	remove(ctx context.Context, hs []string) error
-	// sync makes what was put durable (before a manifest refers to it).
-	sync(ctx context.Context) error
 	close() error
 }
 
-// blobWriter streams one blob in; commit names it by the hash of what was written.
+// blobTx is one Take's batch of new blobs. It is safe for concurrent use.
+type blobTx interface {
+	// put stores data under its hash h unless it is stored already; stored says it was new.
+	put(ctx context.Context, h string, data []byte) (stored bool, err error)
+	// create streams a blob whose hash is known only once it is written.
+	create(ctx context.Context) (blobWriter, error)
+	// commit makes every put visible, and durable across a power loss when durable is set.
+	commit(ctx context.Context, durable bool) error
+	// abort drops what the batch wrote (what it cannot drop, GC frees).
+	abort()
+}
+
+// blobWriter streams one blob in; done names it by the hash of what was written.
 type blobWriter interface {
 	io.Writer
-	commit(ctx context.Context) (h string, size int64, err error)
+	done(ctx context.Context) (h string, size int64, stored bool, err error)
 	abort()
 }
 
@@ -60,192 +62,20 @@ func isHash(s string) bool {
 	return true
 }
 
-// dirBlobs keeps each blob as the file DIR/ab/abcdef... (the hash's first two hex digits as a
-// fan-out directory). A blob is written to DIR/tmp under a unique name and renamed into place,
-// so a blob file is whole or absent; a crash leaves at most a stray file in DIR/tmp, which GC
-// removes. Durability for a power loss: sync calls syncfs(2) once (not one fsync per blob).
-type dirBlobs struct {
-	dir string
-}
-
-func openDirBlobs(dir string) (*dirBlobs, error) {
-	if err := os.MkdirAll(filepath.Join(dir, "tmp"), 0o755); err != nil {
-		return nil, errs.Wrap(errs.Internal, "snapshot.open", dir, err)
-	}
-	return &dirBlobs{dir: dir}, nil
-}
-
-func (b *dirBlobs) path(h string) string { return filepath.Join(b.dir, h[:2], h) }
-
-func (b *dirBlobs) has(_ context.Context, h string) (bool, error) {
-	_, err := os.Lstat(b.path(h))
-	switch {
-	case err == nil:
-		return true, nil
-	case errors.Is(err, fs.ErrNotExist):
-		return false, nil
-	}
-	return false, errs.Wrap(errs.Internal, "snapshot.blob", h, err)
-}
-
-func (b *dirBlobs) put(ctx context.Context, h string, data []byte) error {
-	if ok, err := b.has(ctx, h); ok || err != nil {
-		return err
-	}
-	w, err := b.createAs(h)
-	if err != nil {
-		return err
-	}
-	if _, err := w.Write(data); err != nil {
-		w.abort()
-		return errs.Wrap(errs.Internal, "snapshot.blob", h, err)
-	}
-	_, _, err = w.commit(ctx)
-	return err
-}
-
-func (b *dirBlobs) create(context.Context) (blobWriter, error) { return b.createAs("") }
-
-func (b *dirBlobs) createAs(h string) (*dirWriter, error) {
-	f, err := os.CreateTemp(filepath.Join(b.dir, "tmp"), "blob-*")
-	if err != nil {
-		return nil, errs.Wrap(errs.Internal, "snapshot.blob", b.dir, err)
-	}
-	w := &dirWriter{b: b, f: f, want: h}
-	if h == "" {
-		w.h = sha256.New()
-	}
-	return w, nil
-}
-
-type dirWriter struct {
-	b    *dirBlobs
-	f    *os.File
-	h    hash.Hash // nil when the hash is known (want)
-	want string
-	n    int64
-}
-
-func (w *dirWriter) Write(p []byte) (int, error) {
-	if w.h != nil {
-		w.h.Write(p)
-	}
-	n, err := w.f.Write(p)
-	w.n += int64(n)
-	return n, err
-}
-
-func (w *dirWriter) commit(ctx context.Context) (string, int64, error) {
-	h := w.want
-	if w.h != nil {
-		h = hex.EncodeToString(w.h.Sum(nil))
-	}
-	if err := w.f.Close(); err != nil {
-		os.Remove(w.f.Name())
-		return "", 0, errs.Wrap(errs.Internal, "snapshot.blob", h, err)
-	}
-	if err := ctx.Err(); err != nil {
-		os.Remove(w.f.Name())
-		return "", 0, err
-	}
-	dst := w.b.path(h)
-	err := os.Rename(w.f.Name(), dst)
-	if errors.Is(err, fs.ErrNotExist) {
-		if err = os.Mkdir(filepath.Dir(dst), 0o755); err == nil || errors.Is(err, fs.ErrExist) {
-			err = os.Rename(w.f.Name(), dst)
-		}
-	}
-	if err != nil {
-		os.Remove(w.f.Name())
-		return "", 0, errs.Wrap(errs.Internal, "snapshot.blob", h, err)
-	}
-	return h, w.n, nil
-}
-
-func (w *dirWriter) abort() {
-	w.f.Close()
-	os.Remove(w.f.Name())
-}
-
-func (b *dirBlobs) open(_ context.Context, h string) (io.ReadCloser, error) {
-	f, err := os.Open(b.path(h))
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, errs.New(errs.NotFound, "snapshot.blob", h, "blob is not in the store")
-	}
-	if err != nil {
-		return nil, errs.Wrap(errs.Internal, "snapshot.blob", h, err)
-	}
-	return f, nil
-}
-
-func (b *dirBlobs) list(context.Context) ([]string, error) {
-	tops, err := os.ReadDir(b.dir)
-	if err != nil {
-		return nil, errs.Wrap(errs.Internal, "snapshot.gc", b.dir, err)
-	}
-	var out []string
-	for _, t := range tops {
-		if len(t.Name()) != 2 || !t.IsDir() {
-			continue
-		}
-		ents, err := os.ReadDir(filepath.Join(b.dir, t.Name()))
-		if err != nil {
-			return nil, errs.Wrap(errs.Internal, "snapshot.gc", b.dir, err)
-		}
-		for _, e := range ents {
-			if isHash(e.Name()) && strings.HasPrefix(e.Name(), t.Name()) {
-				out = append(out, e.Name())
-			}
-		}
-	}
-	return out, nil
-}
-
-func (b *dirBlobs) remove(_ context.Context, hs []string) error {
-	for _, h := range hs {
-		if err := os.Remove(b.path(h)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return errs.Wrap(errs.Internal, "snapshot.gc", h, err)
-		}
-	}
-	// Leftovers of creates that never committed. remove runs under the catalog's exclusive
-	// lock: no create is in flight.
-	tmp := filepath.Join(b.dir, "tmp")
-	ents, err := os.ReadDir(tmp)
-	if err != nil {
-		return errs.Wrap(errs.Internal, "snapshot.gc", tmp, err)
-	}
-	for _, e := range ents {
-		os.Remove(filepath.Join(tmp, e.Name()))
-	}
-	return nil
-}
-
-func (b *dirBlobs) sync(context.Context) error {
-	f, err := os.Open(b.dir)
-	if err != nil {
-		return errs.Wrap(errs.Internal, "snapshot.sync", b.dir, err)
-	}
-	defer f.Close()
-	if err := unix.Syncfs(int(f.Fd())); err != nil {
-		return errs.Wrap(errs.Internal, "snapshot.sync", b.dir, err)
-	}
-	return nil
-}
-
-func (b *dirBlobs) close() error { return nil }
-
 // blobCollection is the collection of a filesync.Store that holds a catalog's blobs, each at
 // the path "ab/<hash>".
 const blobCollection = "snapshot-blobs"
 
 // storeBlobs keeps blobs in a filesync.Store (Options.Store): the collection blobCollection,
-// one entry per blob. The store's Apply is crash-safe; its interface moves content as []byte,
-// so a blob is held in memory while it is written or read.
+// one entry per blob, each put its own Apply (crash-safe by the store's contract). The store's
+// interface moves content as []byte, so a blob is held in memory while it is written or read.
 type storeBlobs struct {
 	st filesync.Store
 }
 
 func storePath(h string) string { return h[:2] + "/" + h }
+
+func (s storeBlobs) refresh(context.Context) error { return nil }
 
 func (s storeBlobs) has(ctx context.Context, h string) (bool, error) {
 	_, err := s.st.Get(ctx, blobCollection, storePath(h))
@@ -255,14 +85,21 @@ func (s storeBlobs) has(ctx context.Context, h string) (bool, error) {
 	return err == nil, err
 }
 
-func (s storeBlobs) put(ctx context.Context, h string, data []byte) error {
+func (s storeBlobs) begin(context.Context) (blobTx, error) { return s, nil }
+
+func (s storeBlobs) put(ctx context.Context, h string, data []byte) (bool, error) {
+	if ok, err := s.has(ctx, h); ok || err != nil {
+		return false, err
+	}
 	_, err := s.st.Apply(ctx, []filesync.Change{{Collection: blobCollection, Path: storePath(h), Content: data, Hash: h, Base: filesync.Any}})
-	return err
+	return err == nil, err
 }
 
-func (s storeBlobs) create(context.Context) (blobWriter, error) {
-	return &storeWriter{s: s}, nil
-}
+func (s storeBlobs) create(context.Context) (blobWriter, error) { return &storeWriter{s: s}, nil }
+
+func (s storeBlobs) commit(context.Context, bool) error { return nil } // each Apply is durable
+
+func (s storeBlobs) abort() {}
 
 type storeWriter struct {
 	s   storeBlobs
@@ -271,12 +108,13 @@ type storeWriter struct {
 
 func (w *storeWriter) Write(p []byte) (int, error) { return w.buf.Write(p) }
 
-func (w *storeWriter) commit(ctx context.Context) (string, int64, error) {
+func (w *storeWriter) done(ctx context.Context) (string, int64, bool, error) {
 	h := filesync.Hash(w.buf.Bytes())
-	if err := w.s.put(ctx, h, w.buf.Bytes()); err != nil {
-		return "", 0, err
+	stored, err := w.s.put(ctx, h, w.buf.Bytes())
+	if err != nil {
+		return "", 0, false, err
 	}
-	return h, int64(w.buf.Len()), nil
+	return h, int64(w.buf.Len()), stored, nil
 }
 
 func (w *storeWriter) abort() { w.buf = bytes.Buffer{} }
@@ -296,7 +134,7 @@ func (s storeBlobs) list(ctx context.Context) ([]string, error) {
 	}
 	out := make([]string, 0, len(ents))
 	for _, e := range ents {
-		if h := filepath.Base(e.Path); isHash(h) && e.Path == storePath(h) {
+		if h := path.Base(e.Path); isHash(h) && e.Path == storePath(h) {
 			out = append(out, h)
 		}
 	}
@@ -317,7 +155,5 @@ func (s storeBlobs) remove(ctx context.Context, hs []string) error {
 	}
 	return nil
 }
-
-func (s storeBlobs) sync(context.Context) error { return nil } // each Apply is durable on its own
 
 func (s storeBlobs) close() error { return nil } // the caller owns the store

@@ -65,6 +65,9 @@ func (c *Catalog) RestoreMany(ctx context.Context, name string, sbs []adapter.Sa
 	if err != nil {
 		return err
 	}
+	if err := c.blobs.refresh(ctx); err != nil {
+		return err
+	}
 	return c.restore(ctx, m, sbs, opts)
 }
 
@@ -524,7 +527,7 @@ func (c *Catalog) verify(ctx context.Context, t *target, m Manifest) error {
 	for p := range byPath {
 		unexpected = append(unexpected, p)
 	}
-	got, err := c.readFiles(ctx, t.sb, toHash, false)
+	got, err := c.readFiles(ctx, t.sb, toHash, nil)
 	if err != nil {
 		return err
 	}

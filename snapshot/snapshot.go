@@ -7,8 +7,8 @@
 //
 //	DIR/lock                      flock(2): shared by Take and Restore, exclusive for Delete, Keep, GC
 //	DIR/manifests/<name>.json     one manifest per snapshot, written last and atomically
-//	DIR/blobs/ab/<sha256>         the blobs (default; Options.Store puts them in a filesync.Store)
-//	DIR/blobs/tmp/                blobs being written
+//	DIR/blobs/<id>.pack, .idx     the blobs, in pack files with an index each (Options.Store puts
+//	                              them in a filesync.Store instead)
 //	DIR/cache/<key>.json          per source sandbox: (path, size, mtime, inode) -> hash of the last take
 //
 // Take works on any adapter.Sandbox and Restore into any other: a snapshot taken on local
@@ -105,14 +105,13 @@ func (f Filter) match(m Info) bool {
 
 // Options configure a Catalog; the zero value is the default.
 type Options struct {
-	// Store, when set, holds the blobs (collection "snapshot-blobs") instead of DIR/blobs: any
-	// filesync.Store (sync/dirstore, sync/sqlitestore). The caller owns and closes it. The
-	// default directory of blobs is about 10-20 times faster for a first snapshot than either
-	// (docs/snapshots.md has the figures), and streams large files where a Store holds each in
-	// memory.
+	// Store, when set, holds the blobs (collection "snapshot-blobs", one entry per blob)
+	// instead of DIR/blobs: any filesync.Store (sync/dirstore, sync/sqlitestore). The caller
+	// owns and closes it. The default pack files are several times faster (docs/snapshots.md
+	// has the figures) and stream large files, where a Store holds each in memory.
 	Store filesync.Store
-	// NoSync skips the syncfs(2) that makes a snapshot's blobs durable before its manifest is
-	// written. A process killed midway never leaves a half snapshot listed either way; NoSync
+	// NoSync skips the fsyncs that make a snapshot's blobs and manifest durable before Take
+	// returns. A process killed midway never leaves a half snapshot listed either way; NoSync
 	// only gives up the guarantee across a power loss (a restore then fails verification
 	// rather than restoring wrong content).
 	NoSync bool
@@ -152,7 +151,7 @@ func Open(dir string, opts Options) (*Catalog, error) {
 	c := &Catalog{dir: abs, opts: opts}
 	if opts.Store != nil {
 		c.blobs = storeBlobs{st: opts.Store}
-	} else if c.blobs, err = openDirBlobs(filepath.Join(abs, "blobs")); err != nil {
+	} else if c.blobs, err = openPackBlobs(filepath.Join(abs, "blobs")); err != nil {
 		return nil, err
 	}
 	return c, nil
@@ -161,9 +160,9 @@ func Open(dir string, opts Options) (*Catalog, error) {
 // Dir returns the catalog's directory.
 func (c *Catalog) Dir() string { return c.dir }
 
-// Close releases the catalog. It holds nothing between calls: Close is idempotent and a no-op
-// kept for the owner pattern.
-func (c *Catalog) Close() error { return nil }
+// Close releases the catalog (the pack files it holds open). It is idempotent; a closed catalog
+// opens what it needs again if used.
+func (c *Catalog) Close() error { return c.blobs.close() }
 
 // lock takes the catalog's flock, shared or exclusive, waiting for ctx. The returned func
 // releases it.
@@ -425,6 +424,9 @@ func (c *Catalog) GC(ctx context.Context) (int, error) {
 }
 
 func (c *Catalog) gcLocked(ctx context.Context) (int, error) {
+	if err := c.blobs.refresh(ctx); err != nil {
+		return 0, err
+	}
 	all, err := c.list(Filter{})
 	if err != nil {
 		return 0, err

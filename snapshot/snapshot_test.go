@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -300,27 +299,18 @@ func mustStat(t testing.TB, p string) fs.FileInfo {
 	return fi
 }
 
-// blobFiles lists the blob files of a catalog with the default store.
-func blobFiles(t testing.TB, c *snapshot.Catalog) []string {
+func blobCount(t testing.TB, c *snapshot.Catalog) int { return snapshot.BlobCount(c) }
+
+// storeFiles lists the files of a catalog's default store (packs, indexes, anything left).
+func storeFiles(t testing.TB, c *snapshot.Catalog) []string {
 	t.Helper()
+	ents, err := os.ReadDir(filepath.Join(c.Dir(), "blobs"))
+	require.NoError(t, err)
 	var out []string
-	require.NoError(t, filepath.WalkDir(filepath.Join(c.Dir(), "blobs"), func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if !d.IsDir() {
-			out = append(out, p)
-		}
-		return nil
-	}))
-	sort.Strings(out)
+	for _, e := range ents {
+		out = append(out, e.Name())
+	}
 	return out
-}
-
-func blobCount(t testing.TB, c *snapshot.Catalog) int { return len(blobFiles(t, c)) }
-
-func blobOf(c *snapshot.Catalog, h string) string {
-	return filepath.Join(c.Dir(), "blobs", h[:2], h)
 }
 
 func entryOf(t testing.TB, m snapshot.Manifest, p string) snapshot.Entry {
@@ -349,16 +339,15 @@ func TestCorruption(t *testing.T) {
 	c := openCatalog(t, snapshot.Options{})
 	m, err := c.Take(ctx, src, "s")
 	require.NoError(t, err)
-	var big string // a streamed file
+	var bigs []string // streamed files, each in a pack of its own
 	for _, e := range m.Entries {
 		if e.Type == snapshot.TypeFile && e.Size > 4<<20 {
-			big = e.Path
-			break
+			bigs = append(bigs, e.Path)
 		}
 	}
-	require.NotEmpty(t, big)
-	// Test-only invariant: these three files have contents no other file shares.
-	for _, p := range []string{"README.md", "LICENSE", big} {
+	require.GreaterOrEqual(t, len(bigs), 2)
+	// Test-only invariant: these files have contents no other file shares.
+	for _, p := range []string{"README.md", bigs[0], bigs[1]} {
 		n := 0
 		for _, e := range m.Entries {
 			if e.Hash == entryOf(t, m, p).Hash {
@@ -367,22 +356,31 @@ func TestCorruption(t *testing.T) {
 		}
 		require.Equal(t, 1, n, p)
 	}
-	altered := blobOf(c, entryOf(t, m, "README.md").Hash)
-	require.NoError(t, os.Chmod(altered, 0o644))
-	data, err := os.ReadFile(altered)
+	// Alter one byte of README.md in its pack.
+	pack, off, _ := snapshot.BlobPack(c, entryOf(t, m, "README.md").Hash)
+	f, err := os.OpenFile(pack, os.O_RDWR, 0)
 	require.NoError(t, err)
-	data[0] ^= 1
-	require.NoError(t, os.WriteFile(altered, data, 0o644))
-	require.NoError(t, os.Remove(blobOf(c, entryOf(t, m, "LICENSE").Hash)))
-	require.NoError(t, os.Truncate(blobOf(c, entryOf(t, m, big).Hash), 1000))
+	b := make([]byte, 1)
+	_, err = f.ReadAt(b, off+10)
+	require.NoError(t, err)
+	b[0] ^= 1
+	_, err = f.WriteAt(b, off+10)
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+	// Truncate one large file's pack, delete the other's.
+	pack, off, _ = snapshot.BlobPack(c, entryOf(t, m, bigs[0]).Hash)
+	require.Zero(t, off)
+	require.NoError(t, os.Truncate(pack, 1000))
+	pack, _, _ = snapshot.BlobPack(c, entryOf(t, m, bigs[1]).Hash)
+	require.NoError(t, os.Remove(pack))
 
 	for _, dst := range []adapter.Sandbox{newLocal(t, ""), newMemory(t)} {
 		err = c.Restore(ctx, "s", dst, snapshot.RestoreOptions{})
 		d := verifyDetails(t, err)
-		assert.Equal(t, []string{"LICENSE"}, d["missing"])
-		assert.ElementsMatch(t, []string{"README.md", big}, d["altered"])
-		assert.ElementsMatch(t, []string{"README.md", big}, d["corrupt"])
-		assert.Contains(t, err.Error(), "LICENSE")
+		assert.Equal(t, []string{bigs[1]}, d["missing"])
+		assert.ElementsMatch(t, []string{"README.md", bigs[0]}, d["altered"])
+		assert.ElementsMatch(t, []string{"README.md", bigs[0]}, d["corrupt"])
+		assert.Contains(t, err.Error(), bigs[1])
 		assert.Contains(t, err.Error(), "README.md")
 	}
 }
@@ -463,11 +461,10 @@ func TestCrashDuringTake(t *testing.T) {
 		_, err := c.Take(cctx, sb, "s")
 		require.ErrorIs(t, err, context.Canceled)
 		assertNothingListed(t, c)
-		assert.Positive(t, blobCount(t, c), "the batches read before the cancel were stored")
-		n, err := c.GC(ctx)
+		assert.Zero(t, blobCount(t, c), "the packs of the cancelled Take were never indexed")
+		assert.Empty(t, storeFiles(t, c), "and were removed")
+		_, err = c.GC(ctx)
 		require.NoError(t, err)
-		assert.Positive(t, n)
-		assert.Zero(t, blobCount(t, c))
 	})
 	t.Run("store", func(t *testing.T) {
 		t.Parallel()
@@ -506,6 +503,11 @@ func TestCrashDuringTake(t *testing.T) {
 		ents, err := os.ReadDir(filepath.Join(c.Dir(), "manifests"))
 		require.NoError(t, err)
 		assert.Empty(t, ents, "no temporary manifest left")
+		assert.Positive(t, blobCount(t, c), "the blobs were committed before the manifest")
+		_, err = c.GC(ctx)
+		require.NoError(t, err)
+		assert.Zero(t, blobCount(t, c))
+		assert.Empty(t, storeFiles(t, c))
 	})
 }
 

@@ -60,6 +60,19 @@ func (c *Catalog) Take(ctx context.Context, sb adapter.Sandbox, name string) (Ma
 	if _, err := os.Lstat(c.manifestPath(name)); err == nil {
 		return Manifest{}, errs.New(errs.Conflict, op, name, "a snapshot by that name exists")
 	}
+	if err := c.blobs.refresh(ctx); err != nil {
+		return Manifest{}, err
+	}
+	tx, err := c.blobs.begin(ctx)
+	if err != nil {
+		return Manifest{}, err
+	}
+	committed := false
+	defer func() {
+		if !committed {
+			tx.abort()
+		}
+	}()
 	m := Manifest{Version: manifestVersion, Name: name, Created: time.Now().UTC(), Source: sourceOf(sb)}
 	if cp, ok := sb.(adapter.Capable); ok {
 		m.Adapter = cp.Capabilities().Adapter
@@ -124,7 +137,7 @@ func (c *Catalog) Take(ctx context.Context, sb adapter.Sandbox, name string) (Ma
 		m.Entries = append(m.Entries, Entry{Path: d, Type: TypeDir, Mode: 0o755})
 	}
 
-	read, err := c.readFiles(ctx, sb, toRead, true)
+	read, err := c.readFiles(ctx, sb, toRead, tx)
 	if err != nil {
 		return Manifest{}, err
 	}
@@ -146,11 +159,13 @@ func (c *Catalog) Take(ctx context.Context, sb adapter.Sandbox, name string) (Ma
 			m.Bytes += e.Size
 		}
 	}
-	if !c.opts.NoSync {
-		if err := c.blobs.sync(ctx); err != nil {
-			return Manifest{}, err
-		}
+	if err := ctx.Err(); err != nil {
+		return Manifest{}, err
 	}
+	if err := tx.commit(ctx, !c.opts.NoSync); err != nil {
+		return Manifest{}, err
+	}
+	committed = true
 	if err := testHook("blobs written"); err != nil {
 		return Manifest{}, err
 	}
@@ -203,8 +218,8 @@ type readResult struct {
 // readFiles reads, hashes and stores files with Options.Workers workers: small files in
 // batches (one BulkReader round trip each where the sandbox has it), large ones streamed. A
 // file gone since the listing is left out.
-// With store false it only hashes (a restore's read-back).
-func (c *Catalog) readFiles(ctx context.Context, sb adapter.Sandbox, files []adapter.FileInfo, store bool) ([]readResult, error) {
+// With tx nil it only hashes (a restore's read-back).
+func (c *Catalog) readFiles(ctx context.Context, sb adapter.Sandbox, files []adapter.FileInfo, tx blobTx) ([]readResult, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var jobs [][]adapter.FileInfo
@@ -245,7 +260,7 @@ func (c *Catalog) readFiles(ctx context.Context, sb adapter.Sandbox, files []ada
 		go func() {
 			defer wg.Done()
 			for job := range next {
-				res, err := c.readJob(ctx, sb, job, store)
+				res, err := readJob(ctx, sb, job, tx)
 				if err != nil {
 					fail(err)
 					continue
@@ -275,10 +290,10 @@ feed:
 	return out, nil
 }
 
-func (c *Catalog) readJob(ctx context.Context, sb adapter.Sandbox, job []adapter.FileInfo, keep bool) ([]readResult, error) {
+func readJob(ctx context.Context, sb adapter.Sandbox, job []adapter.FileInfo, tx blobTx) ([]readResult, error) {
 	if len(job) == 1 && job[0].Size > streamOver {
 		if fs, ok := sb.(adapter.FileStreamer); ok {
-			r, err := c.streamOne(ctx, fs, job[0], keep)
+			r, err := streamOne(ctx, fs, job[0], tx)
 			if errs.CodeOf(err) == errs.NotFound {
 				return nil, nil
 			}
@@ -289,23 +304,15 @@ func (c *Catalog) readJob(ctx context.Context, sb adapter.Sandbox, job []adapter
 		}
 	}
 	out := make([]readResult, 0, len(job))
-	stored := false
 	store := func(f adapter.FileInfo, data []byte) error {
-		h := filesync.Hash(data)
-		if !keep {
-			out = append(out, readResult{f: f, hash: h, size: int64(len(data))})
-			return nil
-		}
-		if ok, err := c.blobs.has(ctx, h); err != nil {
-			return err
-		} else if !ok {
-			if err := c.blobs.put(ctx, h, data); err != nil {
+		r := readResult{f: f, hash: filesync.Hash(data), size: int64(len(data))}
+		if tx != nil {
+			var err error
+			if r.stored, err = tx.put(ctx, r.hash, data); err != nil {
 				return err
 			}
-			stored = true
 		}
-		out = append(out, readResult{f: f, hash: h, size: int64(len(data)), stored: stored})
-		stored = false
+		out = append(out, r)
 		return nil
 	}
 	if br, ok := sb.(adapter.BulkReader); ok && len(job) > 1 {
@@ -350,15 +357,15 @@ func (c *Catalog) readJob(ctx context.Context, sb adapter.Sandbox, job []adapter
 	return out, nil
 }
 
-// streamOne copies one large file into a new blob (keep) or only hashes it, without holding it
-// in memory.
-func (c *Catalog) streamOne(ctx context.Context, fs adapter.FileStreamer, f adapter.FileInfo, keep bool) (readResult, error) {
+// streamOne copies one large file into a new blob (tx set) or only hashes it, without holding
+// it in memory.
+func streamOne(ctx context.Context, fs adapter.FileStreamer, f adapter.FileInfo, tx blobTx) (readResult, error) {
 	rc, _, err := fs.OpenFile(ctx, f.Path)
 	if err != nil {
 		return readResult{}, err
 	}
 	defer rc.Close()
-	if !keep {
+	if tx == nil {
 		h := sha256.New()
 		n, err := io.Copy(h, ctxReader{ctx, rc})
 		if err != nil {
@@ -366,7 +373,7 @@ func (c *Catalog) streamOne(ctx context.Context, fs adapter.FileStreamer, f adap
 		}
 		return readResult{f: f, hash: hex.EncodeToString(h.Sum(nil)), size: n}, nil
 	}
-	w, err := c.blobs.create(ctx)
+	w, err := tx.create(ctx)
 	if err != nil {
 		return readResult{}, err
 	}
@@ -374,11 +381,11 @@ func (c *Catalog) streamOne(ctx context.Context, fs adapter.FileStreamer, f adap
 		w.abort()
 		return readResult{}, errs.Wrap(errs.Internal, "snapshot.take", f.Path, err)
 	}
-	h, n, err := w.commit(ctx)
+	h, n, stored, err := w.done(ctx)
 	if err != nil {
 		return readResult{}, err
 	}
-	return readResult{f: f, hash: h, size: n, stored: true}, nil
+	return readResult{f: f, hash: h, size: n, stored: stored}, nil
 }
 
 // ctxReader stops a copy when its context ends.
