@@ -9,16 +9,20 @@ import (
 	"path/filepath"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/sandboxer/sandboxer/adapter"
+	"github.com/sandboxer/sandboxer/adapter/local"
 	"github.com/sandboxer/sandboxer/snapshot"
 )
 
 // Issue 38's figures, each next to its baseline in the same run (docs/snapshots.md):
 //
 //	go test -run '^$' -bench . -benchtime 5x ./snapshot/
+//
+// Each reports its baseline's and its own milliseconds per operation and their ratio.
 //
 // The workspace: 10,000 files, 100 MB (10,000 bytes each, incompressible, 100 directories),
 // on the local adapter.
@@ -56,35 +60,54 @@ func run(b *testing.B, name string, args ...string) {
 	require.NoError(b, err, string(out))
 }
 
-// The first snapshot of the workspace against `tar -cf` of it.
+// pair times a baseline and the operation measured against it, alternately in each iteration
+// (the machine is shared: alternating keeps both under the same load), and reports each one's
+// milliseconds per operation and their ratio.
+type pair struct {
+	names []string
+	sums  []time.Duration
+}
+
+func (p *pair) time(i int, fn func()) {
+	start := time.Now()
+	fn()
+	p.sums[i] += time.Since(start)
+}
+
+func (p *pair) report(b *testing.B) {
+	n := float64(b.N)
+	for i, name := range p.names {
+		b.ReportMetric(float64(p.sums[i].Milliseconds())/n, name+"-ms")
+		if i > 0 {
+			b.ReportMetric(float64(p.sums[i])/float64(p.sums[0]), name+"/"+p.names[0])
+		}
+	}
+}
+
+func newPair(names ...string) *pair { return &pair{names: names, sums: make([]time.Duration, len(names))} }
+
+// The first snapshot of the workspace against `tar -cf` of it (written to the same disk).
 func BenchmarkFirstSnapshot(b *testing.B) {
 	root := benchTree(b)
 	ctx := context.Background()
 	sb := newLocal(b, root)
-	b.Run("tar", func(b *testing.B) {
-		out := filepath.Join(b.TempDir(), "ws.tar")
-		for b.Loop() {
-			run(b, "tar", "-cf", out, "-C", root, ".")
-		}
-	})
-	for _, nosync := range []bool{false, true} {
-		name := "snapshot"
-		if nosync {
-			name = "snapshot-nosync"
-		}
-		b.Run(name, func(b *testing.B) {
-			i := 0
-			for b.Loop() {
-				b.StopTimer()
-				c, err := snapshot.Open(filepath.Join(b.TempDir(), strconv.Itoa(i)), snapshot.Options{NoSync: nosync})
-				require.NoError(b, err)
-				i++
-				b.StartTimer()
+	out := filepath.Join(b.TempDir(), "ws.tar")
+	p := newPair("tar", "snapshot", "snapshot-nosync")
+	i := 0
+	b.ResetTimer()
+	for b.Loop() {
+		p.time(0, func() { run(b, "tar", "-cf", out, "-C", root, ".") })
+		for k, nosync := range []bool{false, true} {
+			c, err := snapshot.Open(filepath.Join(b.TempDir(), strconv.Itoa(i)), snapshot.Options{NoSync: nosync})
+			require.NoError(b, err)
+			i++
+			p.time(1+k, func() {
 				_, err = c.Take(ctx, sb, "first")
-				require.NoError(b, err)
-			}
-		})
+			})
+			require.NoError(b, err)
+		}
 	}
+	p.report(b)
 }
 
 // The next snapshot after 10 files changed.
@@ -97,21 +120,19 @@ func BenchmarkNextSnapshot(b *testing.B) {
 	_, err = c.Take(ctx, sb, "s0")
 	require.NoError(b, err)
 	i := 0
+	p := newPair("next")
 	for b.Loop() {
-		b.StopTimer()
 		for j := range 10 {
 			p := fmt.Sprintf("pkg%02d/f%05d.dat", j, j*100+j)
 			require.NoError(b, sb.WriteFile(ctx, p, []byte(fmt.Sprintf("change %d of %d", i, j))))
 		}
 		i++
-		b.StartTimer()
-		m, err := c.Take(ctx, sb, "s"+strconv.Itoa(i))
+		var m snapshot.Manifest
+		p.time(0, func() { m, err = c.Take(ctx, sb, "s"+strconv.Itoa(i)) })
 		require.NoError(b, err)
-		b.StopTimer()
-		// The first takes re-read files that were too recent to cache; later ones read 10.
-		b.ReportMetric(float64(m.Read), "files-read")
-		b.StartTimer()
+		require.Equal(b, 10, m.Read)
 	}
+	p.report(b)
 }
 
 // A restore (written, then read back and verified) against `tar -xf`.
@@ -125,22 +146,15 @@ func BenchmarkRestore(b *testing.B) {
 	require.NoError(b, err)
 	archive := filepath.Join(b.TempDir(), "ws.tar")
 	run(b, "tar", "-cf", archive, "-C", root, ".")
-	b.Run("untar", func(b *testing.B) {
-		for b.Loop() {
-			b.StopTimer()
-			dst := b.TempDir()
-			b.StartTimer()
-			run(b, "tar", "-xf", archive, "-C", dst)
-		}
-	})
-	b.Run("restore", func(b *testing.B) {
-		for b.Loop() {
-			b.StopTimer()
-			dst := newLocal(b, "")
-			b.StartTimer()
-			require.NoError(b, c.Restore(ctx, "s", dst, snapshot.RestoreOptions{}))
-		}
-	})
+	p := newPair("untar", "restore")
+	for b.Loop() {
+		dir := b.TempDir()
+		p.time(0, func() { run(b, "tar", "-xf", archive, "-C", dir) })
+		dst := newLocal(b, "")
+		p.time(1, func() { err = c.Restore(ctx, "s", dst, snapshot.RestoreOptions{}) })
+		require.NoError(b, err)
+	}
+	p.report(b)
 }
 
 // ForkN 8 ways against one restore.
@@ -152,17 +166,21 @@ func BenchmarkFork(b *testing.B) {
 	require.NoError(b, err)
 	_, err = c.Take(ctx, src, "s")
 	require.NoError(b, err)
-	for _, n := range []int{1, 8} {
-		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) {
-			for b.Loop() {
-				b.StopTimer()
-				sbs := make([]adapter.Sandbox, n)
-				for i := range sbs {
-					sbs[i] = newLocal(b, "")
-				}
-				b.StartTimer()
-				require.NoError(b, c.RestoreMany(ctx, "s", sbs, snapshot.RestoreOptions{}))
-			}
+	p := newPair("restore", "fork8")
+	for b.Loop() {
+		one := newLocal(b, "")
+		p.time(0, func() { err = c.Restore(ctx, "s", one, snapshot.RestoreOptions{}) })
+		require.NoError(b, err)
+		var sbs []adapter.Sandbox
+		p.time(1, func() {
+			sbs, err = c.ForkN(ctx, "s", 8, func(context.Context, int) (adapter.Sandbox, error) {
+				return local.New(localConfig(b.TempDir()))
+			})
 		})
+		require.NoError(b, err)
+		for _, sb := range sbs {
+			sb.Stop(ctx)
+		}
 	}
+	p.report(b)
 }

@@ -18,8 +18,9 @@ type blobs interface {
 	refresh(ctx context.Context) error
 	// has reports whether the blob is stored (and committed).
 	has(ctx context.Context, h string) (bool, error)
-	// begin starts a batch of puts that become visible (and durable) together at commit.
-	begin(ctx context.Context) (blobTx, error)
+	// begin starts a batch of puts that become visible together at commit, and durable across
+	// a power loss when durable is set.
+	begin(ctx context.Context, durable bool) (blobTx, error)
 	// open reads one blob; errs.NotFound when it is not stored.
 	open(ctx context.Context, h string) (io.ReadCloser, error)
 	// list returns every stored hash.
@@ -36,8 +37,8 @@ type blobTx interface {
 	put(ctx context.Context, h string, data []byte) (stored bool, err error)
 	// create streams a blob whose hash is known only once it is written.
 	create(ctx context.Context) (blobWriter, error)
-	// commit makes every put visible, and durable across a power loss when durable is set.
-	commit(ctx context.Context, durable bool) error
+	// commit makes every put visible (and durable, as begin was told).
+	commit(ctx context.Context) error
 	// abort drops what the batch wrote (what it cannot drop, GC frees).
 	abort()
 }
@@ -85,7 +86,7 @@ func (s storeBlobs) has(ctx context.Context, h string) (bool, error) {
 	return err == nil, err
 }
 
-func (s storeBlobs) begin(context.Context) (blobTx, error) { return s, nil }
+func (s storeBlobs) begin(context.Context, bool) (blobTx, error) { return s, nil }
 
 func (s storeBlobs) put(ctx context.Context, h string, data []byte) (bool, error) {
 	if ok, err := s.has(ctx, h); ok || err != nil {
@@ -97,7 +98,7 @@ func (s storeBlobs) put(ctx context.Context, h string, data []byte) (bool, error
 
 func (s storeBlobs) create(context.Context) (blobWriter, error) { return &storeWriter{s: s}, nil }
 
-func (s storeBlobs) commit(context.Context, bool) error { return nil } // each Apply is durable
+func (s storeBlobs) commit(context.Context) error { return nil } // each Apply is durable
 
 func (s storeBlobs) abort() {}
 

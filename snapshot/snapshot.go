@@ -9,7 +9,7 @@
 //	DIR/manifests/<name>.json     one manifest per snapshot, written last and atomically
 //	DIR/blobs/<id>.pack, .idx     the blobs, in pack files with an index each (Options.Store puts
 //	                              them in a filesync.Store instead)
-//	DIR/cache/<key>.json          per source sandbox: (path, size, mtime, inode) -> hash of the last take
+//	DIR/cache/<key>               per source sandbox: (path, size, mtime, inode) -> hash of the last take
 //
 // Take works on any adapter.Sandbox and Restore into any other: a snapshot taken on local
 // restores on memory, docker, oci or kubernetes. Restore checks the workspace against the

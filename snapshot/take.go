@@ -4,8 +4,8 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -63,7 +63,7 @@ func (c *Catalog) Take(ctx context.Context, sb adapter.Sandbox, name string) (Ma
 	if err := c.blobs.refresh(ctx); err != nil {
 		return Manifest{}, err
 	}
-	tx, err := c.blobs.begin(ctx)
+	tx, err := c.blobs.begin(ctx, !c.opts.NoSync)
 	if err != nil {
 		return Manifest{}, err
 	}
@@ -100,7 +100,7 @@ func (c *Catalog) Take(ctx context.Context, sb adapter.Sandbox, name string) (Ma
 		_, err := os.Lstat(c.manifestPath(cache.Snapshot))
 		cacheLive = err == nil
 	}
-	next := cacheFile{Version: 1, Snapshot: name, Files: make(map[string]cached, len(files))}
+	next := cacheFile{Snapshot: name, Files: make(map[string]cached, len(files))}
 	var toRead []adapter.FileInfo
 	for _, f := range files {
 		switch {
@@ -162,7 +162,7 @@ func (c *Catalog) Take(ctx context.Context, sb adapter.Sandbox, name string) (Ma
 	if err := ctx.Err(); err != nil {
 		return Manifest{}, err
 	}
-	if err := tx.commit(ctx, !c.opts.NoSync); err != nil {
+	if err := tx.commit(ctx); err != nil {
 		return Manifest{}, err
 	}
 	committed = true
@@ -403,16 +403,15 @@ func (r ctxReader) Read(p []byte) (int, error) {
 
 // cacheFile is the stat cache of one source: what its last Take hashed.
 type cacheFile struct {
-	Version  int               `json:"version"`
-	Snapshot string            `json:"snapshot"` // the Take that wrote it
-	Files    map[string]cached `json:"files"`    // path (filesync.EncodePath) -> stat and hash
+	Snapshot string            // the Take that wrote it
+	Files    map[string]cached // path -> stat and hash
 }
 
 type cached struct {
-	Size  int64  `json:"s"`
-	MTime int64  `json:"m"` // Unix nanoseconds
-	Ino   uint64 `json:"i"`
-	Hash  string `json:"h"`
+	Size  int64
+	MTime int64 // Unix nanoseconds
+	Ino   uint64
+	Hash  string
 }
 
 func (k cached) matches(f adapter.FileInfo) bool {
@@ -435,28 +434,57 @@ func cacheEntry(f adapter.FileInfo, h string, start time.Time) cached {
 
 func (c *Catalog) cachePath(source string) string {
 	sum := sha256.Sum256([]byte(source))
-	return filepath.Join(c.dir, "cache", hex.EncodeToString(sum[:12])+".json")
+	return filepath.Join(c.dir, "cache", hex.EncodeToString(sum[:12]))
 }
+
+// The cache file is binary (a JSON one took longer to parse than the rest of a Take that
+// finds 10 of 10,000 files changed): cacheMagic, the snapshot name (uvarint length, bytes),
+// then per file its path (uvarint length, bytes), size, mtime and inode (uvarints; mtime
+// zig-zag) and the 32-byte hash.
+const cacheMagic = "SBXCACHE1\n"
 
 func (c *Catalog) loadCache(source string) cacheFile {
 	if source == "" {
 		return cacheFile{}
 	}
 	b, err := os.ReadFile(c.cachePath(source))
-	if err != nil {
+	if err != nil || !bytes.HasPrefix(b, []byte(cacheMagic)) {
 		return cacheFile{}
 	}
-	var cf cacheFile
-	if json.Unmarshal(b, &cf) != nil || cf.Version != 1 {
-		return cacheFile{}
-	}
-	files := make(map[string]cached, len(cf.Files))
-	for e, k := range cf.Files {
-		if p, err := filesync.DecodePath("", e); err == nil {
-			files[p] = k
+	b = b[len(cacheMagic):]
+	str := func() (string, bool) {
+		n, k := binary.Uvarint(b)
+		if k <= 0 || uint64(len(b)-k) < n {
+			return "", false
 		}
+		s := string(b[k : k+int(n)])
+		b = b[k+int(n):]
+		return s, true
 	}
-	cf.Files = files
+	num := func() (uint64, bool) {
+		n, k := binary.Uvarint(b)
+		if k <= 0 {
+			return 0, false
+		}
+		b = b[k:]
+		return n, true
+	}
+	cf := cacheFile{Files: map[string]cached{}}
+	var ok bool
+	if cf.Snapshot, ok = str(); !ok {
+		return cacheFile{}
+	}
+	for len(b) > 0 {
+		p, ok1 := str()
+		size, ok2 := num()
+		mt, ok3 := num()
+		ino, ok4 := num()
+		if !ok1 || !ok2 || !ok3 || !ok4 || len(b) < 32 {
+			return cacheFile{}
+		}
+		cf.Files[p] = cached{Size: int64(size), MTime: int64(mt>>1) ^ -int64(mt&1), Ino: ino, Hash: hex.EncodeToString(b[:32])}
+		b = b[32:]
+	}
 	return cf
 }
 
@@ -464,16 +492,21 @@ func (c *Catalog) saveCache(source string, cf cacheFile) {
 	if source == "" {
 		return
 	}
-	enc := make(map[string]cached, len(cf.Files))
+	b := make([]byte, 0, 64+len(cf.Files)*80)
+	b = append(b, cacheMagic...)
+	b = binary.AppendUvarint(b, uint64(len(cf.Snapshot)))
+	b = append(b, cf.Snapshot...)
 	for p, k := range cf.Files {
-		if k.Hash != "" {
-			enc[filesync.EncodePath(p)] = k
+		h, err := hex.DecodeString(k.Hash)
+		if err != nil || len(h) != 32 {
+			continue // racy: not cached
 		}
-	}
-	cf.Files = enc
-	b, err := json.Marshal(cf)
-	if err != nil {
-		return
+		b = binary.AppendUvarint(b, uint64(len(p)))
+		b = append(b, p...)
+		b = binary.AppendUvarint(b, uint64(k.Size))
+		b = binary.AppendUvarint(b, uint64(k.MTime<<1)^uint64(k.MTime>>63))
+		b = binary.AppendUvarint(b, k.Ino)
+		b = append(b, h...)
 	}
 	_ = writeAtomic(filepath.Join(c.dir, "cache"), c.cachePath(source), b, false, false, "snapshot.take")
 }
