@@ -84,7 +84,9 @@ func (p *pair) report(b *testing.B) {
 	}
 }
 
-func newPair(names ...string) *pair { return &pair{names: names, sums: make([]time.Duration, len(names))} }
+func newPair(names ...string) *pair {
+	return &pair{names: names, sums: make([]time.Duration, len(names))}
+}
 
 // The first snapshot of the workspace against `tar -cf` of it (written to the same disk).
 func BenchmarkFirstSnapshot(b *testing.B) {

@@ -374,7 +374,7 @@ type packTx struct {
 	curID   string
 	curOff  int64
 	curIdx  []idxEntry
-	flushed int64                 // bytes of cur whose writeback was started (durable)
+	flushed int64 // bytes of cur whose writeback was started (durable)
 	durable bool
 	pending map[string]bool       // hashes put by this batch
 	full    map[string][]idxEntry // packs written, awaiting their index at commit
