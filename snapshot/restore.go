@@ -14,6 +14,7 @@ import (
 
 	"github.com/sandboxer/sandboxer/adapter"
 	"github.com/sandboxer/sandboxer/errs"
+	"github.com/sandboxer/sandboxer/sync/filesync"
 )
 
 // RestoreOptions configure Restore; the zero value restores into an empty workspace only.
@@ -37,7 +38,8 @@ const maxNamed = 10
 // no file or link the manifest does not list may remain. It returns nil only when the workspace
 // matches the manifest.
 //
-// Errors: errs.NotFound (no such snapshot), errs.Conflict (a workspace that holds files, without
+// Errors: errs.NotFound (no such snapshot), errs.PathEscape (a manifest whose links lead
+// outside the workspace: one Take would not have written), errs.Conflict (a workspace that holds files, without
 // RestoreOptions.Replace; Details["paths"] lists some), errs.VerifyFailed when the workspace does
 // not match (Details: "missing" for blobs gone from the catalog or files that did not arrive,
 // "altered" for content or mode that differs, "corrupt" for blobs whose content no longer
@@ -141,6 +143,11 @@ func (c *Catalog) restore(ctx context.Context, m Manifest, sbs []adapter.Sandbox
 			files = append(files, e)
 		}
 	}
+	// A link is made only where it stays inside the workspace, as Take recorded it: a manifest
+	// is a file of the state directory, and whoever can write there could forge one.
+	if err := checkLinks(m, links); err != nil {
+		return err
+	}
 	// Prepare each workspace: refuse one that holds files, or clear what the manifest lacks.
 	forEach(ts, func(t *target) {
 		if len(links) > 0 || len(dirs) > 0 || opts.Replace {
@@ -173,7 +180,7 @@ func (c *Catalog) restore(ctx context.Context, m Manifest, sbs []adapter.Sandbox
 			t.err = t.writeErr
 			return
 		}
-		t.err = makeRest(ctx, t, files, links, dirs, opts)
+		t.err = makeRest(ctx, t, files, links, dirs)
 	})
 	// Verify every sandbox that got this far.
 	forEach(live(), func(t *target) { t.err = c.verify(ctx, t, m) })
@@ -189,6 +196,25 @@ func (c *Catalog) restore(ctx context.Context, m Manifest, sbs []adapter.Sandbox
 		}
 	}
 	return errors.Join(all...)
+}
+
+func checkLinks(m Manifest, links []Entry) error {
+	all := make(map[string]string, len(links))
+	for _, e := range links {
+		all[e.Path] = e.Target
+	}
+	var bad []string
+	for _, e := range links {
+		if !filesync.LinkInside(e.Path, e.Target, all) || filesync.CheckLinkText("", e.Path, []byte(e.Target)) != nil {
+			bad = append(bad, e.Path)
+		}
+	}
+	if len(bad) == 0 {
+		return nil
+	}
+	e := errs.New(errs.PathEscape, "snapshot.restore", bad[0], "snapshot %s holds %d symbolic links that lead outside the workspace; nothing restored", m.Name, len(bad))
+	e.Details = map[string]any{"paths": bad}
+	return e
 }
 
 // forEach runs fn for every target at once.
@@ -215,7 +241,7 @@ func prepare(ctx context.Context, t *target, m Manifest, opts RestoreOptions) er
 	if err != nil {
 		return err
 	}
-	if len(have) == 0 {
+	if len(have) == 0 && !opts.Replace {
 		return nil
 	}
 	if !opts.Replace {
@@ -244,7 +270,9 @@ func prepare(ctx context.Context, t *target, m Manifest, opts RestoreOptions) er
 			return err
 		}
 	}
-	return nil
+	// Directories the manifest does not need go before anything is written (one may stand
+	// where the manifest has a file).
+	return removeDirs(ctx, t.sb, m.Entries)
 }
 
 // writeFiles writes every file entry into every target: small files in batches (one
@@ -398,9 +426,8 @@ func (c *Catalog) readBlob(ctx context.Context, h string) ([]byte, error) {
 	return data, nil
 }
 
-// makeRest sets executable bits, makes links and empty directories, and (Replace) removes the
-// directories the manifest does not need.
-func makeRest(ctx context.Context, t *target, files, links, dirs []Entry, opts RestoreOptions) error {
+// makeRest sets executable bits, makes links and empty directories.
+func makeRest(ctx context.Context, t *target, files, links, dirs []Entry) error {
 	mw, _ := t.sb.(adapter.ModeWriter)
 	for _, e := range files {
 		was, existed := t.before[e.Path]
@@ -428,23 +455,18 @@ func makeRest(ctx context.Context, t *target, files, links, dirs []Entry, opts R
 			return err
 		}
 	}
-	if opts.Replace && t.before != nil {
-		return removeDirs(ctx, t.sb, files, links, dirs)
-	}
 	return nil
 }
 
 // removeDirs removes the directories of the workspace that the manifest neither lists nor needs
-// as a parent, deepest first (after prepare removed the files in them, they are empty).
-func removeDirs(ctx context.Context, sb adapter.Sandbox, groups ...[]Entry) error {
+// as a parent, deepest first (prepare removed the files in them: they are empty).
+func removeDirs(ctx context.Context, sb adapter.Sandbox, entries []Entry) error {
 	need := map[string]bool{}
-	for _, g := range groups {
-		for _, e := range g {
-			if e.Type == TypeDir {
-				need[e.Path] = true
-			}
-			parents(e.Path, func(d string) { need[d] = true })
+	for _, e := range entries {
+		if e.Type == TypeDir {
+			need[e.Path] = true
 		}
+		parents(e.Path, func(d string) { need[d] = true })
 	}
 	res, err := sb.ExecuteCommand(ctx, adapter.Command{Args: []string{"find", ".", "-mindepth", "1", "-type", "d", "-print0"}, MaxOutputBytes: 64 << 20})
 	if err != nil {

@@ -432,6 +432,7 @@ func TestRestoreIntoNonEmpty(t *testing.T) {
 		require.NoError(t, dst.WriteFile(ctx, "bin/run.sh", []byte("not a script")))
 		require.NoError(t, dst.(adapter.ModeWriter).Symlink(ctx, "command.go", "README.md")) // a link where a file was
 		require.NoError(t, dst.WriteFile(ctx, "doc/x/y.txt", []byte("x")))
+		require.NoError(t, dst.WriteFile(ctx, "cobra.go/inner.txt", []byte("a directory where the snapshot has a file")))
 		err := c.Restore(ctx, "s", dst, snapshot.RestoreOptions{})
 		require.ErrorIs(t, err, errs.Conflict)
 		data, err := dst.ReadFile(ctx, "README.md")
@@ -443,6 +444,30 @@ func TestRestoreIntoNonEmpty(t *testing.T) {
 		_, err = dst.(adapter.Statter).StatFile(ctx, "stray")
 		assert.ErrorIs(t, err, errs.NotFound, "a directory the snapshot does not have is removed")
 	}
+}
+
+// A manifest is a file of the state directory: one forged to hold a link out of the workspace
+// is refused before anything is written.
+func TestForgedManifestLink(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	src := newMemory(t)
+	require.NoError(t, src.WriteFile(ctx, "a", []byte("a")))
+	require.NoError(t, src.Symlink(ctx, "l", "a"))
+	c := openCatalog(t, snapshot.Options{})
+	_, err := c.Take(ctx, src, "s")
+	require.NoError(t, err)
+	mf := filepath.Join(c.Dir(), "manifests", "s.json")
+	data, err := os.ReadFile(mf)
+	require.NoError(t, err)
+	forged := strings.Replace(string(data), `"target":"a"`, `"target":"../../etc/passwd"`, 1)
+	require.NotEqual(t, string(data), forged)
+	require.NoError(t, os.WriteFile(mf, []byte(forged), 0o644))
+	dst := newMemory(t)
+	err = c.Restore(ctx, "s", dst, snapshot.RestoreOptions{})
+	require.ErrorIs(t, err, errs.PathEscape)
+	_, err = dst.ReadFile(ctx, "a")
+	assert.ErrorIs(t, err, errs.NotFound, "nothing was written")
 }
 
 // A Take that fails midway (cancelled, or its store fails) lists nothing, and GC frees what it
@@ -488,27 +513,32 @@ func TestCrashDuringTake(t *testing.T) {
 		require.NoError(t, err)
 		assert.Empty(t, ents)
 	})
-	t.Run("before manifest", func(t *testing.T) {
-		c := openCatalog(t, snapshot.Options{})
-		restore := snapshot.SetTestHook(func(p string) error {
-			if strings.HasPrefix(p, "rename s.json") {
-				return errors.New("killed")
-			}
-			return nil
-		})
-		_, err := c.Take(ctx, newLocal(t, root), "s")
-		restore()
-		require.Error(t, err)
-		assertNothingListed(t, c)
-		ents, err := os.ReadDir(filepath.Join(c.Dir(), "manifests"))
-		require.NoError(t, err)
-		assert.Empty(t, ents, "no temporary manifest left")
-		assert.Positive(t, blobCount(t, c), "the blobs were committed before the manifest")
-		_, err = c.GC(ctx)
-		require.NoError(t, err)
-		assert.Zero(t, blobCount(t, c))
-		assert.Empty(t, storeFiles(t, c))
+}
+
+// A Take killed after its blobs, before its manifest: nothing listed, GC frees the blobs. Not
+// parallel: the hook is the package's.
+func TestCrashBeforeManifest(t *testing.T) {
+	ctx := context.Background()
+	root := realTree(t, smallModule)
+	c := openCatalog(t, snapshot.Options{})
+	restore := snapshot.SetTestHook(func(p string) error {
+		if strings.HasPrefix(p, "rename s.json") {
+			return errors.New("killed")
+		}
+		return nil
 	})
+	_, err := c.Take(ctx, newLocal(t, root), "s")
+	restore()
+	require.Error(t, err)
+	assertNothingListed(t, c)
+	ents, err := os.ReadDir(filepath.Join(c.Dir(), "manifests"))
+	require.NoError(t, err)
+	assert.Empty(t, ents, "no temporary manifest left")
+	assert.Positive(t, blobCount(t, c), "the blobs were committed before the manifest")
+	_, err = c.GC(ctx)
+	require.NoError(t, err)
+	assert.Zero(t, blobCount(t, c))
+	assert.Empty(t, storeFiles(t, c))
 }
 
 func assertNothingListed(t *testing.T, c *snapshot.Catalog) {

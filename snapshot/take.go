@@ -426,8 +426,8 @@ func cacheEntry(f adapter.FileInfo, h string, start time.Time) cached {
 	if f.ModTime.Nanosecond() == 0 {
 		w = 2 * time.Second
 	}
-	if !f.ModTime.Before(start.Add(-w)) {
-		return cached{}
+	if f.ModTime.IsZero() || !f.ModTime.Before(start.Add(-w)) {
+		return cached{} // no time to trust (an adapter without one), or too recent
 	}
 	return cached{Size: f.Size, MTime: f.ModTime.UnixNano(), Ino: f.Inode, Hash: h}
 }
