@@ -54,6 +54,17 @@ func benchTree(b *testing.B) string {
 	return root
 }
 
+// benchTaken writes the workspace and snapshots it as "s" in a new catalog.
+func benchTaken(b *testing.B) (string, adapter.Sandbox, *snapshot.Catalog) {
+	root := benchTree(b)
+	sb := newLocal(b, root)
+	c, err := snapshot.Open(b.TempDir(), snapshot.Options{})
+	require.NoError(b, err)
+	_, err = c.Take(context.Background(), sb, "s")
+	require.NoError(b, err)
+	return root, sb, c
+}
+
 func run(b *testing.B, name string, args ...string) {
 	b.Helper()
 	out, err := exec.Command(name, args...).CombinedOutput()
@@ -114,13 +125,9 @@ func BenchmarkFirstSnapshot(b *testing.B) {
 
 // The next snapshot after 10 files changed.
 func BenchmarkNextSnapshot(b *testing.B) {
-	root := benchTree(b)
+	_, sb, c := benchTaken(b)
 	ctx := context.Background()
-	sb := newLocal(b, root)
-	c, err := snapshot.Open(b.TempDir(), snapshot.Options{})
-	require.NoError(b, err)
-	_, err = c.Take(ctx, sb, "s0")
-	require.NoError(b, err)
+	var err error
 	i := 0
 	p := newPair("next")
 	for b.Loop() {
@@ -139,13 +146,9 @@ func BenchmarkNextSnapshot(b *testing.B) {
 
 // A restore (written, then read back and verified) against `tar -xf`.
 func BenchmarkRestore(b *testing.B) {
-	root := benchTree(b)
+	root, _, c := benchTaken(b)
 	ctx := context.Background()
-	src := newLocal(b, root)
-	c, err := snapshot.Open(b.TempDir(), snapshot.Options{})
-	require.NoError(b, err)
-	_, err = c.Take(ctx, src, "s")
-	require.NoError(b, err)
+	var err error
 	archive := filepath.Join(b.TempDir(), "ws.tar")
 	run(b, "tar", "-cf", archive, "-C", root, ".")
 	p := newPair("untar", "restore")
@@ -161,13 +164,9 @@ func BenchmarkRestore(b *testing.B) {
 
 // ForkN 8 ways against one restore.
 func BenchmarkFork(b *testing.B) {
-	root := benchTree(b)
+	_, _, c := benchTaken(b)
 	ctx := context.Background()
-	src := newLocal(b, root)
-	c, err := snapshot.Open(b.TempDir(), snapshot.Options{})
-	require.NoError(b, err)
-	_, err = c.Take(ctx, src, "s")
-	require.NoError(b, err)
+	var err error
 	p := newPair("restore", "fork8")
 	for b.Loop() {
 		one := newLocal(b, "")

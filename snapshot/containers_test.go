@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/moby/moby/client"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -26,18 +25,7 @@ func needDocker(t *testing.T) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	err := func() error {
-		c, err := client.New(client.FromEnv, client.WithAPIVersionNegotiation())
-		if err != nil {
-			return err
-		}
-		defer c.Close()
-		if _, err := c.Ping(ctx, client.PingOptions{NegotiateAPIVersion: true}); err != nil {
-			return err
-		}
-		_, err = image.Build(ctx, image.Options{})
-		return err
-	}()
+	err := image.Ready(ctx)
 	if err == nil {
 		return
 	}
@@ -51,14 +39,9 @@ func needDocker(t *testing.T) {
 // compares, changes it there, takes it there and restores it on local and memory.
 func crossContainer(t *testing.T, newSB func(t *testing.T) adapter.Sandbox) {
 	ctx := context.Background()
-	src := newLocal(t, realTree(t, largeModule))
-	want := withoutOutside(treeOf(t, ctx, src))
-	c := openCatalog(t, snapshot.Options{})
-	_, err := c.Take(ctx, src, "from-local")
-	require.NoError(t, err)
-
+	c, want := taken(t, largeModule)
 	box := newSB(t)
-	require.NoError(t, c.Restore(ctx, "from-local", box, snapshot.RestoreOptions{}))
+	require.NoError(t, c.Restore(ctx, "s", box, snapshot.RestoreOptions{}))
 	assert.Equal(t, want, treeOf(t, ctx, box))
 	res, err := box.ExecuteCommand(ctx, adapter.Command{Args: []string{"sh", "bin/run.sh"}})
 	require.NoError(t, err)
@@ -73,7 +56,7 @@ func crossContainer(t *testing.T, newSB func(t *testing.T) adapter.Sandbox) {
 		assert.Equal(t, want2, treeOf(t, ctx, dst))
 	}
 	// Replace into the container itself: back to the local snapshot.
-	require.NoError(t, c.Restore(ctx, "from-local", box, snapshot.RestoreOptions{Replace: true}))
+	require.NoError(t, c.Restore(ctx, "s", box, snapshot.RestoreOptions{Replace: true}))
 	assert.Equal(t, want, treeOf(t, ctx, box))
 }
 

@@ -282,60 +282,10 @@ func (c *Catalog) writeFiles(ctx context.Context, ts []*target, files []Entry) e
 	if len(ts) == 0 {
 		return nil
 	}
-	var jobs [][]Entry
-	var cur []Entry
-	var curBytes int64
-	for _, e := range files {
-		if e.Size > streamOver {
-			jobs = append(jobs, []Entry{e})
-			continue
-		}
-		cur = append(cur, e)
-		curBytes += e.Size
-		if len(cur) >= batchFiles || curBytes >= batchBytes {
-			jobs = append(jobs, cur)
-			cur, curBytes = nil, 0
-		}
-	}
-	if len(cur) > 0 {
-		jobs = append(jobs, cur)
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	next := make(chan []Entry)
-	var wg sync.WaitGroup
-	var firstErr error
-	var mu sync.Mutex
-	for range min(c.opts.Workers, max(len(jobs), 1)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for job := range next {
-				if err := c.writeJob(ctx, ts, job); err != nil {
-					mu.Lock()
-					if firstErr == nil {
-						firstErr = err
-					}
-					mu.Unlock()
-					cancel()
-				}
-			}
-		}()
-	}
-feed:
-	for _, j := range jobs {
-		select {
-		case next <- j:
-		case <-ctx.Done():
-			break feed
-		}
-	}
-	close(next)
-	wg.Wait()
-	if firstErr != nil {
-		return firstErr
-	}
-	return ctx.Err()
+	jobs := batches(files, func(e Entry) int64 { return e.Size })
+	return runJobs(ctx, c.opts.Workers, jobs, func(ctx context.Context, job []Entry) error {
+		return c.writeJob(ctx, ts, job)
+	})
 }
 
 // writeJob writes one batch into every target. Its error is the catalog's (blob I/O) or the
@@ -353,7 +303,7 @@ func (c *Catalog) writeJob(ctx context.Context, ts []*target, job []Entry) error
 				if err != nil {
 					return err
 				}
-				_, err = fs.WriteFileFrom(ctx, e.Path, ctxReader{ctx, rc})
+				_, err = fs.WriteFileFrom(ctx, e.Path, adapter.ContextReader(ctx, rc))
 				rc.Close()
 				if err != nil {
 					t.fail(err)

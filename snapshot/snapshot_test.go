@@ -136,6 +136,18 @@ func treeOf(t testing.TB, ctx context.Context, sb adapter.Sandbox) map[string]st
 	return out
 }
 
+// taken snapshots a real tree of module mod on local as "s" in a new catalog, and returns the
+// catalog and the tree a restore must give.
+func taken(t testing.TB, mod string) (*snapshot.Catalog, map[string]string) {
+	t.Helper()
+	ctx := context.Background()
+	src := newLocal(t, realTree(t, mod))
+	c := openCatalog(t, snapshot.Options{})
+	_, err := c.Take(ctx, src, "s")
+	require.NoError(t, err)
+	return c, withoutOutside(treeOf(t, ctx, src))
+}
+
 // withoutOutside is tree minus the link that leads outside the workspace (a snapshot skips it).
 func withoutOutside(tree map[string]string) map[string]string {
 	out := map[string]string{}
@@ -420,11 +432,7 @@ func (l *lyingWriter) WriteFiles(ctx context.Context, files []adapter.File) erro
 func TestRestoreIntoNonEmpty(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	src := newLocal(t, realTree(t, smallModule))
-	c := openCatalog(t, snapshot.Options{})
-	_, err := c.Take(ctx, src, "s")
-	require.NoError(t, err)
-	want := withoutOutside(treeOf(t, ctx, src))
+	c, want := taken(t, smallModule)
 
 	for _, dst := range []adapter.Sandbox{newLocal(t, ""), newMemory(t)} {
 		require.NoError(t, dst.WriteFile(ctx, "stray/file.txt", []byte("x")))
@@ -732,11 +740,7 @@ func TestConcurrentCatalogs(t *testing.T) {
 func TestForkN(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	src := newLocal(t, realTree(t, smallModule))
-	c := openCatalog(t, snapshot.Options{})
-	_, err := c.Take(ctx, src, "s")
-	require.NoError(t, err)
-	want := withoutOutside(treeOf(t, ctx, src))
+	c, want := taken(t, smallModule)
 	sbs, err := c.ForkN(ctx, "s", 4, func(ctx context.Context, i int) (adapter.Sandbox, error) {
 		if i%2 == 0 {
 			return memory.New(memory.Config{})

@@ -220,71 +220,20 @@ type readResult struct {
 // file gone since the listing is left out.
 // With tx nil it only hashes (a restore's read-back).
 func (c *Catalog) readFiles(ctx context.Context, sb adapter.Sandbox, files []adapter.FileInfo, tx blobTx) ([]readResult, error) {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var jobs [][]adapter.FileInfo
-	var cur []adapter.FileInfo
-	var curBytes int64
-	for _, f := range files {
-		if f.Size > streamOver {
-			jobs = append(jobs, []adapter.FileInfo{f})
-			continue
+	jobs := batches(files, func(f adapter.FileInfo) int64 { return f.Size })
+	var mu sync.Mutex
+	out := make([]readResult, 0, len(files))
+	err := runJobs(ctx, c.opts.Workers, jobs, func(ctx context.Context, job []adapter.FileInfo) error {
+		res, err := readJob(ctx, sb, job, tx)
+		if err != nil {
+			return err
 		}
-		cur = append(cur, f)
-		curBytes += f.Size
-		if len(cur) >= batchFiles || curBytes >= batchBytes {
-			jobs = append(jobs, cur)
-			cur, curBytes = nil, 0
-		}
-	}
-	if len(cur) > 0 {
-		jobs = append(jobs, cur)
-	}
-	var (
-		mu       sync.Mutex
-		out      = make([]readResult, 0, len(files))
-		firstErr error
-	)
-	fail := func(err error) {
 		mu.Lock()
-		if firstErr == nil {
-			firstErr = err
-		}
+		out = append(out, res...)
 		mu.Unlock()
-		cancel()
-	}
-	next := make(chan []adapter.FileInfo)
-	var wg sync.WaitGroup
-	for range min(c.opts.Workers, max(len(jobs), 1)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for job := range next {
-				res, err := readJob(ctx, sb, job, tx)
-				if err != nil {
-					fail(err)
-					continue
-				}
-				mu.Lock()
-				out = append(out, res...)
-				mu.Unlock()
-			}
-		}()
-	}
-feed:
-	for _, j := range jobs {
-		select {
-		case next <- j:
-		case <-ctx.Done():
-			break feed
-		}
-	}
-	close(next)
-	wg.Wait()
-	if firstErr != nil {
-		return nil, firstErr
-	}
-	if err := ctx.Err(); err != nil {
+		return nil
+	})
+	if err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -367,7 +316,7 @@ func streamOne(ctx context.Context, fs adapter.FileStreamer, f adapter.FileInfo,
 	defer rc.Close()
 	if tx == nil {
 		h := sha256.New()
-		n, err := io.Copy(h, ctxReader{ctx, rc})
+		n, err := io.Copy(h, adapter.ContextReader(ctx, rc))
 		if err != nil {
 			return readResult{}, errs.Wrap(errs.Internal, "snapshot.verify", f.Path, err)
 		}
@@ -377,7 +326,7 @@ func streamOne(ctx context.Context, fs adapter.FileStreamer, f adapter.FileInfo,
 	if err != nil {
 		return readResult{}, err
 	}
-	if _, err := io.Copy(w, ctxReader{ctx, rc}); err != nil {
+	if _, err := io.Copy(w, adapter.ContextReader(ctx, rc)); err != nil {
 		w.abort()
 		return readResult{}, errs.Wrap(errs.Internal, "snapshot.take", f.Path, err)
 	}
@@ -386,19 +335,6 @@ func streamOne(ctx context.Context, fs adapter.FileStreamer, f adapter.FileInfo,
 		return readResult{}, err
 	}
 	return readResult{f: f, hash: h, size: n, stored: stored}, nil
-}
-
-// ctxReader stops a copy when its context ends.
-type ctxReader struct {
-	ctx context.Context
-	r   io.Reader
-}
-
-func (r ctxReader) Read(p []byte) (int, error) {
-	if err := r.ctx.Err(); err != nil {
-		return 0, err
-	}
-	return r.r.Read(p)
 }
 
 // cacheFile is the stat cache of one source: what its last Take hashed.
