@@ -310,7 +310,7 @@ func (c *Catalog) writeJob(ctx context.Context, ts []*target, job []Entry) error
 				}
 				continue
 			}
-			data, err := c.readBlob(ctx, e.Hash)
+			data, err := c.readBlob(ctx, e.Hash, e.Size)
 			if errs.CodeOf(err) == errs.NotFound {
 				t.addMissing(e.Path)
 				continue
@@ -327,7 +327,7 @@ func (c *Catalog) writeJob(ctx context.Context, ts []*target, job []Entry) error
 	batch := make([]adapter.File, 0, len(job))
 	var missing []string
 	for _, e := range job {
-		data, err := c.readBlob(ctx, e.Hash)
+		data, err := c.readBlob(ctx, e.Hash, e.Size)
 		if errs.CodeOf(err) == errs.NotFound {
 			missing = append(missing, e.Path)
 			continue
@@ -363,17 +363,20 @@ func (t *target) addMissing(p string) {
 	t.mu.Unlock()
 }
 
-func (c *Catalog) readBlob(ctx context.Context, h string) ([]byte, error) {
+// readBlob reads blob h, which the manifest says holds size bytes: one read of that size (a
+// shorter blob reads short, a longer one is cut; the verification names the file either way).
+func (c *Catalog) readBlob(ctx context.Context, h string, size int64) ([]byte, error) {
 	rc, err := c.blobs.open(ctx, h)
 	if err != nil {
 		return nil, err
 	}
 	defer rc.Close()
-	data, err := io.ReadAll(rc)
-	if err != nil {
+	data := make([]byte, size)
+	n, err := io.ReadFull(rc, data)
+	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
 		return nil, errs.Wrap(errs.Internal, "snapshot.restore", h, err)
 	}
-	return data, nil
+	return data[:n], nil
 }
 
 // makeRest sets executable bits, makes links and empty directories.

@@ -77,15 +77,31 @@ func (c *Catalog) Take(ctx context.Context, sb adapter.Sandbox, name string) (Ma
 	if cp, ok := sb.(adapter.Capable); ok {
 		m.Adapter = cp.Capabilities().Adapter
 	}
-	cache := c.loadCache(m.Source)
+	// The listing, the find of empty directories and the stat cache's load overlap: each
+	// waits on something else (the file system, a process, the disk).
+	var (
+		cache   cacheFile
+		dirs    []string
+		dirsErr error
+		wg      sync.WaitGroup
+	)
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		cache = c.loadCache(m.Source)
+	}()
+	go func() {
+		defer wg.Done()
+		dirs, dirsErr = emptyDirs(ctx, sb)
+	}()
 	start := time.Now()
 	files, err := lister.ListFiles(ctx, "")
+	wg.Wait()
 	if err != nil {
 		return Manifest{}, err
 	}
-	dirs, err := emptyDirs(ctx, sb)
-	if err != nil {
-		return Manifest{}, err
+	if dirsErr != nil {
+		return Manifest{}, dirsErr
 	}
 
 	links := map[string]string{}
