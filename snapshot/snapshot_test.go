@@ -291,6 +291,14 @@ func TestIncremental(t *testing.T) {
 	got, err = dst2.ReadFile(ctx, "command.go")
 	require.NoError(t, err)
 	assert.NotEqual(t, "package cobra // changed\n", string(got), "an older snapshot keeps its content")
+
+	// Every snapshot deleted: the cache's hashes name freed blobs, so everything is read again.
+	require.NoError(t, c.Delete(ctx, "one", "two", "three", "four"))
+	require.Zero(t, blobCount(t, c))
+	m5, err := c.Take(ctx, src, "five")
+	require.NoError(t, err)
+	assert.Equal(t, m5.Files, m5.Read)
+	require.NoError(t, c.Restore(ctx, "five", newMemory(t), snapshot.RestoreOptions{}))
 }
 
 // ageTree sets every file's modification time an hour back.

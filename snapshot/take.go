@@ -110,12 +110,6 @@ func (c *Catalog) Take(ctx context.Context, sb adapter.Sandbox, name string) (Ma
 			links[f.Path] = f.Link
 		}
 	}
-	// The cache's snapshot still listed means its blobs are all there (GC waits for our lock).
-	cacheLive := false
-	if cache.Snapshot != "" {
-		_, err := os.Lstat(c.manifestPath(cache.Snapshot))
-		cacheLive = err == nil
-	}
 	next := cacheFile{Snapshot: name, Files: make(map[string]cached, len(files))}
 	var toRead []adapter.FileInfo
 	for _, f := range files {
@@ -130,11 +124,11 @@ func (c *Catalog) Take(ctx context.Context, sb adapter.Sandbox, name string) (Ma
 			m.Entries = append(m.Entries, Entry{Path: f.Path, Type: TypeSymlink, Target: f.Link})
 		default:
 			if k, ok := cache.Files[f.Path]; ok && k.matches(f) {
-				live := cacheLive
-				if !live {
-					if live, err = c.blobs.has(ctx, k.Hash); err != nil {
-						return Manifest{}, err
-					}
+				// The blob may have been freed since (its snapshots deleted): then read again.
+				// For packs this is a map lookup; GC waits for our lock.
+				live, err := c.blobs.has(ctx, k.Hash)
+				if err != nil {
+					return Manifest{}, err
 				}
 				if live {
 					m.Entries = append(m.Entries, Entry{Path: f.Path, Type: TypeFile, Mode: f.Mode.Perm(), Size: f.Size, Hash: k.Hash})
