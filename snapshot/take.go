@@ -74,11 +74,8 @@ func (c *Catalog) Take(ctx context.Context, sb adapter.Sandbox, name string) (Ma
 		}
 	}()
 	m := Manifest{Version: manifestVersion, Name: name, Created: time.Now().UTC(), Source: sourceOf(sb)}
-	if cp, ok := sb.(adapter.Capable); ok {
-		m.Adapter = cp.Capabilities().Adapter
-	}
-	// The listing, the find of empty directories and the stat cache's load overlap: each
-	// waits on something else (the file system, a process, the disk).
+	// The listing, the find of empty directories (and the adapter's name) and the stat cache's
+	// load overlap: each waits on something else (the file system, a process, the disk).
 	var (
 		cache   cacheFile
 		dirs    []string
@@ -93,6 +90,10 @@ func (c *Catalog) Take(ctx context.Context, sb adapter.Sandbox, name string) (Ma
 	go func() {
 		defer wg.Done()
 		dirs, dirsErr = emptyDirs(ctx, sb)
+		// The local adapter probes the kernel on its first Capabilities call (300 ms here).
+		if cp, ok := sb.(adapter.Capable); ok {
+			m.Adapter = cp.Capabilities().Adapter
+		}
 	}()
 	start := time.Now()
 	files, err := lister.ListFiles(ctx, "")
