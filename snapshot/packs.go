@@ -119,16 +119,22 @@ func (b *packBlobs) dropLocked(id string) {
 		p.f.Close()
 	}
 	delete(b.packs, id)
+	lost := map[string]bool{}
 	for _, e := range p.entries {
 		if l, ok := b.index[e.hash]; ok && l.pack == id {
 			delete(b.index, e.hash)
-			// Another pack may hold the same blob (a repack that a crash interrupted).
-			for oid, op := range b.packs {
-				for _, oe := range op.entries {
-					if oe.hash == e.hash {
-						b.index[e.hash] = blobLoc{pack: oid, off: oe.off, size: oe.size}
-					}
-				}
+			lost[e.hash] = true
+		}
+	}
+	if len(lost) == 0 {
+		return
+	}
+	// Another pack may hold the same blob (a rewrite that a crash interrupted): one pass over
+	// the others finds it.
+	for oid, op := range b.packs {
+		for _, oe := range op.entries {
+			if _, ok := b.index[oe.hash]; lost[oe.hash] && !ok {
+				b.index[oe.hash] = blobLoc{pack: oid, off: oe.off, size: oe.size}
 			}
 		}
 	}

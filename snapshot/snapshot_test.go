@@ -794,3 +794,42 @@ func TestForkN(t *testing.T) {
 		assert.ErrorIs(t, err, errs.SandboxUnavailable, "stopped")
 	}
 }
+
+// Deleting a snapshot whose pack is mostly dead rewrites the pack with the live blobs only.
+func TestGCRewritesPacks(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := openCatalog(t, snapshot.Options{})
+	sb := newMemory(t)
+	big := make([]byte, 100000)
+	for i := range big {
+		big[i] = byte(i * 7)
+	}
+	require.NoError(t, sb.WriteFile(ctx, "big", big))
+	require.NoError(t, sb.WriteFile(ctx, "small", []byte("small file")))
+	_, err := c.Take(ctx, sb, "a")
+	require.NoError(t, err)
+	require.NoError(t, sb.RemoveFile(ctx, "big"))
+	m, err := c.Take(ctx, sb, "b")
+	require.NoError(t, err)
+	assert.Zero(t, m.Stored, "small is in a's pack already")
+	require.Len(t, storeFiles(t, c), 2, "one pack and its index")
+
+	require.NoError(t, c.Delete(ctx, "a"))
+	files := storeFiles(t, c)
+	require.Len(t, files, 2)
+	for _, f := range files {
+		if strings.HasSuffix(f, ".pack") {
+			assert.Equal(t, int64(len("small file")), mustStat(t, filepath.Join(c.Dir(), "blobs", f)).Size(), "the pack was rewritten")
+		}
+	}
+	dst := newMemory(t)
+	require.NoError(t, c.Restore(ctx, "b", dst, snapshot.RestoreOptions{}))
+	got, err := dst.ReadFile(ctx, "small")
+	require.NoError(t, err)
+	assert.Equal(t, "small file", string(got))
+	// A second catalog (another process) reads the rewritten pack too.
+	c2, err := snapshot.Open(c.Dir(), snapshot.Options{})
+	require.NoError(t, err)
+	require.NoError(t, c2.Restore(ctx, "b", newMemory(t), snapshot.RestoreOptions{}))
+}
