@@ -88,7 +88,11 @@ func (c *Catalog) ForkN(ctx context.Context, name string, n int, create func(ctx
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			sbs[i], errl[i] = create(ctx, i)
+			sb, err := create(ctx, i)
+			if err != nil {
+				sb = nil // a typed nil (a nil *docker.Sandbox) must not be stopped
+			}
+			sbs[i], errl[i] = sb, err
 		}()
 	}
 	wg.Wait()
