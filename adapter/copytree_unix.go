@@ -286,19 +286,6 @@ func (c *treeCopy) file(sf *os.File, size int64, perm os.FileMode, dd *os.File, 
 	return nil
 }
 
-// ctxReader stops a stream copy when its context ends.
-type ctxReader struct {
-	ctx context.Context
-	r   io.Reader
-}
-
-func (r ctxReader) Read(p []byte) (int, error) {
-	if err := r.ctx.Err(); err != nil {
-		return 0, err
-	}
-	return r.r.Read(p)
-}
-
 // streamCopy copies n bytes of src from offset off to the same offset of dst, through a buffer.
 func streamCopy(ctx context.Context, dst, src *os.File, off, n int64) error {
 	_, err := io.Copy(io.NewOffsetWriter(dst, off), ctxReader{ctx, io.NewSectionReader(src, off, n)})

@@ -38,6 +38,9 @@ const (
 	LimitExceeded Code = "LIMIT_EXCEEDED"
 	// Conflict: a store entry changed since it was hydrated (FileSync); nothing was overwritten.
 	Conflict Code = "SYNC_CONFLICT"
+	// VerifyFailed: what was restored (a snapshot into a workspace) does not match what was
+	// captured: a missing or altered file, or a blob gone from the store. Details name the paths.
+	VerifyFailed Code = "VERIFY_FAILED"
 	// Internal: an unexpected failure that fits no other code (I/O error, bug).
 	Internal Code = "INTERNAL"
 )

@@ -37,18 +37,7 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-func setup(ctx context.Context) error {
-	c, err := client.New(client.FromEnv, client.WithAPIVersionNegotiation())
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	if _, err := c.Ping(ctx, client.PingOptions{NegotiateAPIVersion: true}); err != nil {
-		return err
-	}
-	_, err = image.Build(ctx, image.Options{})
-	return err
-}
+func setup(ctx context.Context) error { return image.Ready(ctx) }
 
 // leftovers lists the containers this test process created and did not remove.
 func leftovers() []string {

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os/exec"
 
-	"github.com/moby/moby/client"
 
 	"github.com/sandboxer/sandboxer/adapter"
 	"github.com/sandboxer/sandboxer/adapter/docker"
@@ -108,15 +107,4 @@ func ociKind(rt string, batches int) kind {
 }
 
 // dockerCheck pings the daemon and builds the sandbox image when it is missing or stale.
-func dockerCheck(ctx context.Context, _ string) error {
-	c, err := client.New(client.FromEnv, client.WithAPIVersionNegotiation())
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	if _, err := c.Ping(ctx, client.PingOptions{NegotiateAPIVersion: true}); err != nil {
-		return err
-	}
-	_, err = image.Build(ctx, image.Options{})
-	return err
-}
+func dockerCheck(ctx context.Context, _ string) error { return image.Ready(ctx) }

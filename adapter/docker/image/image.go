@@ -290,3 +290,19 @@ func readBuildMessages(r io.Reader, stream func(string)) (id string, err error) 
 func Rootfs(o Options) ([]byte, error) {
 	return rootfs.Archive(rootfs.Options{Busybox: o.Busybox, Ripgrep: o.Ripgrep, Agent: o.Agent, NoAgent: o.NoAgent})
 }
+
+// Ready reports whether docker sandboxes can run here with the default image: the daemon at
+// DOCKER_HOST (or the default socket) answers a ping, and the image is built (Build, which does
+// nothing when it is up to date). Tests and probes call it before making sandboxes.
+func Ready(ctx context.Context) error {
+	c, err := client.New(client.FromEnv, client.WithAPIVersionNegotiation())
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	if _, err := c.Ping(ctx, client.PingOptions{NegotiateAPIVersion: true}); err != nil {
+		return err
+	}
+	_, err = Build(ctx, Options{})
+	return err
+}
