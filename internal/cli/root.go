@@ -102,6 +102,7 @@ Configuration: defaults < ~/.config/sandboxer/sandboxer.yaml (or --config; never
 		newToolCmd(std),
 		newExecCmd(std),
 		newSandboxCmd(std),
+		newSnapshotCmd(std),
 		newLogCmd(std),
 		newMCPCmd(std),
 		newDoctorCmd(std),

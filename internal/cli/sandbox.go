@@ -43,6 +43,8 @@ func printJSON(std Streams, v any) error {
 }
 
 func newSandboxCreateCmd(std Streams) *cobra.Command {
+	var from string
+	var count int
 	c := &cobra.Command{
 		Use:   "create [flags]",
 		Short: `Create a long-lived sandbox of --adapter and print {"id":"..."}`,
@@ -60,6 +62,19 @@ func newSandboxCreateCmd(std Streams) *cobra.Command {
 				if err := vetRoot(s); err != nil {
 					return err
 				}
+			}
+			if from != "" || count != 1 {
+				if from == "" {
+					return usage(errSnapshotCount)
+				}
+				if seed || count < 1 {
+					return usage(fmt.Errorf("--from-snapshot takes no --%s, and --count is 1 or more", keyRoot))
+				}
+				ids, err := createFromSnapshot(c.Context(), s, from, count)
+				if err != nil {
+					return err
+				}
+				return printJSON(std, map[string][]string{"ids": ids})
 			}
 			mgr, o := lifecycle.NewManager(s.StateDir), optionsOf(s)
 			rec, err := mgr.Create(c.Context(), o)
@@ -80,6 +95,8 @@ func newSandboxCreateCmd(std Streams) *cobra.Command {
 		}),
 	}
 	addCommonFlags(c.Flags())
+	c.Flags().StringVar(&from, "from-snapshot", "", "restore this snapshot into the new sandbox (any adapter; verified), and print {\"ids\":[...]}")
+	c.Flags().IntVar(&count, "count", 1, "with --from-snapshot: make this many sandboxes, each independent")
 	return c
 }
 
