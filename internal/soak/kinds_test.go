@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os/exec"
 
-
 	"github.com/sandboxer/sandboxer/adapter"
 	"github.com/sandboxer/sandboxer/adapter/docker"
 	"github.com/sandboxer/sandboxer/adapter/docker/image"
