@@ -253,3 +253,23 @@ echo "$(echo hi | read -r w; echo "w=$w")"
 shopt -s lastpipe
 ! echo z | read -r q
 echo "st=$? q=$q"
+
+#### tilde-in-for-list
+for d in ~ ~/a "~"; do echo "$d"; done
+
+#### tilde-in-case-word
+case ~/x in "$HOME"/x) echo home ;; *) echo other ;; esac
+
+#### tilde-in-redirect-target
+echo hi > ~/t.txt
+cat "$HOME/t.txt"
+
+#### tilde-brace-sequence
+echo ~/{1..3}
+
+#### tilde-in-test
+[[ ~ == "$HOME" ]] && echo same
+[ ~/x = "$HOME/x" ] && echo same2
+
+#### tilde-after-equals-in-middle
+echo a=~ --opt=~/x x:~
