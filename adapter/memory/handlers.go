@@ -622,7 +622,9 @@ func isJobPid(a string) bool {
 
 // runKill models kill for what the interpreter can honour: the shell itself ($$, or 0 for its
 // process group) can be signalled and ends with 128+signo; kill -0 $$ succeeds; kill -l lists
-// signals. Background jobs are goroutines that cannot be signalled one by one: kill reports that.
+// signals. A background job (%N or its $!) is a goroutine: it can be sent a signal whose default
+// action ends a process, and ends with 128+signo at its next command (interp's SignalJob), as
+// if it had no trap; other signals (STOP, CONT, CHLD...) are refused with an error naming them.
 func runKill(ctx context.Context, cl *call, hc interp.HandlerContext, args []string) int {
 	args = args[1:]
 	sig := 15
@@ -665,8 +667,12 @@ func runKill(ctx context.Context, cl *call, hc interp.HandlerContext, args []str
 			}
 			return -sig
 		case strings.HasPrefix(a, "%") || isJobPid(a):
-			fmt.Fprintf(hc.Stderr, "kill: %s: background jobs cannot be signalled in the memory sandbox\n", a)
-			status = 1
+			if sig >= len(signals) { // 1-15 all end a process by default; 0 only checks
+				fmt.Fprintf(hc.Stderr, "kill: %s: background jobs can only be sent signals that end them (not signal %d) in the memory sandbox\n", a, sig)
+				status = 1
+			} else if hc.SignalJob(a, sig) != 0 {
+				status = 1
+			}
 		default:
 			fmt.Fprintf(hc.Stderr, "kill: (%s) - No such process\n", a)
 			status = 1

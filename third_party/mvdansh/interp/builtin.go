@@ -1515,6 +1515,9 @@ func (r *Runner) waitBuiltin(args []string) exitStatus {
 		return exit
 	}
 	report := func(bg *bgProc) {
+		if !bg.waited {
+			r.reportSignal(bg)
+		}
 		bg.waited = true
 		exit = *bg.exit
 		if pidVar != "" {
@@ -1546,6 +1549,9 @@ func (r *Runner) waitBuiltin(args []string) exitStatus {
 			// Note that "wait" without arguments always returns exit status zero.
 			for _, bg := range r.bgProcs {
 				<-bg.done
+				if bg.job > 0 && !bg.waited {
+					r.reportSignal(bg)
+				}
 				bg.waited = bg.job > 0
 				if bg.panicked() {
 					return *bg.exit
@@ -1668,6 +1674,10 @@ func (r *Runner) findBgProc(builtin, arg string) (*bgProc, uint8) {
 			if bg.pid == pid {
 				return bg, 0
 			}
+		}
+		if builtin == "kill" {
+			r.errf("%s: (%s) - No such process\n", builtin, arg)
+			return nil, 1
 		}
 		r.errf("%s: pid %s is not a child of this shell\n", builtin, arg)
 		return nil, 127

@@ -312,6 +312,8 @@ func (r *Runner) handlerCtx(ctx context.Context, kind handlerKind, pos syntax.Po
 	}
 	if r.stdin != nil { // do not leave hc.Stdin as a typed nil
 		hc.Stdin = r.stdin
+	} else if r.stdinClosed {
+		hc.Stdin = closedReader{}
 	}
 	return context.WithValue(ctx, handlerCtxKey{}, hc)
 }
@@ -355,12 +357,22 @@ func (r *Runner) stmt(ctx context.Context, st *syntax.Stmt) {
 		st2.Disown = false
 		bg := r.newBgProc(r2, true)
 		bg.stmt = &st2
+		jobCtx, cancel := context.WithCancelCause(ctx)
+		bg.cancel = cancel
 		go func() {
 			defer func() {
+				// A signalled job ends with 128 plus the signal number,
+				// unless it panicked or the whole shell was cancelled.
+				_, panicked := r2.exit.err.(*PanicError)
+				if sig, ok := context.Cause(jobCtx).(jobSignal); ok && ctx.Err() == nil && !panicked {
+					r2.exit = exitStatus{code: uint8(128 + sig)}
+					bg.signal = sig
+				}
 				*bg.exit = r2.exit
 				close(bg.done)
+				cancel(nil)
 			}()
-			r2.Run(ctx, &st2)          // which recovers a panic
+			r2.Run(jobCtx, &st2)       // which recovers a panic
 			r2.exit.endSubshell(false) // subshells don't exit the parent shell
 		}()
 	} else {
@@ -1480,6 +1492,11 @@ type fdEntry struct {
 type closedWriter struct{}
 
 func (closedWriter) Write([]byte) (int, error) { return 0, errBadFd }
+
+// closedReader is standard input closed with <&-, as handlers see it.
+type closedReader struct{}
+
+func (closedReader) Read([]byte) (int, error) { return 0, errBadFd }
 
 var errBadFd = errors.New("Bad file descriptor")
 

@@ -180,3 +180,45 @@ printf '[%s]\n' "$(printf 'a\nb')"
 
 #### printf-percent-percent-args
 printf '%d%%\n' 50
+
+#### printf-dashdash
+printf -- '%s\n' a b
+
+#### printf-d-nonnum
+printf '%d\n' abc; echo st=$?
+
+#### printf-d-partial
+printf '%d\n' 12abc; echo st=$?
+
+#### printf-b-c
+printf '%b|' 'a\cb' c; echo; echo st=$?
+
+#### printf-b-octal
+printf '%b\n' 'x\0101y' '\101'
+
+#### printf-reuse-format-2
+printf '%s=%s\n' a 1 b 2 c
+
+#### printf-missing-args-2
+printf '%s %d|\n'
+
+#### printf-char-arg
+printf '%d %d\n' "'a" '"b'
+
+#### printf-escapes
+printf 'a\tb\x41\101\u00e9\n'
+
+#### printf-width-neg
+printf '[%-5s][%5s][%05d][%+d][% d]\n' ab cd 42 5 6
+
+#### printf-percent
+printf '100%%\n'
+
+#### printf-invalid-directive
+printf '%z\n' x; echo st=$?
+
+#### printf-e-g
+printf '%e %g %.3g\n' 1234.5 0.0001 3.14159
+
+#### printf-hex-arg
+printf '%d %d\n' 0x1f 010

@@ -212,3 +212,67 @@ echo "n=$(jobs -p | wc -l)"
 #### jobs-no-such-job
 jobs %3
 echo "st=$?"
+
+#### kill-job-spec-status
+sleep 5 & kill %1; wait %1; echo st=$?
+
+#### kill-pid-status
+sleep 5 & p=$!
+kill "$p"; wait "$p"; echo st=$?
+
+#### kill-9-status
+sleep 5 & kill -9 $!; wait $!; echo st=$?
+
+#### kill-s-int-ignored
+sleep 0.3 & sleep 0.1; kill -s INT %1; wait %1; echo st=$?
+
+#### kill-0-running
+sleep 0.2 & kill -0 $! && echo alive; wait
+
+#### kill-finished-job-waited
+true & wait $!; kill %1; echo st=$?
+
+#### kill-unknown-pid
+kill 99999; echo st=$?
+
+#### kill-loop-job
+while :; do :; done & kill $!; wait $!; echo st=$?
+
+#### kill-one-of-two
+sleep 5 & a=$!; (sleep 0.05; exit 4) & b=$!
+kill $a; wait $a; echo a=$?; wait $b; echo b=$?
+
+#### kill-job-from-subshell
+sleep 5 & p=$!; (kill $p); wait $p; echo st=$?
+
+#### kill-then-jobs-empty
+sleep 5 & kill %1; wait; jobs; echo done
+
+#### jobs-wait-status
+(exit 7) & p=$!
+wait $p; echo st=$?
+
+#### jobs-wait-all
+(sleep 0.01; exit 3) & (exit 4) &
+wait; echo st=$?
+
+#### jobs-bang-number
+true & [[ $! =~ ^[0-9]+$ ]] && echo num
+
+#### jobs-pipestatus-3
+true | false | (exit 3); echo "${PIPESTATUS[@]}"
+
+#### jobs-pipestatus-after-not
+! false | true; echo "${PIPESTATUS[@]} $?"
+
+#### jobs-pipestatus-compound
+{ false; } | true; echo "${PIPESTATUS[*]}"
+
+#### jobs-background-output-order
+echo a & wait; echo b
+
+#### jobs-wait-unknown
+wait 99999; echo st=$?
+
+#### jobs-kill-jobspec
+sleep 5 & kill %1; wait %1; echo st=$?

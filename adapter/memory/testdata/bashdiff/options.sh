@@ -273,3 +273,33 @@ echo ~/{1..3}
 
 #### tilde-after-equals-in-middle
 echo a=~ --opt=~/x x:~
+
+#### noclobber-basic
+set -C; echo a > f; echo b > f; echo st=$?; cat f
+
+#### noclobber-force
+set -o noclobber; echo a > f; echo b >| f; cat f
+
+#### noclobber-devnull
+set -C; echo a > /dev/null; echo st=$?
+
+#### noclobber-append
+set -C; echo a > f; echo b >> f; cat f
+
+#### lastpipe-read
+shopt -s lastpipe; echo hi | read x; echo "[$x]"
+
+#### lastpipe-off
+echo hi | read x; echo "[$x]"
+
+#### lastpipe-while
+shopt -s lastpipe; n=0; printf 'a\nb\n' | while read l; do n=$((n+1)); done; echo $n
+
+#### tilde-brace
+HOME=/h; echo {~,~/x}
+
+#### tilde-assign-colon
+HOME=/h; p=~/a:~/b; echo $p
+
+#### tilde-brace-user
+HOME=/h; echo ~{a,b}
