@@ -222,3 +222,30 @@ echo "${v//\//:}" "${v/\//-}"
 #### replace-with-quoted-replacement
 v=abc
 echo "${v/b/"*"}" "${v/b/'&'}"
+
+#### extglob-vars-in-group
+x=foo y=bar
+for w in foo bar baz; do [[ $w == @($x|$y) ]] && echo "m $w"; done
+
+#### extglob-quoted-bar-in-group
+shopt -s extglob
+v='a|b'
+case $v in @("a|b")) echo one ;; esac
+case a in @("a|b")) echo two ;; *) echo none ;; esac
+
+#### extglob-quoted-var-star-in-group
+shopt -s extglob
+x='*'
+case a in @($x)) echo glob ;; esac
+case a in @("$x")) echo lit ;; *) echo nolit ;; esac
+
+#### extglob-files-with-var
+shopt -s extglob
+touch a.c b.h c.o
+e=c
+echo *.@($e|h) !(*.@(c|h))
+
+#### extglob-neg-in-param-removal
+shopt -s extglob
+v=foo.txt
+echo "${v##!(*.txt)}" "${v/!(o)/X}"
