@@ -562,6 +562,12 @@ func (s *Sandbox) runShell(ctx context.Context, cl *call, args []string, dir str
 //
 // message formats a parse error as the shell reports it.
 func recoverSyntaxError(script string, err error, message func(error) string) *syntax.File {
+	return recoverParse(script, err, message, "builtin exit 2")
+}
+
+// recoverParse is recoverSyntaxError, with end the command that follows the report of an error
+// that is not recovered: the shell exits (a script), or its status is 2 (eval).
+func recoverParse(script string, err error, message func(error) string, end string) *syntax.File {
 	pos, ok := errorPos(err)
 	if !ok {
 		return nil
@@ -570,6 +576,9 @@ func recoverSyntaxError(script string, err error, message func(error) string) *s
 	n := int(pos.Line())
 	if n < 1 || n > len(lines) {
 		return nil
+	}
+	if !strings.HasSuffix(script, "\n") {
+		return recoverParse(script+"\n", err, message, end)
 	}
 	if lineLocal(err, lines[n-1], int(pos.Col())) && strings.HasSuffix(lines[n-1], "\n") {
 		// The commands of the line before the one in error still run: the line is cut after
@@ -589,12 +598,12 @@ func recoverSyntaxError(script string, err error, message func(error) string) *s
 				return f
 			}
 			if next, ok := errorPos(err); ok && next.Line() > pos.Line() {
-				return recoverSyntaxError(fixed, err, message)
+				return recoverParse(fixed, err, message, end)
 			}
 			break
 		}
 	}
-	tail, ok := failLine(message(err), "builtin exit 2")
+	tail, ok := failLine(message(err), end)
 	if !ok {
 		return nil
 	}

@@ -101,10 +101,13 @@ func callHandler(ctx context.Context, args []string) ([]string, error) {
 			return out, nil
 		}
 	case "eval":
-		if src, err := instrumentSource(strings.Join(args[1:], " ")); err == nil {
-			return []string{"eval", src}, nil
+		src := strings.Join(args[1:], " ")
+		if out, err := instrumentSource(src); err == nil {
+			return []string{"eval", out}, nil
 		} else if errors.Is(err, errUnsupported) {
 			return []string{internalUnsup, err.Error()}, nil
+		} else if out, ok := evalRecovered(src, err); ok {
+			return []string{"eval", out}, nil
 		}
 	case "trap":
 		if len(args) > 2 && !strings.HasPrefix(args[1], "-") {
@@ -892,6 +895,32 @@ func parseScript(src string) (*syntax.File, error) {
 }
 
 var errUnsupported = errors.New("not supported in the memory sandbox")
+
+// evalRecovered is the source eval runs for a string with a syntax error. Like bash's eval, which
+// runs its string line by line as a script: an error inside $(( )), (( )) or ${ } fails its line
+// with status 1 and the other lines run; any other error ends eval with status 2 after the
+// lines before it ran. ok is false when no line comes before such an error: the interpreter's
+// eval reports it itself (status 2).
+func evalRecovered(src string, err error) (string, bool) {
+	message := func(err error) string {
+		if pos, ok := errorPos(err); ok {
+			var pe syntax.ParseError
+			if errors.As(err, &pe) {
+				return fmt.Sprintf("eval: line %d: syntax error: %s", pos.Line(), pe.Text)
+			}
+		}
+		return "eval: " + err.Error()
+	}
+	f := recoverParse(src, err, message, "(builtin exit 2)")
+	if f == nil {
+		return "", false
+	}
+	var b strings.Builder
+	if err := syntax.NewPrinter().Print(&b, f); err != nil {
+		return "", false
+	}
+	return b.String(), true
+}
 
 // instrumentSource parses, instruments and prints back shell source that the interpreter will
 // parse again itself (eval, source, trap).

@@ -206,3 +206,14 @@ echo after
 #### syntax-error-in-sourced-eval-string-keeps-going
 eval 'echo $((1 +))'
 echo "st=$?"
+
+#### eval-arith-error-line-then-next
+eval 'echo a
+echo $((2 *))
+echo b'
+echo "st=$?"
+
+#### eval-real-syntax-error-status-2
+eval 'echo a
+fi'
+echo "st=$?"
