@@ -1769,6 +1769,10 @@ func (r *Runner) call(ctx context.Context, pos syntax.Pos, args []string) {
 		r.Params = args[1:]
 		oldInFunc := r.inFunc
 		r.inFunc = true
+		// Like Bash outside POSIX mode, break and continue in a function
+		// do not reach the loops of its callers.
+		oldInLoop := r.inLoop
+		r.inLoop = false
 		r.funcNames = append(r.funcNames, name)
 
 		// Functions run in a nested scope.
@@ -1787,6 +1791,8 @@ func (r *Runner) call(ctx context.Context, pos syntax.Pos, args []string) {
 
 		r.Params = oldParams
 		r.inFunc = oldInFunc
+		r.inLoop = oldInLoop
+		r.breakEnclosing, r.contnEnclosing = 0, 0
 		r.funcNames = r.funcNames[:len(r.funcNames)-1]
 		r.exit.returning = false
 		r.lastArg = args[len(args)-1]

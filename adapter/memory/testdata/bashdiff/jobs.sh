@@ -246,7 +246,7 @@ kill $a; wait $a; echo a=$?; wait $b; echo b=$?
 sleep 5 & p=$!; (kill $p); wait $p; echo st=$?
 
 #### kill-then-jobs-empty
-sleep 5 & kill %1; wait; jobs; echo done
+sleep 5 & kill %1; wait %1; jobs; echo done
 
 #### jobs-wait-status
 (exit 7) & p=$!

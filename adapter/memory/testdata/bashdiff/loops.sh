@@ -207,3 +207,43 @@ while [ $i -lt 5 ]; do
   [ $((i % 2)) -eq 0 ] && continue
   echo $i
 done
+
+#### break-n
+for i in 1 2; do for j in a b; do echo $i$j; break 2; done; done; echo after
+
+#### continue-n
+for i in 1 2; do for j in a b; do continue 2; echo no; done; echo no2; done; echo end
+
+#### until
+n=0; until [ $n -ge 3 ]; do n=$((n+1)); done; echo $n
+
+#### for-no-in
+set -- x y; for a; do echo $a; done
+
+#### c-style-empty
+for ((i=0;;i++)); do [ $i -ge 2 ] && break; echo $i; done
+
+#### loop-redirect
+for i in 1 2; do echo $i; done > out.txt; cat out.txt
+
+#### while-pipe-subshell
+n=0; printf '1\n2\n' | while read x; do n=$x; done; echo $n
+
+#### loop-status
+for i in; do :; done; echo st=$?; false; while false; do :; done; echo st=$?
+
+#### break-in-function-loop
+f() { break; }; for i in 1 2; do f; echo $i; done
+
+#### nested-while-read-fd
+printf 'a\nb\n' > f1; printf '1\n2\n' > f2
+while read -r x <&3 && read -r y <&4; do echo "$x$y"; done 3<f1 4<f2
+
+#### for-brace-seq-step
+for i in {1..10..3}; do echo -n "$i "; done; echo; for i in {c..a}; do echo -n $i; done; echo
+
+#### select-not-used
+for x in "a b" c; do echo "[$x]"; done
+
+#### case-in-loop-break
+for i in 1 2 3; do case $i in 2) break ;; esac; echo $i; done

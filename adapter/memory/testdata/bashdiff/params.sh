@@ -235,3 +235,43 @@ echo ${s@Q}
 #### empty-pattern-replace
 s=abc
 echo ${s//}
+
+#### default-unset-vs-empty
+u=; echo "[${u-def}] [${u:-def}] [${n-def}] [${n:-def}]"
+
+#### assign-default-positional
+f() { : ${1:=x}; }; f 2>/dev/null; echo st=$?
+
+#### alternate-forms
+v=1 e=; echo "[${v+alt}] [${e+alt}] [${e:+alt}] [${n+alt}]"
+
+#### error-message-status
+( : ${nope?custom message} ) 2>/dev/null; echo st=$?
+( : ${e:?} ) 2>/dev/null; echo st=$?
+
+#### default-with-expansion
+x=5; echo ${n:-$x} ${n:-$((x+1))} ${n:-$(echo cmd)}
+
+#### default-array
+a=(); echo "[${a[@]:-empty}]"; b=(1 2); echo "[${b[@]:-empty}]"
+
+#### default-at-star
+set --; echo "[${@:-none}] [${*:-none}]"; set -- a b; echo "[${@:-none}]"
+
+#### assign-default-then-use
+echo ${v:=init}; echo $v
+
+#### nested-default-quotes
+echo "${n:-"inner 'q'"}" ${n:-'$x'} "${n:-\$x}"
+
+#### default-word-split
+set -- ${n:-a b c}; echo $#; set -- "${n:-a b c}"; echo $#
+
+#### question-in-function-exits-shell
+f() { echo ${1?need arg}; echo infunc; }; f; echo after
+
+#### plus-with-array
+a=(x y); echo ${a[@]+"${a[@]}"}; unset a; echo "[${a[@]+set}]"
+
+#### length-of-default
+echo ${#n} ${#}

@@ -209,3 +209,60 @@ p='a*'
 #### double-bracket-empty-string-test
 [[ "" ]] || echo empty-false
 [[ x ]] && echo nonempty-true
+
+#### dbl-string-lt-gt
+[[ a < b ]] && echo lt; [[ b > a ]] && echo gt; [[ B < a ]] && echo Blt
+
+#### dbl-and-or-precedence
+[[ -n x || -z x && -z x ]] && echo yes
+[[ ( -n x || -z x ) && -z x ]] || echo no
+
+#### dbl-not
+[[ ! -e /nonexistent ]] && echo notexist
+[[ ! a == b ]] && echo ne
+
+#### dbl-option
+set -o noglob; [[ -o noglob ]] && echo on; set +o noglob; [[ -o noglob ]] || echo off
+
+#### dbl-v
+x=1; [[ -v x ]] && echo set; [[ -v nope ]] || echo unset; a=(1); [[ -v a[0] ]] && echo elem
+
+#### dbl-nt-ot
+touch -d '2020-01-01' old; touch new
+[[ new -nt old ]] && echo newer; [[ old -ot new ]] && echo older; [[ new -nt missing ]] && echo vsmissing
+
+#### dbl-regex-groups
+[[ 'ab12cd' =~ ([a-z]+)([0-9]+) ]] && echo "${BASH_REMATCH[0]} ${BASH_REMATCH[1]} ${BASH_REMATCH[2]}"
+
+#### dbl-regex-fail-clears
+[[ abc =~ (b) ]]; [[ xyz =~ (q) ]]; echo "[${BASH_REMATCH[*]}] ${#BASH_REMATCH[@]}"
+
+#### dbl-regex-space-quoted
+[[ 'a b' =~ a\ b ]] && echo esc; [[ 'a b' =~ 'a b' ]] && echo q
+
+#### dbl-regex-invalid
+[[ a =~ '(' ]]; echo st=$?; [[ a =~ ( ]]; echo st=$?
+
+#### dbl-empty-var-no-split
+x=''; [[ $x == '' ]] && echo empty; y='a b'; [[ $y == 'a b' ]] && echo nosplit
+
+#### dbl-arith-compare
+[[ 10 -gt 9 ]] && echo gt; [[ 010 -eq 8 ]] && echo octal; [[ abc -eq 0 ]] && echo zero
+
+#### dbl-glob-no-pathname
+touch aa; [[ aa == a* ]] && echo m; [[ a* == aa ]] || echo lhs-literal
+
+#### dbl-integer-error
+[[ 1 -eq 1+ ]]; echo st=$?
+
+#### dbl-unary-file
+touch f; mkdir d; [[ -f f && -d d && -e f && -s f ]] || echo nonempty-false; [[ -r f && -w f ]] && echo rw
+
+#### test-combination
+[ -n a -a -z '' ] && echo and; [ -z a -o -n b ] && echo or; [ ! -z a ] && echo not
+
+#### test-parens
+[ \( a = a \) -a \( b = b \) ] && echo parens
+
+#### test-too-many
+[ a b c ]; echo st=$?
