@@ -1550,8 +1550,23 @@ func (r *Runner) setFd(n int, e fdEntry) {
 func (r *Runner) redir(ctx context.Context, rd *syntax.Redirect) (io.Closer, error) {
 	isHdoc := rd.Op == syntax.Hdoc || rd.Op == syntax.DashHdoc
 	var arg string
-	if !isHdoc {
+	switch {
+	case isHdoc:
+	case rd.Op == syntax.WordHdoc:
 		arg = r.literal(rd.Word)
+	default:
+		// Like Bash, the target of a redirection is split into fields
+		// and globbed, and must then be exactly one word.
+		fields := r.fields(rd.Word)
+		if r.expandFailed() {
+			return nil, nil
+		}
+		if len(fields) != 1 {
+			var sb strings.Builder
+			syntax.NewPrinter().Print(&sb, rd.Word)
+			return nil, fmt.Errorf("%s: ambiguous redirect", sb.String())
+		}
+		arg = fields[0]
 	}
 	fd := -1 // the default for the operator
 	if rd.N != nil {

@@ -276,3 +276,51 @@ wait 99999; echo st=$?
 
 #### jobs-kill-jobspec
 sleep 5 & kill %1; wait %1; echo st=$?
+
+#### wait-multiple-pids-status
+(exit 2) & a=$!; (exit 3) & b=$!; wait $a $b; echo st=$?
+
+#### bang-after-pipeline
+echo x | cat >/dev/null & p=$!; wait $p; echo st=$?
+
+#### brace-group-bg
+{ echo in-group; exit 4; } & wait $!; echo st=$?
+
+#### function-bg
+f() { return 6; }; f & wait $!; echo st=$?
+
+#### wait-parent-job-in-subshell
+sleep 0.1 & p=$!; ( wait $p; echo "sub=$?" ) 2>/dev/null; wait
+
+#### jobs-l-format
+sleep 0.3 & jobs | sed 's/[0-9][0-9]*/N/'; wait
+
+#### kill-percent-percent
+sleep 5 & kill %%; wait %%; echo st=$?
+
+#### bg-var-not-visible
+x=1; { x=2; } & wait; echo $x
+
+#### bg-output-captured
+out=$(echo bg & wait); echo "[$out]"
+
+#### wait-n-no-jobs-2
+wait -n; echo st=$?
+
+#### bg-and-fg-ordering
+(sleep 0.1; echo late) & echo early; wait
+
+#### pipestatus-bg-not-set
+false | true; true & wait; echo "${PIPESTATUS[@]}"
+
+#### bang-unset-initially
+echo "[$!]"
+
+#### wait-after-finished
+(exit 9) & sleep 0.1; wait $!; echo st=$?
+
+#### many-jobs
+for i in 1 2 3 4 5; do (exit $i) & done; wait; echo st=$?
+
+#### wait-p
+(exit 3) & p=$!; wait -n -p got; echo "st=$? same=$(( got == p ))"
