@@ -176,8 +176,17 @@ func (cfg *Config) paramExp(pe *syntax.ParamExp) (string, error) {
 			strs = slices.Sorted(maps.Keys(vr.Map))
 		case !vr.IsSet():
 			return "", fmt.Errorf("invalid indirect expansion")
+		case str == "" && syntax.ValidName(pe.Param.Value):
+			return "", fmt.Errorf(": invalid variable name") // as Bash says
 		case str == "":
-			return "", nil
+			return "", nil // ${!@} without parameters
+		case (pe.Exp != nil || pe.Repl != nil || pe.Slice != nil) && (syntax.ValidName(str) || isSpecialParam(str)):
+			// Like Bash, the operators apply to the variable that ref
+			// names: ${!ref:-default}, ${!ref#pattern}, ${!ref:1}.
+			pe2 := *pe
+			pe2.Excl = false
+			pe2.Param = &syntax.Lit{ValuePos: pe.Param.ValuePos, ValueEnd: pe.Param.ValueEnd, Value: str}
+			return cfg.paramExp(&pe2)
 		default:
 			val, err := cfg.indirect(str)
 			if err != nil {

@@ -217,7 +217,8 @@ func (r *Runner) expandErr(err error) {
 			r.exit.unbound = true
 		}
 		r.exit.exiting = true
-	case errMsg == "invalid indirect expansion", strings.HasSuffix(errMsg, ": cannot assign in this way"):
+	case errMsg == "invalid indirect expansion", strings.HasSuffix(errMsg, ": cannot assign in this way"),
+		strings.HasSuffix(errMsg, ": invalid variable name"):
 		r.exit.code = 1
 		r.exit.exiting = true
 	case arithm:

@@ -247,3 +247,49 @@ for x in "a b" c; do echo "[$x]"; done
 
 #### case-in-loop-break
 for i in 1 2 3; do case $i in 2) break ;; esac; echo $i; done
+
+#### last-line-no-newline
+printf 'a\nb' | while read -r l; do echo "[$l]"; done
+printf 'a\nb' | while read -r l || [ -n "$l" ]; do echo "<$l>"; done
+
+#### c-style-two-vars
+for ((i=0, j=5; i<j; i++, j--)); do echo "$i $j"; done
+
+#### loop-var-persists
+for x in a b; do :; done; echo $x
+
+#### for-cmdsubst
+for w in $(echo "one two"; echo three); do echo $w; done
+
+#### csv-ifs
+csv=a,b,c; IFS=,; for x in $csv; do echo $x; done
+
+#### until-break
+until false; do echo once; break; done
+
+#### while-not
+n=0; while ! [ $n -eq 2 ]; do n=$((n+1)); done; echo $n
+
+#### break-in-subshell
+for i in 1 2; do (break); echo $i; done
+
+#### while-read-ifs-fields-2
+printf 'a:b\nc:d\n' | while IFS=: read -r x y; do echo "$y$x"; done
+
+#### nested-continue-in-case
+for i in 1 2 3; do case $i in 2) continue;; esac; echo $i; done
+
+#### loop-exit-status-last
+for i in 1 2; do false; done; echo st=$?
+
+#### while-cond-sequence
+i=0; while i=$((i+1)); [ $i -lt 3 ]; do echo $i; done
+
+#### for-quoted-at
+set -- "a b" c; for x in "$@"; do echo "[$x]"; done; for x in $@; do echo "<$x>"; done
+
+#### for-star-quoted
+set -- "a b" c; for x in "$*"; do echo "[$x]"; done
+
+#### seq-loop
+for i in $(seq 3); do echo -n $i; done; echo

@@ -275,3 +275,65 @@ a=(x y); echo ${a[@]+"${a[@]}"}; unset a; echo "[${a[@]+set}]"
 
 #### length-of-default
 echo ${#n} ${#}
+
+#### u-default-empty
+set -u; echo "[${x:-}]" "[${x-}]"
+
+#### plus-quoted
+x='a b'; set -- ${x:+"$x"}; echo $#; set -- "${x:+a b}"; echo $#
+
+#### default-cmdsubst-split
+set -- ${n-$(echo a b)}; echo $#
+
+#### assign-spaces
+echo "${v:=a b}"; echo "$v"
+
+#### prefix-names-2
+ab1=1 ab2=2; echo ${!ab*}; for n in "${!ab@}"; do echo $n; done
+
+#### case-mod
+x=hello; echo ${x^^} ${x^} ${x,,} X=${x^^[lo]}
+
+#### substr-neg
+x=abcdef; echo ${x: -2} ${x:1:-1} ${x: -3:2} ${x:10}
+
+#### at-slices
+set -- a b c d; echo ${@:2} ${@: -1} ${@:2:2} ${*:0:1}
+
+#### array-slice
+a=(a b c d); echo ${a[@]:1:2} ${a[@]: -2}
+
+#### length-array-element
+a=(abc de); echo ${#a[0]} ${#a[@]} ${#a}
+
+#### anchor-newline
+x=$'\nx'; echo "${x/#$'\n'/N}"
+
+#### indirect-default
+ref=target; echo ${!ref:-none}; target=v; echo ${!ref:-none}
+
+#### replace-all-array
+a=(aa ba); echo ${a[@]//a/x}
+
+#### remove-array
+a=(x.c y.c); echo ${a[@]%.c}
+
+#### default-in-arith
+echo $(( ${n:-4} * 2 ))
+
+#### unset-array-element-default
+a=(1 2); unset 'a[0]'; echo "[${a[0]:-gone}] ${#a[@]}"
+
+#### quoted-at-empty
+set --; for x in "$@"; do echo x; done; echo "n=${#@}"
+
+#### star-with-ifs
+set -- a b; IFS=:; echo "${*}"; x="$*"; echo "$x"
+
+#### error-unset-in-cmdsubst
+x=$(echo ${nope?msg}) 2>/dev/null; echo "st=$? [$x]"
+
+#### indirect-empty-ref-fatal
+e=
+echo "[${!e}]"
+echo after

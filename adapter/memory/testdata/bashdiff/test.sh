@@ -266,3 +266,48 @@ touch f; mkdir d; [[ -f f && -d d && -e f && -s f ]] || echo nonempty-false; [[ 
 
 #### test-too-many
 [ a b c ]; echo st=$?
+
+#### bare-var
+a=x; [[ $a ]] && echo set; e=; [[ $e ]] || echo empty
+
+#### contains
+x=hello; y=ell; [[ $x == *"$y"* ]] && echo contains; [[ $x == *"e*"* ]] || echo nostar
+
+#### regex-alternation
+for w in a b c; do [[ $w =~ ^(a|b)$ ]] && echo "m$w"; done
+
+#### regex-class
+[[ x1 =~ [[:alpha:]][[:digit:]] ]] && echo cls
+
+#### string-lt-numbers
+[[ 10 < 9 ]] && echo string-compare
+
+#### newline-compare
+[[ $'a\nb' == a?b ]] && echo nl
+
+#### unary-a-exists
+touch f; [[ -a f ]] && echo exists
+
+#### symlink
+touch t; ln -s t l; [[ -h l && -L l ]] && echo link; [[ -h t ]] || echo notlink
+
+#### t-not-terminal
+[[ -t 0 ]] || echo notty
+
+#### complex-grouping
+[[ a == a && ( b == c || 1 -eq 1 ) ]] && echo grp
+
+#### regex-var-with-quotes
+re='a.c'; [[ abc =~ $re ]] && echo re; [[ abc =~ "$re" ]] || echo lit
+
+#### regex-bracket-literal
+[[ 'a]' =~ a] ]] && echo br
+
+#### file-equal
+touch a; ln -s a b; [[ a -ef b ]] && echo same
+
+#### le-ge-not-in-dbl
+[[ 3 -le 3 && 4 -ge 5 ]] || echo num
+
+#### empty-string-ops
+[[ -z '' && -n ' ' ]] && echo ok
