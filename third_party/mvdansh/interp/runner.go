@@ -217,10 +217,11 @@ func (r *Runner) expandErr(err error) {
 			r.exit.unbound = true
 		}
 		r.exit.exiting = true
-	case errMsg == "invalid indirect expansion", strings.HasSuffix(errMsg, ": cannot assign in this way"),
-		strings.HasSuffix(errMsg, ": invalid variable name"):
+	case errMsg == "invalid indirect expansion", strings.HasSuffix(errMsg, ": invalid variable name"),
+		strings.HasSuffix(errMsg, ": cannot assign in this way"):
+		// Like Bash, abandon the rest of the command line.
 		r.exit.code = 1
-		r.exit.exiting = true
+		r.exit.aborting = true
 	case arithm:
 		// Like Bash, abandon the rest of the command line.
 		r.exit.code = 1
@@ -981,17 +982,18 @@ func (r *Runner) cmd(ctx context.Context, cm syntax.Command) {
 		if cm.Stmt != nil {
 			r.stmt(ctx, cm.Stmt)
 		}
+		// Like Bash, the report goes to the shell's standard error.
 		format := "%s\t%s\n"
 		if cm.PosixFormat {
 			format = "%s %s\n"
 		} else {
-			r.outf("\n")
+			r.errf("\n")
 		}
 		real := time.Since(start)
-		r.outf(format, "real", elapsedString(real, cm.PosixFormat))
+		r.errf(format, "real", elapsedString(real, cm.PosixFormat))
 		// TODO: can we do these?
-		r.outf(format, "user", elapsedString(0, cm.PosixFormat))
-		r.outf(format, "sys", elapsedString(0, cm.PosixFormat))
+		r.errf(format, "user", elapsedString(0, cm.PosixFormat))
+		r.errf(format, "sys", elapsedString(0, cm.PosixFormat))
 	default:
 		// Should only happen if we forgot a case above.
 		r.errf("unhandled command node: %T\n", cm)
