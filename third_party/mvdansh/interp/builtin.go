@@ -310,7 +310,9 @@ func (r *Runner) builtin(ctx context.Context, pos syntax.Pos, name string, args 
 			sb.WriteString(s)
 			if numErr != nil {
 				r.errf("printf: %v\n", numErr)
-				exit.code = 1
+				if ne, ok := numErr.(*expand.NumberError); !ok || !ne.Range {
+					exit.code = 1
+				}
 			}
 			if err != nil {
 				r.errf("printf: %v\n", err)

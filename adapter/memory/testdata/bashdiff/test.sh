@@ -311,3 +311,48 @@ touch a; ln -s a b; [[ a -ef b ]] && echo same
 
 #### empty-string-ops
 [[ -z '' && -n ' ' ]] && echo ok
+
+#### dbl-invalid-octal-eq
+[[ 08 -eq 8 ]]; echo st=$?
+
+#### dbl-var-name-in-eq
+a=5; [[ a -eq 5 ]] && echo name; [[ b -eq 0 ]] && echo unset-zero
+
+#### dbl-regex-newline
+[[ $'a\nb' =~ a.b ]] && echo dot-nl
+
+#### dbl-glob-bracket-var
+c='[ab]'; [[ a == $c ]] && echo cls; [[ a == "$c" ]] || echo lit
+
+#### dbl-missing-operand
+x=; [[ -n $x ]] || echo empty-ok
+
+#### dbl-regex-star-empty
+[[ '' =~ ^a*$ ]] && echo empty-match
+
+#### dbl-regex-anchors-var
+s='foo.bar'; [[ $s =~ \.bar$ ]] && echo escdot
+
+#### dbl-numeric-string-compare
+[[ 2 == 02 ]] || echo str; [[ 2 -eq 02 ]] && echo num
+
+#### test-string-eq-double
+[ a == a ] && echo dbl-eq
+
+#### test-lt-escaped
+[ a \< b ] && echo lt
+
+#### test-n-missing-arg
+[ -n ] && echo one-arg-true
+
+#### test-unary-no-arg
+[ -f ]; echo st=$?
+
+#### test-invalid-int
+[ a -eq 1 ] 2>/dev/null; echo st=$?
+
+#### test-negative-num
+[ -1 -lt 0 ] && echo neg
+
+#### test-spaces-num
+[ ' 3 ' -eq 3 ] 2>/dev/null && echo spaced; echo st=$?
