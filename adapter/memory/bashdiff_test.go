@@ -33,7 +33,7 @@ import (
 var showDiff = flag.String("bashdiff.show", "", "print bash's and the memory adapter's results for the cases whose id contains this text")
 
 // bashDiffMinAgreement is the share of the corpus that must agree with bash.
-const bashDiffMinAgreement = 0.97
+const bashDiffMinAgreement = 0.98
 
 type diffCase struct {
 	id, script string
