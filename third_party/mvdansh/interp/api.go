@@ -384,6 +384,10 @@ type bgProc struct {
 
 	// signal is the signal that ended the job, or 0.
 	signal jobSignal
+
+	// disowned is set by disown: the job has left the job table, and a
+	// wait without arguments does not wait for it.
+	disowned bool
 }
 
 // signalNames are the descriptions Bash reports a job killed by a signal

@@ -324,3 +324,42 @@ for i in 1 2 3 4 5; do (exit $i) & done; wait; echo st=$?
 
 #### wait-p
 (exit 3) & p=$!; wait -n -p got; echo "st=$? same=$(( got == p ))"
+
+#### fg-no-job-control
+fg; echo st=$?
+
+#### bg-no-job-control
+bg; echo st=$?
+
+#### disown
+sleep 0.1 & disown; echo st=$?; wait; echo done
+
+#### disown-percent
+sleep 0.1 & disown %1; echo st=$?; jobs; echo listed
+
+#### jobs-after-done
+true & sleep 0.1; jobs; echo none
+
+#### wait-percent-minus
+sleep 0.1 & sleep 0.2 & wait %-; echo st=$?; wait
+
+#### bang-in-subshell
+true & p=$!; ( echo $(( $! == p )) ); wait
+
+#### wait-pid-twice
+(exit 5) & p=$!; wait $p; echo a=$?; wait $p; echo b=$?
+
+#### pipeline-bg-status
+false | true & wait $!; echo st=$?
+
+#### bg-exit-in-trap
+trap 'echo trap' EXIT; (exit 2) & wait; echo end
+
+#### jobs-p-count-2
+sleep 0.2 & sleep 0.2 & jobs -p | wc -l; wait
+
+#### kill-jobs-p
+sleep 5 & sleep 5 & kill $(jobs -p); wait; echo done
+
+#### wait-n-order
+(sleep 0.2; exit 1) & (sleep 0.05; exit 2) & wait -n; echo first=$?; wait -n; echo second=$?
