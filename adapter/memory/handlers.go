@@ -115,6 +115,24 @@ func callHandler(ctx context.Context, args []string) ([]string, error) {
 				return append([]string{"trap", src}, args[2:]...), nil
 			}
 		}
+	case "set":
+		if setsMonitor(args[1:]) {
+			return []string{internalUnsup, "set -m: job control (the monitor option) is not supported"}, nil
+		}
+		// Job control is off, as in any bash script: turning it off changes nothing.
+		for i := 1; i < len(args) && args[i] != "--"; i++ {
+			if args[i] == "+m" || args[i] == "+o" && i+1 < len(args) && args[i+1] == "monitor" {
+				n := 1
+				if args[i] == "+o" {
+					n = 2
+				}
+				args = append(args[:i:i], args[i+n:]...)
+				i--
+				if len(args) == 1 {
+					return []string{":"}, nil // not a bare set, which lists the variables
+				}
+			}
+		}
 	case "test", "[":
 		for _, a := range args[1:] {
 			if a == "-O" || a == "-G" {
@@ -123,6 +141,27 @@ func callHandler(ctx context.Context, args []string) ([]string, error) {
 		}
 	}
 	return args, nil
+}
+
+// setsMonitor says whether the arguments of set turn job control on (-m, -o monitor).
+func setsMonitor(args []string) bool {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--" || a == "-" || !strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "+"):
+			return false
+		case a == "-o":
+			if i+1 < len(args) && args[i+1] == "monitor" {
+				return true
+			}
+			i++
+		case a == "+o":
+			i++
+		case strings.HasPrefix(a, "-") && strings.ContainsRune(a, 'm'):
+			return true
+		}
+	}
+	return false
 }
 
 // checkVars bounds the bytes held by shell variables.

@@ -65,6 +65,7 @@ func TestScripts(t *testing.T) {
 		{name: "kill in child shell", script: `sh -c 'kill $$'; echo "child=$?"`, out: "child=143\n"},
 		{name: "kill a background job", script: `sleep 30 & kill $!; wait $!; echo $?; sleep 30 & kill -9 %1; wait %1 2>/dev/null; echo $?`, out: "143\n137\n"},
 		{name: "kill a background job from a subshell", script: `sleep 30 & p=$!; (kill $p); wait $p; echo $?`, out: "143\n"},
+		{name: "set -m refused", script: `set -m 2>&1 | grep -c "job control (the monitor option) is not supported"; set -o monitor; echo $?; set +m -- -m; echo $1; set +m | wc -l`, out: "1\n2\n-m\n0\n", errOut: "*"},
 		{name: "kill -STOP a background job refused", script: `sleep 0.05 & kill -19 $! 2>&1 | grep -c "only be sent signals that end them"; wait`, out: "1\n"},
 		{name: "kill -l", script: `kill -l | head -n 2`, out: " 1) SIGHUP\n 2) SIGINT\n"},
 		{name: "no host users for tilde", script: `echo ~root ~root/x; echo ~ | grep -c workspace`, out: "~root ~root/x\n1\n"},
