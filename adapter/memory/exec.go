@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path"
+	"regexp"
 	"runtime/debug"
 	"strings"
 	"sync"
@@ -537,13 +538,142 @@ func (s *Sandbox) runShell(ctx context.Context, cl *call, args []string, dir str
 	}
 	file, err := parseScript(script)
 	if err != nil {
-		fmt.Fprintf(stderr, "%s: %s\n", shName, shellSyntaxError(inv, err))
-		return 2, nil
+		message := func(err error) string { return fmt.Sprintf("%s: %s", shName, shellSyntaxError(inv, err)) }
+		if file = recoverSyntaxError(script, err, message); file == nil {
+			fmt.Fprintln(stderr, message(err))
+			return 2, nil
+		}
 	}
 	named := *file
 	named.Name = inv.name
 	return s.runNode(ctx, cl, &named, inv.script != "", append(inv.opts, append([]string{"--"}, inv.params...)...), dir, env, stdin, stdout, stderr)
 }
+
+// recoverSyntaxError is what bash runs of a script with a syntax error, or nil when the error
+// ends the script before anything runs. Bash reads and runs a script one line at a time and
+// parses arithmetic and parameter expansions only when it expands them, where mvdan.cc/sh's
+// parser rejects the whole script:
+//
+//   - an error inside $(( )), (( )) or ${ } on a line of its own (not inside a compound command
+//     spanning lines) fails that line with status 1, as bash's expansion error does, and the
+//     script goes on;
+//   - any other error runs the complete commands on the lines before it and then ends the shell
+//     with status 2 (unless those commands exited first).
+//
+// message formats a parse error as the shell reports it.
+func recoverSyntaxError(script string, err error, message func(error) string) *syntax.File {
+	return recoverParse(script, err, message, "builtin exit 2")
+}
+
+// recoverParse is recoverSyntaxError, with end the command that follows the report of an error
+// that is not recovered: the shell exits (a script), or its status is 2 (eval).
+func recoverParse(script string, err error, message func(error) string, end string) *syntax.File {
+	pos, ok := errorPos(err)
+	if !ok {
+		return nil
+	}
+	lines := strings.SplitAfter(script, "\n")
+	n := int(pos.Line())
+	if n < 1 || n > len(lines) {
+		return nil
+	}
+	if !strings.HasSuffix(script, "\n") {
+		return recoverParse(script+"\n", err, message, end)
+	}
+	if lineLocal(err, lines[n-1], int(pos.Col())) && strings.HasSuffix(lines[n-1], "\n") {
+		// The commands of the line before the one in error still run: the line is cut after
+		// the last ; before the error that leaves complete commands.
+		line, before, after := lines[n-1], strings.Join(lines[:n-1], ""), strings.Join(lines[n:], "")
+		fail, ok := failLine(message(err), "builtin false")
+		for cut := min(int(pos.Col()), len(line)); ok && cut >= 0; cut-- {
+			if cut > 0 && line[cut-1] != ';' {
+				continue
+			}
+			if !parses(before + line[:cut]) {
+				continue
+			}
+			fixed := before + line[:cut] + " " + fail + after
+			f, err := parseScript(fixed)
+			if err == nil {
+				return f
+			}
+			if next, ok := errorPos(err); ok && next.Line() > pos.Line() {
+				return recoverParse(fixed, err, message, end)
+			}
+			break
+		}
+	}
+	tail, ok := failLine(message(err), end)
+	if !ok {
+		return nil
+	}
+	for n--; n > 0; n-- {
+		prefix := strings.Join(lines[:n], "")
+		if strings.HasSuffix(prefix, "\\\n") {
+			continue // the line goes on
+		}
+		alone, err := parseScript(prefix)
+		if err != nil {
+			continue
+		}
+		// The tail is parsed with the lines so that its line numbers come after theirs; it
+		// must add its own two statements, not end a quote or a here-document of theirs.
+		if f, err := parseScript(prefix + tail); err == nil && len(f.Stmts) == len(alone.Stmts)+2 {
+			return f
+		}
+		return nil
+	}
+	return nil
+}
+
+// errorPos is where the parser found err.
+func errorPos(err error) (syntax.Pos, bool) {
+	var pe syntax.ParseError
+	if errors.As(err, &pe) {
+		return pe.Pos, true
+	}
+	var le syntax.LangError
+	if errors.As(err, &le) {
+		return le.Pos, true
+	}
+	return syntax.Pos{}, false
+}
+
+// failLine is one line of shell that reports msg on standard error and then runs then.
+func failLine(msg, then string) (string, bool) {
+	quoted, err := syntax.Quote(msg, syntax.LangBash)
+	if err != nil || strings.Contains(quoted, "\n") {
+		return "", false
+	}
+	return "builtin printf '%s\\n' " + quoted + " >&2; " + then + "\n", true
+}
+
+// parses says whether src is complete shell source.
+func parses(src string) bool {
+	_, err := parseScript(src)
+	return err == nil
+}
+
+// lineLocal says whether bash would find err, at column col (1-based, in bytes) of line, only
+// when it runs that line: inside an arithmetic or parameter expansion or arithmetic command, or
+// a name a declaration builtin refuses. A line defining a function is not: its body runs later.
+func lineLocal(err error, line string, col int) bool {
+	if defunLine.MatchString(line) {
+		return false
+	}
+	var pe syntax.ParseError
+	if errors.As(err, &pe) && pe.Text == "invalid var name" {
+		return true
+	}
+	if col < 1 || col > len(line) {
+		col = len(line)
+	}
+	head := line[:col]
+	return strings.Contains(head, "((") || strings.Contains(head, "${")
+}
+
+// defunLine matches a line that defines a function.
+var defunLine = regexp.MustCompile(`(^|[;&|({]\s*)(function\s|[^\s;&|()=]+\s*\(\s*\))`)
 
 func shellSyntaxError(inv shellInvocation, err error) string {
 	where := "-c"

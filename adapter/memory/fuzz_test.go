@@ -26,6 +26,9 @@ func FuzzScript(f *testing.F) {
 		"exec 3>f; echo hi >&3; exec 3>&-", "printf -v x '%5.1f|%q' 3.14159 'a b'", "read -r -d '' x <<< a",
 		"set -e; for i in 1; do false && true; done", "echo $((1/0)); echo next", "IFS=:; set -- a::b; echo $#",
 		"true | false; echo ${PIPESTATUS[@]}", "trap 'echo t' EXIT; (exit 3) | cat",
+		"echo a\nfi\necho b", "echo $((1 +))\necho $((2 *)); echo c", "eval 'echo a\n$((1 +))'",
+		"shopt -s extglob; v=foo; echo ${v##@(f|fo)} ${v/!(o)/X} @(\"a|b\"|$v)", "sleep 9 & kill %1; wait %1",
+		"cat <&-; exec <&-; read x",
 	} {
 		f.Add(seed)
 	}

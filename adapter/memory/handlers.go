@@ -101,15 +101,36 @@ func callHandler(ctx context.Context, args []string) ([]string, error) {
 			return out, nil
 		}
 	case "eval":
-		if src, err := instrumentSource(strings.Join(args[1:], " ")); err == nil {
-			return []string{"eval", src}, nil
+		src := strings.Join(args[1:], " ")
+		if out, err := instrumentSource(src); err == nil {
+			return []string{"eval", out}, nil
 		} else if errors.Is(err, errUnsupported) {
 			return []string{internalUnsup, err.Error()}, nil
+		} else if out, ok := evalRecovered(src, err); ok {
+			return []string{"eval", out}, nil
 		}
 	case "trap":
 		if len(args) > 2 && !strings.HasPrefix(args[1], "-") {
 			if src, err := instrumentSource(args[1]); err == nil {
 				return append([]string{"trap", src}, args[2:]...), nil
+			}
+		}
+	case "set":
+		if setsMonitor(args[1:]) {
+			return []string{internalUnsup, "set -m: job control (the monitor option) is not supported"}, nil
+		}
+		// Job control is off, as in any bash script: turning it off changes nothing.
+		for i := 1; i < len(args) && args[i] != "--"; i++ {
+			if args[i] == "+m" || args[i] == "+o" && i+1 < len(args) && args[i+1] == "monitor" {
+				n := 1
+				if args[i] == "+o" {
+					n = 2
+				}
+				args = append(args[:i:i], args[i+n:]...)
+				i--
+				if len(args) == 1 {
+					return []string{":"}, nil // not a bare set, which lists the variables
+				}
 			}
 		}
 	case "test", "[":
@@ -120,6 +141,27 @@ func callHandler(ctx context.Context, args []string) ([]string, error) {
 		}
 	}
 	return args, nil
+}
+
+// setsMonitor says whether the arguments of set turn job control on (-m, -o monitor).
+func setsMonitor(args []string) bool {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--" || a == "-" || !strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "+"):
+			return false
+		case a == "-o":
+			if i+1 < len(args) && args[i+1] == "monitor" {
+				return true
+			}
+			i++
+		case a == "+o":
+			i++
+		case strings.HasPrefix(a, "-") && strings.ContainsRune(a, 'm'):
+			return true
+		}
+	}
+	return false
 }
 
 // checkVars bounds the bytes held by shell variables.
@@ -622,7 +664,9 @@ func isJobPid(a string) bool {
 
 // runKill models kill for what the interpreter can honour: the shell itself ($$, or 0 for its
 // process group) can be signalled and ends with 128+signo; kill -0 $$ succeeds; kill -l lists
-// signals. Background jobs are goroutines that cannot be signalled one by one: kill reports that.
+// signals. A background job (%N or its $!) is a goroutine: it can be sent a signal whose default
+// action ends a process, and ends with 128+signo at its next command (interp's SignalJob), as
+// if it had no trap; other signals (STOP, CONT, CHLD...) are refused with an error naming them.
 func runKill(ctx context.Context, cl *call, hc interp.HandlerContext, args []string) int {
 	args = args[1:]
 	sig := 15
@@ -665,8 +709,12 @@ func runKill(ctx context.Context, cl *call, hc interp.HandlerContext, args []str
 			}
 			return -sig
 		case strings.HasPrefix(a, "%") || isJobPid(a):
-			fmt.Fprintf(hc.Stderr, "kill: %s: background jobs cannot be signalled in the memory sandbox\n", a)
-			status = 1
+			if sig >= len(signals) { // 1-15 all end a process by default; 0 only checks
+				fmt.Fprintf(hc.Stderr, "kill: %s: background jobs can only be sent signals that end them (not signal %d) in the memory sandbox\n", a, sig)
+				status = 1
+			} else if hc.SignalJob(a, sig) != 0 {
+				status = 1
+			}
 		default:
 			fmt.Fprintf(hc.Stderr, "kill: (%s) - No such process\n", a)
 			status = 1
@@ -886,6 +934,32 @@ func parseScript(src string) (*syntax.File, error) {
 }
 
 var errUnsupported = errors.New("not supported in the memory sandbox")
+
+// evalRecovered is the source eval runs for a string with a syntax error. Like bash's eval, which
+// runs its string line by line as a script: an error inside $(( )), (( )) or ${ } fails its line
+// with status 1 and the other lines run; any other error ends eval with status 2 after the
+// lines before it ran. ok is false when no line comes before such an error: the interpreter's
+// eval reports it itself (status 2).
+func evalRecovered(src string, err error) (string, bool) {
+	message := func(err error) string {
+		if pos, ok := errorPos(err); ok {
+			var pe syntax.ParseError
+			if errors.As(err, &pe) {
+				return fmt.Sprintf("eval: line %d: syntax error: %s", pos.Line(), pe.Text)
+			}
+		}
+		return "eval: " + err.Error()
+	}
+	f := recoverParse(src, err, message, "(builtin exit 2)")
+	if f == nil {
+		return "", false
+	}
+	var b strings.Builder
+	if err := syntax.NewPrinter().Print(&b, f); err != nil {
+		return "", false
+	}
+	return b.String(), true
+}
 
 // instrumentSource parses, instruments and prints back shell source that the interpreter will
 // parse again itself (eval, source, trap).

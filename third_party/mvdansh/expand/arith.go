@@ -194,6 +194,8 @@ func isArithmConst(s string) bool {
 func parseArithmConst(s string) (int64, error) {
 	digits, base := s, int64(10)
 	switch {
+	case s == "0x" || s == "0X":
+		return 0, nil // like Bash
 	case strings.HasPrefix(s, "0x") || strings.HasPrefix(s, "0X"):
 		digits, base = s[2:], 16
 	case strings.HasPrefix(s, "0") && len(s) > 1:
@@ -425,9 +427,9 @@ func (cfg *Config) assgnArit(b *syntax.BinaryArithm) (int, error) {
 	case syntax.XorAssgn:
 		val ^= arg
 	case syntax.ShlAssgn:
-		val <<= uint(arg)
+		val <<= uint(arg) & 63
 	case syntax.ShrAssgn:
-		val >>= uint(arg)
+		val >>= uint(arg) & 63
 	}
 	if err := lv.set(cfg, int(val)); err != nil {
 		return 0, err
@@ -489,9 +491,9 @@ func binArit(op syntax.BinAritOperator, x, y int) (int, error) {
 	case syntax.Xor:
 		return x ^ y, nil
 	case syntax.Shr:
-		return x >> uint(y), nil
+		return x >> (uint(y) & 63), nil
 	case syntax.Shl:
-		return x << uint(y), nil
+		return x << (uint(y) & 63), nil
 	case syntax.Comma:
 		// x is executed but its result discarded
 		return y, nil

@@ -258,7 +258,7 @@ func Pattern(cfg *Config, word *syntax.Word) (string, error) {
 	sb := cfg.strBuilder()
 	for _, part := range field {
 		if part.quote > quoteNone {
-			sb.WriteString(pattern.QuoteMeta(part.val, 0))
+			sb.WriteString(pattern.QuoteMeta(part.val, pattern.ExtendedOperators))
 		} else {
 			sb.WriteString(part.val)
 		}
@@ -341,7 +341,7 @@ func (cfg *Config) escapedGlobField(parts []fieldPart) (escaped string, glob boo
 	sb := cfg.strBuilder()
 	for _, part := range parts {
 		if part.quote > quoteNone {
-			sb.WriteString(pattern.QuoteMeta(part.val, 0))
+			sb.WriteString(pattern.QuoteMeta(part.val, pattern.ExtendedOperators))
 		} else {
 			sb.WriteString(part.val)
 		}
@@ -544,7 +544,11 @@ func (cfg *Config) wordField(wps []syntax.WordPart, ql quoteLevel) ([]fieldPart,
 			// Like how [Config.wordFields] deals with [syntax.ExtGlob],
 			// except that we allow these through even when [Config.ExtGlob]
 			// is false, as it only applies to pathname expansion.
-			field = append(field, fieldPart{val: wp.Op.String() + wp.Pattern.Value + ")"})
+			pat, err := cfg.extGlob(wp)
+			if err != nil {
+				return nil, err
+			}
+			field = append(field, fieldPart{val: pat})
 		default:
 			panic(fmt.Sprintf("unhandled word part: %T", wp))
 		}
@@ -775,7 +779,11 @@ func (cfg *Config) wordFields(wps []syntax.WordPart) ([][]fieldPart, error) {
 				// TODO(v4): perhaps the syntax parser should keep extended globbing expressions
 				// as plain literal strings, because a custom node is not particularly helpful.
 				// It's not like other globbing operators like `*` or `**` get their own nodes.
-				curField = append(curField, fieldPart{val: wp.Op.String() + wp.Pattern.Value + ")"})
+				pat, err := cfg.extGlob(wp)
+				if err != nil {
+					return err
+				}
+				curField = append(curField, fieldPart{val: pat})
 			default:
 				return fmt.Errorf("unhandled word part: %T", wp)
 			}
@@ -1330,4 +1338,79 @@ func ReadFields(cfg *Config, s string, n int, raw bool) []string {
 		fields = append(fields, word())
 	}
 	return fields
+}
+
+// extGlob is the pattern of an extended globbing group such as @(a|b). Like
+// Bash, the words between its bars are expanded as the rest of a pattern is:
+// parameters and command substitutions are expanded and quoted characters
+// match literally, as in @("a|b"|$x).
+func (cfg *Config) extGlob(wp *syntax.ExtGlob) (string, error) {
+	raw := wp.Pattern.Value
+	if !strings.ContainsAny(raw, "\"'\\$`") {
+		return wp.Op.String() + raw + ")", nil
+	}
+	sb := cfg.strBuilder()
+	sb.WriteString(wp.Op.String())
+	for i, alt := range splitExtGlob(raw) {
+		if i > 0 {
+			sb.WriteByte('|')
+		}
+		var word *syntax.Word
+		n := 0
+		for w, err := range syntax.NewParser(syntax.Variant(syntax.LangBash)).WordsSeq(strings.NewReader(alt)) {
+			if err != nil {
+				n = 0
+				break
+			}
+			word = w
+			n++
+		}
+		if n != 1 {
+			sb.WriteString(alt) // not one word, such as an empty alternative
+			continue
+		}
+		field, err := cfg.wordField(word.Parts, quoteNone)
+		if err != nil {
+			return "", err
+		}
+		for _, part := range field {
+			if part.quote > quoteNone {
+				sb.WriteString(pattern.QuoteMeta(part.val, pattern.ExtendedOperators))
+			} else {
+				sb.WriteString(part.val)
+			}
+		}
+	}
+	sb.WriteByte(')')
+	return sb.String(), nil
+}
+
+// splitExtGlob splits the pattern list of an extended globbing group at the
+// bars that separate its alternatives: not those quoted, escaped, or inside
+// nested parentheses or ${ }.
+func splitExtGlob(s string) []string {
+	var alts []string
+	depth, start := 0, 0
+	var quote byte
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '\\' && quote != '\'':
+			i++
+		case quote != 0:
+			if c == quote {
+				quote = 0
+			}
+		case c == '\'' || c == '"':
+			quote = c
+		case c == '(' || c == '{':
+			depth++
+		case c == ')' || c == '}':
+			depth--
+		case c == '|' && depth == 0:
+			alts = append(alts, s[start:i])
+			start = i + 1
+		}
+	}
+	return append(alts, s[start:])
 }

@@ -5,6 +5,7 @@ package expand
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -149,9 +150,19 @@ func EchoEscapes(s string) (string, bool) {
 // which is not a valid number.
 type NumberError struct {
 	Arg string
+
+	// Range is set for a valid number out of the range of a 64-bit
+	// integer: like Bash, it is formatted as the nearest bound and only
+	// warned about, without failing printf.
+	Range bool
 }
 
-func (e *NumberError) Error() string { return e.Arg + ": invalid number" }
+func (e *NumberError) Error() string {
+	if e.Range {
+		return "warning: " + e.Arg + ": Numerical result out of range"
+	}
+	return e.Arg + ": invalid number"
+}
 
 // Printf formats arguments like the printf builtin, once through the format:
 // the caller repeats while arguments are left and some were used. It returns
@@ -454,6 +465,13 @@ func parseInt(s string) (int64, error) {
 	n, perr := strconv.ParseUint(body[:end], base, 64)
 	if end == 0 {
 		n = 0
+	}
+	if end == len(body) && end > 0 && (perr != nil || n > math.MaxInt64 && !(neg && n == 1<<63)) {
+		// Like Bash's strtoimax, the nearest bound.
+		if neg {
+			return math.MinInt64, &NumberError{Arg: s, Range: true}
+		}
+		return math.MaxInt64, &NumberError{Arg: s, Range: true}
 	}
 	if neg {
 		n = -n

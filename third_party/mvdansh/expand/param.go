@@ -4,6 +4,7 @@
 package expand
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"regexp"
@@ -175,8 +176,17 @@ func (cfg *Config) paramExp(pe *syntax.ParamExp) (string, error) {
 			strs = slices.Sorted(maps.Keys(vr.Map))
 		case !vr.IsSet():
 			return "", fmt.Errorf("invalid indirect expansion")
+		case str == "" && syntax.ValidName(pe.Param.Value):
+			return "", fmt.Errorf(": invalid variable name") // as Bash says
 		case str == "":
-			return "", nil
+			return "", nil // ${!@} without parameters
+		case (pe.Exp != nil || pe.Repl != nil || pe.Slice != nil) && (syntax.ValidName(str) || isSpecialParam(str)):
+			// Like Bash, the operators apply to the variable that ref
+			// names: ${!ref:-default}, ${!ref#pattern}, ${!ref:1}.
+			pe2 := *pe
+			pe2.Excl = false
+			pe2.Param = &syntax.Lit{ValuePos: pe.Param.ValuePos, ValueEnd: pe.Param.ValueEnd, Value: str}
+			return cfg.paramExp(&pe2)
 		default:
 			val, err := cfg.indirect(str)
 			if err != nil {
@@ -282,7 +292,11 @@ func (cfg *Config) paramExp(pe *syntax.ParamExp) (string, error) {
 			}
 		case syntax.RemSmallPrefix, syntax.RemLargePrefix,
 			syntax.RemSmallSuffix, syntax.RemLargeSuffix:
-			str = join(cfg.removePatternElems(op, arg, elems))
+			rem, err := cfg.removePatternElems(op, arg, elems)
+			if err != nil {
+				return "", err
+			}
+			str = join(rem)
 		case syntax.UpperFirst, syntax.UpperAll,
 			syntax.LowerFirst, syntax.LowerAll:
 			str = join(cfg.caseConvElems(op, arg, elems))
@@ -337,14 +351,29 @@ func (cfg *Config) paramExp(pe *syntax.ParamExp) (string, error) {
 	return str, nil
 }
 
-func removePattern(str, pat string, fromEnd, shortest bool) string {
+func removePattern(str, pat string, fromEnd, shortest, extended bool) (string, error) {
 	var mode pattern.Mode
 	if shortest {
 		mode |= pattern.Shortest
 	}
+	if extended {
+		mode |= pattern.ExtendedOperators
+	}
 	expr, err := pattern.Regexp(pat, mode)
+	if _, ok := errors.AsType[*pattern.NegExtGlobError](err); ok {
+		return removeMatching(str, pat, fromEnd, shortest)
+	}
 	if err != nil {
-		return str
+		return str, nil
+	}
+	anchored := "^(?:" + expr + ")"
+	if fromEnd {
+		anchored = "(?:" + expr + ")$"
+	}
+	if extended && strings.Contains(expr, "|") && regexp.MustCompile(anchored).MatchString(str) {
+		// Of alternatives such as @(foo|fo), a regular expression takes
+		// the first that matches, not the shortest or the longest.
+		return removeMatching(str, pat, fromEnd, shortest)
 	}
 	switch {
 	case fromEnd && shortest:
@@ -363,7 +392,31 @@ func removePattern(str, pat string, fromEnd, shortest bool) string {
 		// remove the original pattern (the submatch)
 		str = str[:loc[2]] + str[loc[3]:]
 	}
-	return str
+	return str, nil
+}
+
+// removeMatching removes the shortest or longest prefix or suffix matching
+// an extended pattern, which a regular expression cannot always express: a
+// !(...) group has no regular expression, and of alternatives like @(foo|fo)
+// a regular expression takes the first that matches. It tries each prefix or
+// suffix in turn, up to the longest that can match.
+func removeMatching(str, pat string, fromEnd, shortest bool) (string, error) {
+	match, err := internal.ExtendedPatternMatcher(pat, pattern.EntireString|pattern.ExtendedOperators)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", pat, err)
+	}
+	for n := range len(str) + 1 {
+		if !shortest {
+			n = len(str) - n
+		}
+		if fromEnd && match(str[len(str)-n:]) {
+			return str[:len(str)-n], nil
+		}
+		if !fromEnd && match(str[:n]) {
+			return str[n:], nil
+		}
+	}
+	return str, nil
 }
 
 // The helpers below never modify elems in place, as it may alias a
@@ -383,7 +436,7 @@ func (cfg *Config) perElemOps(pe *syntax.ParamExp, elems []string) ([]string, er
 		switch op := pe.Exp.Op; op {
 		case syntax.RemSmallPrefix, syntax.RemLargePrefix,
 			syntax.RemSmallSuffix, syntax.RemLargeSuffix:
-			return cfg.removePatternElems(op, arg, elems), nil
+			return cfg.removePatternElems(op, arg, elems)
 		case syntax.UpperFirst, syntax.UpperAll,
 			syntax.LowerFirst, syntax.LowerAll:
 			return cfg.caseConvElems(op, arg, elems), nil
@@ -421,27 +474,40 @@ func (cfg *Config) replaceElems(repl *syntax.Replace, elems []string) ([]string,
 			return nil, err
 		}
 	}
-	expr, err := pattern.Regexp(orig, 0)
-	if err != nil {
-		return elems, nil
-	}
-	switch anchor {
-	case '#':
-		expr = "^(?:" + expr + ")"
-	case '%':
-		expr = "(?:" + expr + ")$"
-	}
-	rx, err := regexp.Compile(expr)
-	if err != nil {
-		return elems, nil
+	var mode pattern.Mode
+	if cfg.ExtGlob {
+		mode = pattern.ExtendedOperators
 	}
 	n := 1
 	if repl.All {
 		n = -1
 	}
+	var findAll func(s string, n int) [][]int
+	expr, err := pattern.Regexp(orig, mode)
+	if _, ok := errors.AsType[*pattern.NegExtGlobError](err); ok {
+		match, err := internal.ExtendedPatternMatcher(orig, pattern.EntireString|pattern.ExtendedOperators)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", orig, err)
+		}
+		findAll = func(s string, n int) [][]int { return findAllMatching(match, anchor, s, n) }
+	} else if err != nil {
+		return elems, nil
+	} else {
+		switch anchor {
+		case '#':
+			expr = "^(?:" + expr + ")"
+		case '%':
+			expr = "(?:" + expr + ")$"
+		}
+		rx, err := regexp.Compile(expr)
+		if err != nil {
+			return elems, nil
+		}
+		findAll = rx.FindAllStringIndex
+	}
 	out := make([]string, len(elems))
 	for i, elem := range elems {
-		locs := rx.FindAllStringIndex(elem, n)
+		locs := findAll(elem, n)
 		var sb strings.Builder
 		last := 0
 		for _, loc := range locs {
@@ -459,6 +525,38 @@ func (cfg *Config) replaceElems(repl *syntax.Replace, elems []string) ([]string,
 		out[i] = sb.String()
 	}
 	return out, nil
+}
+
+// findAllMatching is [regexp.Regexp.FindAllStringIndex] for a pattern that
+// only a matcher of whole strings can express, such as one with a !(...)
+// group: at each position from the left, the longest match; anchor '#' or
+// '%' requires the match to start or end the string.
+func findAllMatching(match func(string) bool, anchor byte, s string, n int) [][]int {
+	var locs [][]int
+	for start := 0; start <= len(s) && (n < 0 || len(locs) < n); start++ {
+		if anchor == '#' && start > 0 || start == len(s) && start > 0 && anchor != '%' {
+			break // like Bash, no empty match at the end of a string
+		}
+		if start < len(s) && !utf8.RuneStart(s[start]) {
+			continue
+		}
+		for end := len(s); end >= start; end-- {
+			if anchor == '%' && end < len(s) {
+				break
+			}
+			if end < len(s) && !utf8.RuneStart(s[end]) {
+				continue
+			}
+			if match(s[start:end]) {
+				locs = append(locs, []int{start, end})
+				if end > start {
+					start = end - 1
+				}
+				break
+			}
+		}
+	}
+	return locs
 }
 
 // indirect is the value of ${!ref}: ref names a variable, or an array
@@ -548,14 +646,17 @@ func QuoteBash(s string) string {
 }
 
 // removePatternElems applies a pattern removal operator to each element.
-func (cfg *Config) removePatternElems(op syntax.ParExpOperator, arg string, elems []string) []string {
+func (cfg *Config) removePatternElems(op syntax.ParExpOperator, arg string, elems []string) ([]string, error) {
 	suffix := op == syntax.RemSmallSuffix || op == syntax.RemLargeSuffix
 	small := op == syntax.RemSmallPrefix || op == syntax.RemSmallSuffix
 	out := make([]string, len(elems))
 	for i, elem := range elems {
-		out[i] = removePattern(elem, arg, suffix, small)
+		var err error
+		if out[i], err = removePattern(elem, arg, suffix, small, cfg.ExtGlob); err != nil {
+			return nil, err
+		}
 	}
-	return out
+	return out, nil
 }
 
 // caseConvElems applies a case conversion operator to each element.

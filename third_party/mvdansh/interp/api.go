@@ -24,6 +24,7 @@ import (
 	"runtime/debug"
 	"slices"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -376,7 +377,47 @@ type bgProc struct {
 
 	// stmt is the job's command, which jobs lists.
 	stmt *syntax.Stmt
+
+	// cancel ends the job's context with a jobSignal as its cause, when
+	// the job is signalled; nil for a process substitution.
+	cancel context.CancelCauseFunc
+
+	// signal is the signal that ended the job, or 0.
+	signal jobSignal
+
+	// disowned is set by disown: the job has left the job table, and a
+	// wait without arguments does not wait for it.
+	disowned bool
 }
+
+// signalNames are the descriptions Bash reports a job killed by a signal
+// with, by signal number.
+var signalNames = [...]string{1: "Hangup", 2: "Interrupt", 3: "Quit", 4: "Illegal instruction",
+	5: "Trace/breakpoint trap", 6: "Aborted", 7: "Bus error", 8: "Floating point exception",
+	9: "Killed", 10: "User defined signal 1", 11: "Segmentation fault", 12: "User defined signal 2",
+	13: "Broken pipe", 14: "Alarm clock", 15: "Terminated"}
+
+// reportSignal tells, like a non-interactive Bash, that a waited-for job was
+// killed by a signal other than SIGINT, SIGPIPE and SIGTERM.
+func (r *Runner) reportSignal(bg *bgProc) {
+	sig := int(bg.signal)
+	if sig == 0 || sig == 2 || sig == 13 || sig == 15 || bg.stmt == nil {
+		return
+	}
+	name := fmt.Sprintf("Signal %d", sig)
+	if sig < len(signalNames) {
+		name = signalNames[sig]
+	}
+	var sb strings.Builder
+	syntax.NewPrinter().Print(&sb, bg.stmt)
+	r.errf("%5d %-24s%s\n", bg.pid, name, sb.String())
+}
+
+// jobSignal is the cause of a background job's cancelled context when it
+// was signalled: the job then ends with status 128 plus the signal number.
+type jobSignal int
+
+func (s jobSignal) Error() string { return fmt.Sprintf("signal %d", int(s)) }
 
 // jobTable returns the jobs that have not been waited for, in order of job
 // number, with those of the parent shell first for a subshell.

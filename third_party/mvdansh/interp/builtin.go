@@ -310,7 +310,9 @@ func (r *Runner) builtin(ctx context.Context, pos syntax.Pos, name string, args 
 			sb.WriteString(s)
 			if numErr != nil {
 				r.errf("printf: %v\n", numErr)
-				exit.code = 1
+				if ne, ok := numErr.(*expand.NumberError); !ok || !ne.Range {
+					exit.code = 1
+				}
 			}
 			if err != nil {
 				r.errf("printf: %v\n", err)
@@ -1017,8 +1019,78 @@ func (r *Runner) builtin(ctx context.Context, pos syntax.Pos, name string, args 
 		}
 		r.setVar(arrayName, vr)
 
+	case "fg", "bg":
+		// Like Bash running a script, the shell has no job control.
+		return failf(1, "%s: no job control\n", name)
+	case "disown":
+		return r.disownBuiltin(args)
 	default:
 		return failf(2, "%s: unsupported builtin\n", name)
+	}
+	return exit
+}
+
+// disownBuiltin removes jobs from the job table, as Bash's disown: the
+// current job, the jobs named, or with -a all of them (-r: those running).
+// A disowned job is no longer listed by jobs nor waited for by a wait
+// without arguments. -h, which keeps a job from receiving SIGHUP, changes
+// nothing here, as jobs never receive it.
+func (r *Runner) disownBuiltin(args []string) exitStatus {
+	var exit exitStatus
+	fp := flagParser{remaining: args}
+	all, running, keep := false, false, false
+	for fp.more() {
+		switch flag := fp.flag(); flag {
+		case "-a":
+			all = true
+		case "-r":
+			running = true
+		case "-h":
+			keep = true
+		default:
+			r.errf("disown: %s: invalid option\n", flag)
+			r.errf("disown: usage: disown [-h] [-ar] [jobspec ... | pid ...]\n")
+			exit.code = 2
+			return exit
+		}
+	}
+	var jobs []*bgProc
+	switch specs := fp.args(); {
+	case len(specs) > 0:
+		for _, spec := range specs {
+			bg, _ := r.findBgProc("disown", spec)
+			if bg == nil {
+				exit.code = 1
+				continue
+			}
+			jobs = append(jobs, bg)
+		}
+	case all || running:
+		for _, bg := range r.bgProcs {
+			if bg.job > 0 && !bg.waited {
+				jobs = append(jobs, bg)
+			}
+		}
+	default:
+		bg, _ := r.findBgProc("disown", "%+")
+		if bg == nil {
+			exit.code = 1
+		} else {
+			jobs = append(jobs, bg)
+		}
+	}
+	for _, bg := range jobs {
+		if running {
+			select {
+			case <-bg.done:
+				continue
+			default:
+			}
+		}
+		if !keep {
+			bg.waited = true
+			bg.disowned = true
+		}
 	}
 	return exit
 }
@@ -1515,6 +1587,9 @@ func (r *Runner) waitBuiltin(args []string) exitStatus {
 		return exit
 	}
 	report := func(bg *bgProc) {
+		if !bg.waited {
+			r.reportSignal(bg)
+		}
 		bg.waited = true
 		exit = *bg.exit
 		if pidVar != "" {
@@ -1545,7 +1620,13 @@ func (r *Runner) waitBuiltin(args []string) exitStatus {
 		if len(args) == 0 {
 			// Note that "wait" without arguments always returns exit status zero.
 			for _, bg := range r.bgProcs {
+				if bg.disowned {
+					continue
+				}
 				<-bg.done
+				if bg.job > 0 && !bg.waited {
+					r.reportSignal(bg)
+				}
 				bg.waited = bg.job > 0
 				if bg.panicked() {
 					return *bg.exit
@@ -1668,6 +1749,10 @@ func (r *Runner) findBgProc(builtin, arg string) (*bgProc, uint8) {
 			if bg.pid == pid {
 				return bg, 0
 			}
+		}
+		if builtin == "kill" {
+			r.errf("%s: (%s) - No such process\n", builtin, arg)
+			return nil, 1
 		}
 		r.errf("%s: pid %s is not a child of this shell\n", builtin, arg)
 		return nil, 127

@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"time"
 
@@ -72,7 +73,8 @@ type HandlerContext struct {
 	// Stdin is the interpreter's current standard input reader.
 	// It is always an [*os.File], except on js/wasm, where it may be
 	// any reader; the type here remains an [io.Reader]
-	// due to backwards compatibility.
+	// due to backwards compatibility. It is nil without standard input;
+	// after it is closed with <&-, its reads fail with "Bad file descriptor".
 	Stdin io.Reader
 	// Stdout is the interpreter's current standard output writer.
 	Stdout io.Writer
@@ -90,6 +92,48 @@ type HandlerContext struct {
 // the handler, as type and command -v would report it.
 func (hc HandlerContext) IsFunction(name string) bool {
 	return hc.runner != nil && hc.runner.Funcs[name] != nil
+}
+
+// SignalJob sends the signal number sig to the background job that spec
+// names, as the kill builtin would: spec is a job spec like "%1", "%%" or
+// "%-", or the pid of a job as in $!. Jobs run in the same process, so the
+// only signals they can receive are those whose default action ends a
+// process: the job stops at its next command, or when the handler running
+// then returns after seeing its context cancelled, and ends with status 128
+// plus sig; wait reports a job killed by a signal other than SIGINT, SIGPIPE
+// and SIGTERM on the shell's standard error, as Bash does. Signal 0 only
+// checks that the job exists; like Bash without job control, jobs ignore
+// SIGINT (2) and SIGQUIT (3). A job which has already ended is not affected. Like Bash, SignalJob reports a spec naming no
+// job on the shell's standard error and returns 1; it returns 0 otherwise.
+func (hc HandlerContext) SignalJob(spec string, sig int) uint8 {
+	if hc.runner == nil {
+		return 1
+	}
+	var bg *bgProc
+	if pid, err := strconv.Atoi(spec); err == nil {
+		// Like Bash's kill, but not its wait, a subshell may signal
+		// the jobs of the shell it was made from by pid.
+		for _, job := range hc.runner.parentJobs {
+			if job.pid == pid {
+				bg = job
+			}
+		}
+	}
+	if bg == nil {
+		if bg, _ = hc.runner.findBgProc("kill", spec); bg == nil {
+			return 1
+		}
+	}
+	// Like Bash without job control, background jobs ignore SIGINT and
+	// SIGQUIT.
+	if sig != 0 && sig != 2 && sig != 3 && bg.cancel != nil {
+		select {
+		case <-bg.done:
+		default:
+			bg.cancel(jobSignal(sig))
+		}
+	}
+	return 0
 }
 
 // Fd returns the shell's file descriptor n as a handler sees it, such as 3
@@ -180,6 +224,9 @@ func DefaultExecHandler(killTimeout time.Duration) ExecHandlerFunc {
 			cmd.Env = execEnv(hc.Env)
 			cmd.Dir = hc.Dir
 			cmd.Stdin = hc.Stdin
+			if _, closed := hc.Stdin.(closedReader); closed {
+				cmd.Stdin = nil // os/exec cannot leave it closed: /dev/null
+			}
 			cmd.Stdout = hc.Stdout
 			cmd.Stderr = hc.Stderr
 			if killTimeout > 0 && runtime.GOOS != "windows" {

@@ -103,7 +103,7 @@ var helpTable = map[string]builtinHelp{
 // stars them the way bash stars disabled builtins.
 var helpUnsupported = map[string]bool{
 	"bg": true, "bind": true, "caller": true, "compgen": true, "complete": true,
-	"compopt": true, "disown": true, "enable": true, "fc": true, "fg": true,
+	"compopt": true, "enable": true, "fc": true, "fg": true,
 	"history": true, "jobs": true, "kill": true, "logout": true, "newgrp": true,
 	"suspend": true, "ulimit": true,
 }

@@ -217,9 +217,11 @@ func (r *Runner) expandErr(err error) {
 			r.exit.unbound = true
 		}
 		r.exit.exiting = true
-	case errMsg == "invalid indirect expansion", strings.HasSuffix(errMsg, ": cannot assign in this way"):
+	case errMsg == "invalid indirect expansion", strings.HasSuffix(errMsg, ": invalid variable name"),
+		strings.HasSuffix(errMsg, ": cannot assign in this way"):
+		// Like Bash, abandon the rest of the command line.
 		r.exit.code = 1
-		r.exit.exiting = true
+		r.exit.aborting = true
 	case arithm:
 		// Like Bash, abandon the rest of the command line.
 		r.exit.code = 1
@@ -312,6 +314,8 @@ func (r *Runner) handlerCtx(ctx context.Context, kind handlerKind, pos syntax.Po
 	}
 	if r.stdin != nil { // do not leave hc.Stdin as a typed nil
 		hc.Stdin = r.stdin
+	} else if r.stdinClosed {
+		hc.Stdin = closedReader{}
 	}
 	return context.WithValue(ctx, handlerCtxKey{}, hc)
 }
@@ -355,12 +359,22 @@ func (r *Runner) stmt(ctx context.Context, st *syntax.Stmt) {
 		st2.Disown = false
 		bg := r.newBgProc(r2, true)
 		bg.stmt = &st2
+		jobCtx, cancel := context.WithCancelCause(ctx)
+		bg.cancel = cancel
 		go func() {
 			defer func() {
+				// A signalled job ends with 128 plus the signal number,
+				// unless it panicked or the whole shell was cancelled.
+				_, panicked := r2.exit.err.(*PanicError)
+				if sig, ok := context.Cause(jobCtx).(jobSignal); ok && ctx.Err() == nil && !panicked {
+					r2.exit = exitStatus{code: uint8(128 + sig)}
+					bg.signal = sig
+				}
 				*bg.exit = r2.exit
 				close(bg.done)
+				cancel(nil)
 			}()
-			r2.Run(ctx, &st2)          // which recovers a panic
+			r2.Run(jobCtx, &st2)       // which recovers a panic
 			r2.exit.endSubshell(false) // subshells don't exit the parent shell
 		}()
 	} else {
@@ -968,17 +982,18 @@ func (r *Runner) cmd(ctx context.Context, cm syntax.Command) {
 		if cm.Stmt != nil {
 			r.stmt(ctx, cm.Stmt)
 		}
+		// Like Bash, the report goes to the shell's standard error.
 		format := "%s\t%s\n"
 		if cm.PosixFormat {
 			format = "%s %s\n"
 		} else {
-			r.outf("\n")
+			r.errf("\n")
 		}
 		real := time.Since(start)
-		r.outf(format, "real", elapsedString(real, cm.PosixFormat))
+		r.errf(format, "real", elapsedString(real, cm.PosixFormat))
 		// TODO: can we do these?
-		r.outf(format, "user", elapsedString(0, cm.PosixFormat))
-		r.outf(format, "sys", elapsedString(0, cm.PosixFormat))
+		r.errf(format, "user", elapsedString(0, cm.PosixFormat))
+		r.errf(format, "sys", elapsedString(0, cm.PosixFormat))
 	default:
 		// Should only happen if we forgot a case above.
 		r.errf("unhandled command node: %T\n", cm)
@@ -1481,6 +1496,11 @@ type closedWriter struct{}
 
 func (closedWriter) Write([]byte) (int, error) { return 0, errBadFd }
 
+// closedReader is standard input closed with <&-, as handlers see it.
+type closedReader struct{}
+
+func (closedReader) Read([]byte) (int, error) { return 0, errBadFd }
+
 var errBadFd = errors.New("Bad file descriptor")
 
 // getFd returns the file descriptor n.
@@ -1533,8 +1553,23 @@ func (r *Runner) setFd(n int, e fdEntry) {
 func (r *Runner) redir(ctx context.Context, rd *syntax.Redirect) (io.Closer, error) {
 	isHdoc := rd.Op == syntax.Hdoc || rd.Op == syntax.DashHdoc
 	var arg string
-	if !isHdoc {
+	switch {
+	case isHdoc:
+	case rd.Op == syntax.WordHdoc:
 		arg = r.literal(rd.Word)
+	default:
+		// Like Bash, the target of a redirection is split into fields
+		// and globbed, and must then be exactly one word.
+		fields := r.fields(rd.Word)
+		if r.expandFailed() {
+			return nil, nil
+		}
+		if len(fields) != 1 {
+			var sb strings.Builder
+			syntax.NewPrinter().Print(&sb, rd.Word)
+			return nil, fmt.Errorf("%s: ambiguous redirect", sb.String())
+		}
+		arg = fields[0]
 	}
 	fd := -1 // the default for the operator
 	if rd.N != nil {
@@ -1752,6 +1787,10 @@ func (r *Runner) call(ctx context.Context, pos syntax.Pos, args []string) {
 		r.Params = args[1:]
 		oldInFunc := r.inFunc
 		r.inFunc = true
+		// Like Bash outside POSIX mode, break and continue in a function
+		// do not reach the loops of its callers.
+		oldInLoop := r.inLoop
+		r.inLoop = false
 		r.funcNames = append(r.funcNames, name)
 
 		// Functions run in a nested scope.
@@ -1770,6 +1809,8 @@ func (r *Runner) call(ctx context.Context, pos syntax.Pos, args []string) {
 
 		r.Params = oldParams
 		r.inFunc = oldInFunc
+		r.inLoop = oldInLoop
+		r.breakEnclosing, r.contnEnclosing = 0, 0
 		r.funcNames = r.funcNames[:len(r.funcNames)-1]
 		r.exit.returning = false
 		r.lastArg = args[len(args)-1]

@@ -105,6 +105,8 @@ func (r *Runner) bashTest(ctx context.Context, expr syntax.TestExpr, classic boo
 func (r *Runner) binTest(ctx context.Context, op syntax.BinTestOperator, x, y string) bool {
 	switch op {
 	case syntax.TsReMatch:
+		// Like POSIX extended regular expressions, . matches a newline.
+		y = "(?s)" + y
 		if r.opts[optNoCaseMatch] {
 			y = "(?i)" + y
 		}

@@ -251,8 +251,13 @@ func (r *Runner) lookupVar(name string) expand.Variable {
 	case "FUNCNAME":
 		if len(r.funcNames) > 0 {
 			vr.Kind = expand.Indexed
-			vr.List = append(slices.Clone(r.funcNames), "main")
-			slices.Reverse(vr.List[:len(r.funcNames)])
+			vr.List = slices.Clone(r.funcNames)
+			slices.Reverse(vr.List)
+			if !r.commandString {
+				// Like Bash, a script's functions are called from
+				// "main"; those of a command string, from nothing.
+				vr.List = append(vr.List, "main")
+			}
 		}
 	case "PIPESTATUS":
 		vr.Kind = expand.Indexed

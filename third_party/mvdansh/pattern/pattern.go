@@ -463,24 +463,22 @@ func HasMeta(pat string, mode Mode) bool {
 //
 // For example, QuoteMeta(`foo*bar?`) returns `foo\*bar\?`.
 //
-// The [Mode] parameter is unused, and will be removed in v4.
+// Of the [Mode], only ExtendedOperators is used: it also quotes the "(", ")"
+// and "|" of extended operators, so that the result stays literal when it is
+// matched with ExtendedOperators.
 func QuoteMeta(pat string, mode Mode) string {
-	needsEscaping := false
-loop:
-	for _, r := range pat {
-		switch r {
-		case '*', '?', '[', '\\':
-			needsEscaping = true
-			break loop
-		}
+	// With ExtendedOperators, the parentheses and bars of "@(a|b)" are
+	// quoted too, so that quoted text such as '@(x)' stays literal.
+	metas := "*?[\\"
+	if mode&ExtendedOperators != 0 {
+		metas += "()|"
 	}
-	if !needsEscaping { // short-cut without a string copy
+	if !strings.ContainsAny(pat, metas) { // short-cut without a string copy
 		return pat
 	}
 	var sb strings.Builder
 	for _, r := range pat {
-		switch r {
-		case '*', '?', '[', '\\':
+		if strings.ContainsRune(metas, r) {
 			sb.WriteByte('\\')
 		}
 		sb.WriteRune(r)

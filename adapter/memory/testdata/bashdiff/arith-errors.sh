@@ -104,3 +104,52 @@ echo ${a[i+1]} ${a[$i]}
 
 #### quoted-number-arith
 echo $(( "3" + 4 ))
+
+#### arith-neg-exponent
+echo $((2**-1)); echo st=$?
+
+#### arith-recursive
+a=b; b=c; c=5; echo $((a+1))
+
+#### arith-recursive-loop
+a=a; echo $((a+1)); echo st=$?
+
+#### arith-base
+echo $((2#101)) $((16#ff)) $((8#17)) $((36#z)) $((64#@))
+
+#### arith-bad-base
+echo $((65#1)); echo after
+
+#### arith-eq-octal
+[ 010 -eq 8 ] && echo oct || echo dec
+[[ 010 -eq 8 ]] && echo oct2
+
+#### arith-eq-hex
+[[ 0x10 -eq 16 ]] && echo hex; [ 0x10 -eq 16 ]; echo st=$?
+
+#### arith-eq-base
+[[ 2#11 -eq 3 ]] && echo base
+
+#### arith-eq-expr
+x=3; [[ x+1 -eq 4 ]] && echo expr
+
+#### arith-set-u
+set -u; echo $((nope+1)); echo after
+
+#### arith-comma
+echo $((a=1, b=2, a+b))
+
+#### arith-ternary-assign
+x=5; echo $(( x > 3 ? (y=1) : (y=2) )) $y
+
+#### arith-let
+let 'x = 3 * 4' y=x+1; echo $x $y; let 0; echo st=$?
+
+#### arith-overflow
+echo $(( 9223372036854775807 + 1 ))
+
+#### arith-div-neg
+echo $(( -7 / 2 )) $(( -7 % 2 ))
+
+#### arith-string-var-expr
+e='1 + 2 * 3'; echo $((e)) $(( e * 2 ))

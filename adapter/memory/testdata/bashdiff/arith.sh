@@ -191,3 +191,78 @@ echo $sum
 #### arith-average
 total=17 count=4
 echo $((total / count)) $((total * 100 / count % 100))
+
+#### incr
+i=5; echo $((i++)) $i $((++i)) $((i--)) $((--i))
+
+#### assign-ops
+x=10; ((x+=5, x-=3, x*=2, x/=4, x%=4)); echo $x; y=1; ((y<<=3, y|=1, y^=2, y&=15)); echo $y
+
+#### bitwise
+echo $((5&3)) $((5|3)) $((5^3)) $((~5)) $((1<<4)) $((256>>2))
+
+#### logic
+echo $((1&&0)) $((1||0)) $((!0)) $((!5)) $((3>2)) $((2>=3)) $((1==1)) $((1!=1))
+
+#### pow-right-assoc
+echo $((2**3**2)) $((-2**2))
+
+#### unary
+echo $((-(-5))) $((+3)) $((- -3))
+
+#### cmdsubst-inside
+echo $(( $(echo 3) + 1 )) $(( `echo 2` * 2 ))
+
+#### old-syntax
+echo $[1+2]
+
+#### command-status
+(( 0 )); echo $?; (( 5 )); echo $?; (( x = 0 )); echo $?
+
+#### declare-i
+declare -i n; n=2+3; echo $n; n+=4; echo $n; n=abc; echo $n
+
+#### array-index-arith-2
+a=(10 20 30); i=1; echo ${a[i+1]} ${a[$((i*2))]} ${a[-1]}
+
+#### div-zero-status
+echo $((5/0)); echo st=$?
+
+#### mod-zero
+(( 5 % 0 )); echo st=$?
+
+#### ternary-nested
+x=5; echo $(( x<3 ? 1 : x<6 ? 2 : 3 ))
+
+#### base-10-prefix
+x=08; echo $((10#$x)) $((10#0012))
+
+#### shift-large
+echo $((1<<63)) $((1<<64))
+
+#### hex-invalid
+echo $((0x)); echo after
+
+#### letter-digits-base
+echo $((16#FF)) $((36#Z)) $((2#102))
+
+#### var-with-spaces
+x=' 3 '; echo $((x+1))
+
+#### negative-var
+x=-3; echo $((x*x)) $((-x))
+
+#### comparison-strings
+x=abc; y=abc; echo $((x==y))
+
+#### let-multiple-status
+let a=1 b=0; echo $?; let a=0; echo $?
+
+#### unset-var-zero
+unset u; echo $((u+1)) $((u))
+
+#### increment-unset-2
+unset c; ((c++)); echo $c
+
+#### assign-in-condition
+if (( (n = 3) > 2 )); then echo "n=$n"; fi

@@ -180,3 +180,117 @@ printf '[%s]\n' "$(printf 'a\nb')"
 
 #### printf-percent-percent-args
 printf '%d%%\n' 50
+
+#### printf-dashdash
+printf -- '%s\n' a b
+
+#### printf-d-nonnum
+printf '%d\n' abc; echo st=$?
+
+#### printf-d-partial
+printf '%d\n' 12abc; echo st=$?
+
+#### printf-b-c
+printf '%b|' 'a\cb' c; echo; echo st=$?
+
+#### printf-b-octal
+printf '%b\n' 'x\0101y' '\101'
+
+#### printf-reuse-format-2
+printf '%s=%s\n' a 1 b 2 c
+
+#### printf-missing-args-2
+printf '%s %d|\n'
+
+#### printf-char-arg
+printf '%d %d\n' "'a" '"b'
+
+#### printf-escapes
+printf 'a\tb\x41\101\u00e9\n'
+
+#### printf-width-neg
+printf '[%-5s][%5s][%05d][%+d][% d]\n' ab cd 42 5 6
+
+#### printf-percent
+printf '100%%\n'
+
+#### printf-invalid-directive
+printf '%z\n' x; echo st=$?
+
+#### printf-e-g
+printf '%e %g %.3g\n' 1234.5 0.0001 3.14159
+
+#### printf-hex-arg
+printf '%d %d\n' 0x1f 010
+
+#### printf-q-special
+printf '%q\n' 'a b' "it's" '' $'\t'
+
+#### printf-c
+printf '%c%c\n' abc d
+
+#### printf-s-precision
+printf '[%.0s][%.1s][%-3.2s]\n' abc abc abc
+
+#### printf-i-o-x
+printf '%i %o %x %#x %#o\n' 10 8 255 255 8
+
+#### printf-large
+printf '%d\n' 9223372036854775807 -9223372036854775808
+
+#### printf-overflow
+printf '%d\n' 99999999999999999999; echo st=$?
+
+#### printf-float-round
+printf '%.0f %.1f %.2f\n' 2.5 0.05 1.005
+
+#### printf-negative-hex
+printf '%x\n' -1
+
+#### printf-star-width-2
+printf '[%*d][%-*d]\n' 4 1 4 2
+
+#### printf-escape-in-arg-s
+printf '%s\n' 'a\nb'
+
+#### printf-b-escapes
+printf '%b\n' 'a\tb' '\x41' '\u263a' 'c\\d'
+
+#### printf-trailing-backslash
+printf 'a\\'; echo
+
+#### printf-unknown-escape
+printf 'a\qb\n'
+
+#### printf-no-format
+printf; echo st=$?
+
+#### printf-e-notation-arg
+printf '%d\n' 1e3; echo st=$?
+
+#### printf-space-number
+printf '%d\n' ' 12'; echo st=$?
+
+#### printf-plus-number
+printf '%d %d\n' +5 -0
+
+#### printf-octal-escape-3digit
+printf '\1011\n'
+
+#### printf-v-with-escape
+printf -v out 'x\ty'; echo "[$out]"
+
+#### printf-percent-b-c-stops
+printf '%b%s\n' 'a\cb' rest; echo; echo st=$?
+
+#### echo-e-octal
+echo -e 'a\0101b' '\x42'
+
+#### echo-E
+echo -E 'a\nb'
+
+#### echo-dash-n-combined
+echo -ne 'x\n'; echo -n -e 'y\n'
+
+#### echo-double-dash
+echo -- -n

@@ -175,3 +175,42 @@ exec 3<&-
 exec 0<&-
 exec 4<&0
 echo "st=$?"
+
+#### fd-heredoc-3
+cat <<EOF 3<&0 <&-
+x
+EOF
+echo st=$?
+
+#### fd-3-heredoc-read
+while read -u 3 line; do echo "got $line"; done 3<<EOF
+a
+b
+EOF
+
+#### fd-dup-close
+exec 4>out; echo a >&4; exec 4>&-; echo b >&4; echo st=$?; cat out
+
+#### fd-bad
+echo hi >&5
+echo st=$?
+
+#### fd-varname-close
+exec {fd}>o.txt; echo x >&$fd; exec {fd}>&-; cat o.txt; echo $((fd>=10))
+
+#### fd-redirect-block
+{ echo a; echo b >&2; } 2>&1 | cat
+
+#### fd-swap
+{ echo out; echo err >&2; } 3>&1 1>&2 2>&3 2>/dev/null
+
+#### fd-append
+echo a > f; echo b >> f; exec 3>>f; echo c >&3; cat f
+
+#### fd-in-function-redirect
+f() { echo in-f; } > f.out
+f; cat f.out
+
+#### fd-while-redirect
+printf '1\n2\n' > n
+while read x; do echo "n$x"; done < n

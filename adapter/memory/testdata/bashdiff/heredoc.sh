@@ -182,3 +182,97 @@ cat <<< x | od -An -c
 #### heredoc-unterminated
 cat <<END
 no end
+
+#### dash-tabs
+cat <<-EOF
+	a
+		b
+	EOF
+
+#### two-heredocs-one-line-2
+cat <<A; cat <<B
+one
+A
+two
+B
+
+#### heredoc-two-fds
+cat <<A 3<<B
+a
+A
+b
+B
+
+#### heredoc-in-cmdsubst
+x=$(cat <<EOF
+v=$((1+2))
+EOF
+)
+echo "$x"
+
+#### heredoc-pipe
+cat <<EOF | tr a-z A-Z
+hello
+EOF
+
+#### heredoc-quoted-part
+x=1
+cat <<"E"OF
+$x
+EOF
+
+#### heredoc-backslash
+x=1
+cat <<EOF
+a\$x \\ \`
+$x\
+continued
+EOF
+
+#### heredoc-in-function-2
+f() {
+  cat <<EOF
+in $1
+EOF
+}
+f arg
+
+#### heredoc-in-loop-2
+for i in 1 2; do
+  cat <<EOF
+i=$i
+EOF
+done
+
+#### heredoc-herestring-var
+v='a b'
+cat <<< "$v"
+cat <<< $v
+read -r x <<< "  lead"; echo "[$x]"
+
+#### heredoc-empty-2
+cat <<EOF
+EOF
+echo done
+
+#### heredoc-while-read
+while read -r a b; do echo "$b $a"; done <<EOF
+1 x
+2 y
+EOF
+
+#### heredoc-redirect-to-file
+cat > f.txt <<EOF
+data
+EOF
+cat f.txt
+
+#### heredoc-cmd-subst-inside
+cat <<EOF
+$(echo sub) `echo back`
+EOF
+
+#### heredoc-single-quote-inside
+cat <<EOF
+it's "quoted"
+EOF

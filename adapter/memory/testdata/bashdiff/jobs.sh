@@ -212,3 +212,154 @@ echo "n=$(jobs -p | wc -l)"
 #### jobs-no-such-job
 jobs %3
 echo "st=$?"
+
+#### kill-job-spec-status
+sleep 5 & kill %1; wait %1; echo st=$?
+
+#### kill-pid-status
+sleep 5 & p=$!
+kill "$p"; wait "$p"; echo st=$?
+
+#### kill-9-status
+sleep 5 & kill -9 $!; wait $!; echo st=$?
+
+#### kill-s-int-ignored
+sleep 0.3 & sleep 0.1; kill -s INT %1; wait %1; echo st=$?
+
+#### kill-0-running
+sleep 0.2 & kill -0 $! && echo alive; wait
+
+#### kill-finished-job-waited
+true & wait $!; kill %1; echo st=$?
+
+#### kill-unknown-pid
+kill 99999; echo st=$?
+
+#### kill-loop-job
+while :; do :; done & kill $!; wait $!; echo st=$?
+
+#### kill-one-of-two
+sleep 5 & a=$!; (sleep 0.05; exit 4) & b=$!
+kill $a; wait $a; echo a=$?; wait $b; echo b=$?
+
+#### kill-job-from-subshell
+sleep 5 & p=$!; (kill $p); wait $p; echo st=$?
+
+#### kill-then-jobs-empty
+sleep 5 & kill %1; wait %1; jobs; echo done
+
+#### jobs-wait-status
+(exit 7) & p=$!
+wait $p; echo st=$?
+
+#### jobs-wait-all
+(sleep 0.01; exit 3) & (exit 4) &
+wait; echo st=$?
+
+#### jobs-bang-number
+true & [[ $! =~ ^[0-9]+$ ]] && echo num
+
+#### jobs-pipestatus-3
+true | false | (exit 3); echo "${PIPESTATUS[@]}"
+
+#### jobs-pipestatus-after-not
+! false | true; echo "${PIPESTATUS[@]} $?"
+
+#### jobs-pipestatus-compound
+{ false; } | true; echo "${PIPESTATUS[*]}"
+
+#### jobs-background-output-order
+echo a & wait; echo b
+
+#### jobs-wait-unknown
+wait 99999; echo st=$?
+
+#### jobs-kill-jobspec
+sleep 5 & kill %1; wait %1; echo st=$?
+
+#### wait-multiple-pids-status
+(exit 2) & a=$!; (exit 3) & b=$!; wait $a $b; echo st=$?
+
+#### bang-after-pipeline
+echo x | cat >/dev/null & p=$!; wait $p; echo st=$?
+
+#### brace-group-bg
+{ echo in-group; exit 4; } & wait $!; echo st=$?
+
+#### function-bg
+f() { return 6; }; f & wait $!; echo st=$?
+
+#### wait-parent-job-in-subshell
+sleep 0.1 & p=$!; ( wait $p; echo "sub=$?" ) 2>/dev/null; wait
+
+#### jobs-l-format
+sleep 0.3 & jobs | sed 's/[0-9][0-9]*/N/'; wait
+
+#### kill-percent-percent
+sleep 5 & kill %%; wait %%; echo st=$?
+
+#### bg-var-not-visible
+x=1; { x=2; } & wait; echo $x
+
+#### bg-output-captured
+out=$(echo bg & wait); echo "[$out]"
+
+#### wait-n-no-jobs-2
+wait -n; echo st=$?
+
+#### bg-and-fg-ordering
+(sleep 0.1; echo late) & echo early; wait
+
+#### pipestatus-bg-not-set
+false | true; true & wait; echo "${PIPESTATUS[@]}"
+
+#### bang-unset-initially
+echo "[$!]"
+
+#### wait-after-finished
+(exit 9) & sleep 0.1; wait $!; echo st=$?
+
+#### many-jobs
+for i in 1 2 3 4 5; do (exit $i) & done; wait; echo st=$?
+
+#### wait-p
+(exit 3) & p=$!; wait -n -p got; echo "st=$? same=$(( got == p ))"
+
+#### fg-no-job-control
+fg; echo st=$?
+
+#### bg-no-job-control
+bg; echo st=$?
+
+#### disown
+sleep 0.1 & disown; echo st=$?; wait; echo done
+
+#### disown-percent
+sleep 0.1 & disown %1; echo st=$?; jobs; echo listed
+
+#### jobs-after-done
+true & sleep 0.1; jobs; echo none
+
+#### wait-percent-minus
+sleep 0.1 & sleep 0.2 & wait %-; echo st=$?; wait
+
+#### bang-in-subshell
+true & p=$!; ( echo $(( $! == p )) ); wait
+
+#### wait-pid-twice
+(exit 5) & p=$!; wait $p; echo a=$?; wait $p; echo b=$?
+
+#### pipeline-bg-status
+false | true & wait $!; echo st=$?
+
+#### bg-exit-in-trap
+trap 'echo trap' EXIT; (exit 2) & wait; echo end
+
+#### jobs-p-count-2
+sleep 0.2 & sleep 0.2 & jobs -p | wc -l; wait
+
+#### kill-jobs-p
+sleep 5 & sleep 5 & kill $(jobs -p); wait; echo done
+
+#### wait-n-order
+(sleep 0.2; exit 1) & (sleep 0.05; exit 2) & wait -n; echo first=$?; wait -n; echo second=$?

@@ -207,3 +207,89 @@ while [ $i -lt 5 ]; do
   [ $((i % 2)) -eq 0 ] && continue
   echo $i
 done
+
+#### break-n
+for i in 1 2; do for j in a b; do echo $i$j; break 2; done; done; echo after
+
+#### continue-n
+for i in 1 2; do for j in a b; do continue 2; echo no; done; echo no2; done; echo end
+
+#### until
+n=0; until [ $n -ge 3 ]; do n=$((n+1)); done; echo $n
+
+#### for-no-in
+set -- x y; for a; do echo $a; done
+
+#### c-style-empty
+for ((i=0;;i++)); do [ $i -ge 2 ] && break; echo $i; done
+
+#### loop-redirect
+for i in 1 2; do echo $i; done > out.txt; cat out.txt
+
+#### while-pipe-subshell
+n=0; printf '1\n2\n' | while read x; do n=$x; done; echo $n
+
+#### loop-status
+for i in; do :; done; echo st=$?; false; while false; do :; done; echo st=$?
+
+#### break-in-function-loop
+f() { break; }; for i in 1 2; do f; echo $i; done
+
+#### nested-while-read-fd
+printf 'a\nb\n' > f1; printf '1\n2\n' > f2
+while read -r x <&3 && read -r y <&4; do echo "$x$y"; done 3<f1 4<f2
+
+#### for-brace-seq-step
+for i in {1..10..3}; do echo -n "$i "; done; echo; for i in {c..a}; do echo -n $i; done; echo
+
+#### select-not-used
+for x in "a b" c; do echo "[$x]"; done
+
+#### case-in-loop-break
+for i in 1 2 3; do case $i in 2) break ;; esac; echo $i; done
+
+#### last-line-no-newline
+printf 'a\nb' | while read -r l; do echo "[$l]"; done
+printf 'a\nb' | while read -r l || [ -n "$l" ]; do echo "<$l>"; done
+
+#### c-style-two-vars
+for ((i=0, j=5; i<j; i++, j--)); do echo "$i $j"; done
+
+#### loop-var-persists
+for x in a b; do :; done; echo $x
+
+#### for-cmdsubst
+for w in $(echo "one two"; echo three); do echo $w; done
+
+#### csv-ifs
+csv=a,b,c; IFS=,; for x in $csv; do echo $x; done
+
+#### until-break
+until false; do echo once; break; done
+
+#### while-not
+n=0; while ! [ $n -eq 2 ]; do n=$((n+1)); done; echo $n
+
+#### break-in-subshell
+for i in 1 2; do (break); echo $i; done
+
+#### while-read-ifs-fields-2
+printf 'a:b\nc:d\n' | while IFS=: read -r x y; do echo "$y$x"; done
+
+#### nested-continue-in-case
+for i in 1 2 3; do case $i in 2) continue;; esac; echo $i; done
+
+#### loop-exit-status-last
+for i in 1 2; do false; done; echo st=$?
+
+#### while-cond-sequence
+i=0; while i=$((i+1)); [ $i -lt 3 ]; do echo $i; done
+
+#### for-quoted-at
+set -- "a b" c; for x in "$@"; do echo "[$x]"; done; for x in $@; do echo "<$x>"; done
+
+#### for-star-quoted
+set -- "a b" c; for x in "$*"; do echo "[$x]"; done
+
+#### seq-loop
+for i in $(seq 3); do echo -n $i; done; echo

@@ -159,3 +159,148 @@ cat out.txt
 f() { echo exported-func; }
 export -f f
 bash -c f 2>/dev/null || echo "no exported function"
+
+#### case-leading-paren
+case x in (x) echo paren;; (*) echo no;; esac
+
+#### function-body-if
+f() if true; then echo body-if; fi
+f
+
+#### for-brace-body
+for i in 1 2; { echo $i; }
+
+#### dollar-single-quote
+echo $'\x41\t\u00e9' $'a\'b'
+
+#### dollar-double-quote
+echo $"plain"
+
+#### sparse-array-literal
+a=(1 2 [5]=x); echo ${#a[@]} ${!a[@]}
+
+#### assoc-literal
+declare -A m=([k]=v [k2]=v2); echo ${m[k]} ${#m[@]}
+
+#### brace-cross
+echo {a..c}{1..2}
+
+#### herestring-cmdsubst
+cat <<< $(echo x y)
+
+#### time-p
+time -p true 2>/dev/null; echo st=$?
+
+#### negate-group
+! { false; }; echo st=$?
+
+#### select-once
+select x in a b; do echo "got $x"; break; done <<< 2 2>/dev/null
+
+#### let-multiple
+let "a = 5" "b = a * 2"; echo $a $b
+
+#### chained-assign
+(( a = b = 3 )); echo $a $b
+
+#### arith-array-assign-expansion
+echo $(( arr[1] = 5 )) ${arr[1]}
+
+#### bare-redirect-creates
+> empty.txt; [ -f empty.txt ] && echo created
+
+#### exec-stderr-null
+exec 2>/dev/null; ls /nonexistent; echo st=$?
+
+#### procsubst-diff
+diff <(echo a) <(echo a) && echo same
+
+#### mapfile
+printf 'a\nb\n' > f; mapfile -t arr < f; echo ${#arr[@]} ${arr[1]}; readarray -t r2 < f; echo ${r2[0]}
+
+#### local-array
+f() { local -a arr=(1 2); echo ${#arr[@]}; }; f
+
+#### declare-g
+f() { declare -g gv=1; }; f; echo $gv
+
+#### lineno
+echo $LINENO
+echo $LINENO
+
+#### funcname
+f() { echo ${FUNCNAME[0]} ${#FUNCNAME[@]}; }; f
+
+#### trap-err
+trap 'echo caught' ERR; false; echo after
+
+#### set-x-stderr
+set -x; echo traced 2>/dev/null; set +x
+
+#### getopts
+set -- -a -b val rest; while getopts ab: o; do echo "$o ${OPTARG-}"; done; shift $((OPTIND-1)); echo "$@"
+
+#### read-a
+read -ra w <<< "x y z"; echo ${w[1]} ${#w[@]}
+
+#### type-t
+f() { :; }; type -t f echo ls if
+
+#### command-v
+command -v echo; command -v nosuch || echo none
+
+#### alias-not-expanded
+alias hi='echo alias'; hi 2>/dev/null; echo st=$?
+
+#### alias-expand-aliases
+shopt -s expand_aliases
+alias hi='echo alias'
+hi
+
+#### printf-v-array
+printf -v 'a[1]' %s x; echo ${a[1]}
+
+#### nested-cmdsubst-quotes
+echo "$(echo "inner $(echo "deep")")"
+
+#### backtick-nested
+echo `echo \`echo in\``
+
+#### semicolon-after-brace
+{ echo a; } ; { echo b; }
+
+#### empty-function-body-error
+f() { }; echo st=$?
+
+#### arith-for-no-body-vars
+for ((;;)); do break; done; echo ok
+
+#### case-empty-pattern
+x=; case $x in "") echo empty;; esac
+
+#### case-fallthrough-amp
+case a in a) echo a;& b) echo b;; esac
+
+#### word-with-equals
+echo a=b c==d
+
+#### declare-p-array
+a=(1 'two three'); declare -p a
+
+#### unset-function
+f() { :; }; unset -f f; type f 2>/dev/null || echo gone
+
+#### readonly-function-var
+readonly r=1; r=2 2>/dev/null; echo "st=$? r=$r"
+
+#### export-p-subshell
+export E=1; bash -c 'echo $E'
+
+#### subshell-exit-trap
+( trap 'echo sub-exit' EXIT; echo in ); echo out
+
+#### source-file
+echo 'echo sourced $1' > s.sh; . ./s.sh arg; source s.sh two
+
+#### exit-in-source
+echo 'return 3' > r.sh; . ./r.sh; echo st=$?

@@ -253,3 +253,53 @@ echo "$(echo hi | read -r w; echo "w=$w")"
 shopt -s lastpipe
 ! echo z | read -r q
 echo "st=$? q=$q"
+
+#### tilde-in-for-list
+for d in ~ ~/a "~"; do echo "$d"; done
+
+#### tilde-in-case-word
+case ~/x in "$HOME"/x) echo home ;; *) echo other ;; esac
+
+#### tilde-in-redirect-target
+echo hi > ~/t.txt
+cat "$HOME/t.txt"
+
+#### tilde-brace-sequence
+echo ~/{1..3}
+
+#### tilde-in-test
+[[ ~ == "$HOME" ]] && echo same
+[ ~/x = "$HOME/x" ] && echo same2
+
+#### tilde-after-equals-in-middle
+echo a=~ --opt=~/x x:~
+
+#### noclobber-basic
+set -C; echo a > f; echo b > f; echo st=$?; cat f
+
+#### noclobber-force
+set -o noclobber; echo a > f; echo b >| f; cat f
+
+#### noclobber-devnull
+set -C; echo a > /dev/null; echo st=$?
+
+#### noclobber-append
+set -C; echo a > f; echo b >> f; cat f
+
+#### lastpipe-read
+shopt -s lastpipe; echo hi | read x; echo "[$x]"
+
+#### lastpipe-off
+echo hi | read x; echo "[$x]"
+
+#### lastpipe-while
+shopt -s lastpipe; n=0; printf 'a\nb\n' | while read l; do n=$((n+1)); done; echo $n
+
+#### tilde-brace
+HOME=/h; echo {~,~/x}
+
+#### tilde-assign-colon
+HOME=/h; p=~/a:~/b; echo $p
+
+#### tilde-brace-user
+HOME=/h; echo ~{a,b}

@@ -235,3 +235,105 @@ echo ${s@Q}
 #### empty-pattern-replace
 s=abc
 echo ${s//}
+
+#### default-unset-vs-empty
+u=; echo "[${u-def}] [${u:-def}] [${n-def}] [${n:-def}]"
+
+#### assign-default-positional
+f() { : ${1:=x}; }; f 2>/dev/null; echo st=$?
+
+#### alternate-forms
+v=1 e=; echo "[${v+alt}] [${e+alt}] [${e:+alt}] [${n+alt}]"
+
+#### error-message-status
+( : ${nope?custom message} ) 2>/dev/null; echo st=$?
+( : ${e:?} ) 2>/dev/null; echo st=$?
+
+#### default-with-expansion
+x=5; echo ${n:-$x} ${n:-$((x+1))} ${n:-$(echo cmd)}
+
+#### default-array
+a=(); echo "[${a[@]:-empty}]"; b=(1 2); echo "[${b[@]:-empty}]"
+
+#### default-at-star
+set --; echo "[${@:-none}] [${*:-none}]"; set -- a b; echo "[${@:-none}]"
+
+#### assign-default-then-use
+echo ${v:=init}; echo $v
+
+#### nested-default-quotes
+echo "${n:-"inner 'q'"}" ${n:-'$x'} "${n:-\$x}"
+
+#### default-word-split
+set -- ${n:-a b c}; echo $#; set -- "${n:-a b c}"; echo $#
+
+#### question-in-function-exits-shell
+f() { echo ${1?need arg}; echo infunc; }; f; echo after
+
+#### plus-with-array
+a=(x y); echo ${a[@]+"${a[@]}"}; unset a; echo "[${a[@]+set}]"
+
+#### length-of-default
+echo ${#n} ${#}
+
+#### u-default-empty
+set -u; echo "[${x:-}]" "[${x-}]"
+
+#### plus-quoted
+x='a b'; set -- ${x:+"$x"}; echo $#; set -- "${x:+a b}"; echo $#
+
+#### default-cmdsubst-split
+set -- ${n-$(echo a b)}; echo $#
+
+#### assign-spaces
+echo "${v:=a b}"; echo "$v"
+
+#### prefix-names-2
+ab1=1 ab2=2; echo ${!ab*}; for n in "${!ab@}"; do echo $n; done
+
+#### case-mod
+x=hello; echo ${x^^} ${x^} ${x,,} X=${x^^[lo]}
+
+#### substr-neg
+x=abcdef; echo ${x: -2} ${x:1:-1} ${x: -3:2} ${x:10}
+
+#### at-slices
+set -- a b c d; echo ${@:2} ${@: -1} ${@:2:2} ${*:0:1}
+
+#### array-slice
+a=(a b c d); echo ${a[@]:1:2} ${a[@]: -2}
+
+#### length-array-element
+a=(abc de); echo ${#a[0]} ${#a[@]} ${#a}
+
+#### anchor-newline
+x=$'\nx'; echo "${x/#$'\n'/N}"
+
+#### indirect-default
+ref=target; echo ${!ref:-none}; target=v; echo ${!ref:-none}
+
+#### replace-all-array
+a=(aa ba); echo ${a[@]//a/x}
+
+#### remove-array
+a=(x.c y.c); echo ${a[@]%.c}
+
+#### default-in-arith
+echo $(( ${n:-4} * 2 ))
+
+#### unset-array-element-default
+a=(1 2); unset 'a[0]'; echo "[${a[0]:-gone}] ${#a[@]}"
+
+#### quoted-at-empty
+set --; for x in "$@"; do echo x; done; echo "n=${#@}"
+
+#### star-with-ifs
+set -- a b; IFS=:; echo "${*}"; x="$*"; echo "$x"
+
+#### error-unset-in-cmdsubst
+x=$(echo ${nope?msg}) 2>/dev/null; echo "st=$? [$x]"
+
+#### indirect-empty-ref-fatal
+e=
+echo "[${!e}]"
+echo after

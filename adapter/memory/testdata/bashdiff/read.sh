@@ -178,3 +178,45 @@ echo "[$x]"
 #### read-n1-loop-chars
 s=abc
 while read -n1 c; do echo "[$c]"; done <<< "$s"
+
+#### read-delim-empty
+printf 'a\0b\0' | while IFS= read -r -d '' x; do echo "[$x]"; done
+
+#### read-n
+read -n 2 x <<< abcd; echo $x
+
+#### read-N-newline
+printf 'a\nbc' | { read -N 3 x; printf '[%s]\n' "$x"; }
+
+#### read-eof-status-2
+printf 'partial' | { read x; echo "st=$? x=$x"; }
+
+#### read-ifs-backslash
+IFS=: read a b <<< 'x\:y:z'; echo "$a|$b"
+
+#### read-trailing-ifs-ws
+IFS=' ' read a b <<< 'one two  '; echo "[$a][$b]"
+
+#### read-more-vars-than-fields
+read a b c <<< 'x'; echo "[$a][$b][$c]"
+
+#### read-ifs-nonws-trailing
+IFS=: read a b <<< 'x:y:'; echo "[$a][$b]"
+
+#### read-ifs-nonws-trailing-2
+IFS=: read a b <<< 'x:y::'; echo "[$a][$b]"
+
+#### read-ifs-mixed
+IFS=' :' read a b c <<< ' x : y z'; echo "[$a][$b][$c]"
+
+#### split-ifs-mixed-lead
+IFS=' :'; x=' :a'; set -- $x; echo $#; printf '[%s]' "$@"; echo
+
+#### split-trailing-nonws
+IFS=:; x='a:b:'; set -- $x; echo $#
+
+#### split-double-nonws
+IFS=:; x='a::b'; set -- $x; echo $#
+
+#### split-only-nonws
+IFS=:; x=':'; set -- $x; echo $#; x='::'; set -- $x; echo $#

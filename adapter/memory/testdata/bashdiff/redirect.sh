@@ -214,3 +214,67 @@ exec 3<<EOF3
 from fd3
 EOF3
 cat <&3
+
+#### order-2to1-then-file
+{ echo out; echo err >&2; } 2>&1 >f.txt | cat; echo "file: $(cat f.txt)"
+
+#### amp-greater
+{ echo o; echo e >&2; } &> both.txt; cat both.txt
+
+#### amp-append
+echo a &> x.txt; echo b &>> x.txt; cat x.txt
+
+#### greater-amp-file
+echo hi >& y.txt; cat y.txt
+
+#### close-stdout
+echo hi >&-; echo st=$?
+
+#### ambiguous
+x="a b"; echo hi > $x; echo st=$?; ls
+
+#### ambiguous-unset
+echo hi > $nothing; echo st=$?
+
+#### glob-target
+touch only.one; echo data > only.*; cat only.one
+
+#### to-directory
+mkdir d; echo hi > d; echo st=$?
+
+#### missing-input
+cat < /nonexistent/x; echo st=$?; echo next
+
+#### exec-restore
+exec 3>&1; exec >o.txt; echo to-file; exec >&3 3>&-; echo back; cat o.txt
+
+#### compound-redirect-in
+{ read a; read b; } <<EOF
+1
+2
+EOF
+echo "$a$b"
+
+#### if-redirect
+if true; then echo in-if; fi > g.txt; cat g.txt
+
+#### redirect-order-dup
+ls /nonexistent 2>/dev/null >&2; echo st=$?
+
+#### herestring-fd
+cat 3<<<"three" <&3
+
+#### redirect-builtin-error
+cd /nonexistent 2>/dev/null || echo failed
+
+#### append-creates
+rm -f new.txt; echo a >> new.txt; cat new.txt
+
+#### input-output-same-file
+echo content > s.txt; cat < s.txt > t.txt; cat t.txt
+
+#### dev-null-read-2
+cat < /dev/null; echo st=$?
+
+#### stderr-to-stdout-in-cmdsubst
+x=$(ls /nonexistent 2>&1); [ -n "$x" ] && echo captured

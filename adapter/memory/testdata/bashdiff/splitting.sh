@@ -204,3 +204,45 @@ IFS=:
 x=':::'
 set -- $x
 echo $#
+
+#### ifs-colon-read
+IFS=: read a b c <<< "x::z"; echo "[$a][$b][$c]"
+
+#### ifs-read-rest
+IFS=, read a b <<< "1,2,3,4"; echo "[$a][$b]"
+
+#### ifs-read-trailing-sep
+IFS=, read a b <<< "1,2,"; echo "[$a][$b]"
+
+#### ifs-read-array
+IFS=: read -ra arr <<< "a:b::c"; echo "${#arr[@]} ${arr[2]}"
+
+#### ifs-mixed-ws
+IFS=' :'; x='a : b  c'; set -- $x; echo $#; printf '[%s]' "$@"; echo
+
+#### ifs-empty
+IFS=; x='a b'; set -- $x; echo $#
+
+#### ifs-star-join
+IFS=-; set -- a b c; echo "$*"; IFS=; echo "$*"
+
+#### ifs-unset
+unset IFS; x=$'a\tb  c'; set -- $x; echo $#
+
+#### ifs-at-in-word
+set -- "a b" c; for w in x"$@"y; do echo "[$w]"; done
+
+#### ifs-default-quoted-words
+unset x; set -- ${x:-"a b" c}; echo $#
+
+#### ifs-read-backslash
+printf 'a\\ b c\n' | { read x y; echo "[$x][$y]"; }
+
+#### ifs-read-r
+printf 'a\\ b c\n' | { read -r x y; echo "[$x][$y]"; }
+
+#### ifs-read-leading-ws
+printf '   a  b  \n' | { read x; echo "[$x]"; }
+
+#### ifs-read-noifs
+printf '   a  b  \n' | { IFS= read x; echo "[$x]"; }

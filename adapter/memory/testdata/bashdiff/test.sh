@@ -209,3 +209,150 @@ p='a*'
 #### double-bracket-empty-string-test
 [[ "" ]] || echo empty-false
 [[ x ]] && echo nonempty-true
+
+#### dbl-string-lt-gt
+[[ a < b ]] && echo lt; [[ b > a ]] && echo gt; [[ B < a ]] && echo Blt
+
+#### dbl-and-or-precedence
+[[ -n x || -z x && -z x ]] && echo yes
+[[ ( -n x || -z x ) && -z x ]] || echo no
+
+#### dbl-not
+[[ ! -e /nonexistent ]] && echo notexist
+[[ ! a == b ]] && echo ne
+
+#### dbl-option
+set -o noglob; [[ -o noglob ]] && echo on; set +o noglob; [[ -o noglob ]] || echo off
+
+#### dbl-v
+x=1; [[ -v x ]] && echo set; [[ -v nope ]] || echo unset; a=(1); [[ -v a[0] ]] && echo elem
+
+#### dbl-nt-ot
+touch -d '2020-01-01' old; touch new
+[[ new -nt old ]] && echo newer; [[ old -ot new ]] && echo older; [[ new -nt missing ]] && echo vsmissing
+
+#### dbl-regex-groups
+[[ 'ab12cd' =~ ([a-z]+)([0-9]+) ]] && echo "${BASH_REMATCH[0]} ${BASH_REMATCH[1]} ${BASH_REMATCH[2]}"
+
+#### dbl-regex-fail-clears
+[[ abc =~ (b) ]]; [[ xyz =~ (q) ]]; echo "[${BASH_REMATCH[*]}] ${#BASH_REMATCH[@]}"
+
+#### dbl-regex-space-quoted
+[[ 'a b' =~ a\ b ]] && echo esc; [[ 'a b' =~ 'a b' ]] && echo q
+
+#### dbl-regex-invalid
+[[ a =~ '(' ]]; echo st=$?; [[ a =~ ( ]]; echo st=$?
+
+#### dbl-empty-var-no-split
+x=''; [[ $x == '' ]] && echo empty; y='a b'; [[ $y == 'a b' ]] && echo nosplit
+
+#### dbl-arith-compare
+[[ 10 -gt 9 ]] && echo gt; [[ 010 -eq 8 ]] && echo octal; [[ abc -eq 0 ]] && echo zero
+
+#### dbl-glob-no-pathname
+touch aa; [[ aa == a* ]] && echo m; [[ a* == aa ]] || echo lhs-literal
+
+#### dbl-integer-error
+[[ 1 -eq 1+ ]]; echo st=$?
+
+#### dbl-unary-file
+touch f; mkdir d; [[ -f f && -d d && -e f && -s f ]] || echo nonempty-false; [[ -r f && -w f ]] && echo rw
+
+#### test-combination
+[ -n a -a -z '' ] && echo and; [ -z a -o -n b ] && echo or; [ ! -z a ] && echo not
+
+#### test-parens
+[ \( a = a \) -a \( b = b \) ] && echo parens
+
+#### test-too-many
+[ a b c ]; echo st=$?
+
+#### bare-var
+a=x; [[ $a ]] && echo set; e=; [[ $e ]] || echo empty
+
+#### contains
+x=hello; y=ell; [[ $x == *"$y"* ]] && echo contains; [[ $x == *"e*"* ]] || echo nostar
+
+#### regex-alternation
+for w in a b c; do [[ $w =~ ^(a|b)$ ]] && echo "m$w"; done
+
+#### regex-class
+[[ x1 =~ [[:alpha:]][[:digit:]] ]] && echo cls
+
+#### string-lt-numbers
+[[ 10 < 9 ]] && echo string-compare
+
+#### newline-compare
+[[ $'a\nb' == a?b ]] && echo nl
+
+#### unary-a-exists
+touch f; [[ -a f ]] && echo exists
+
+#### symlink
+touch t; ln -s t l; [[ -h l && -L l ]] && echo link; [[ -h t ]] || echo notlink
+
+#### t-not-terminal
+[[ -t 0 ]] || echo notty
+
+#### complex-grouping
+[[ a == a && ( b == c || 1 -eq 1 ) ]] && echo grp
+
+#### regex-var-with-quotes
+re='a.c'; [[ abc =~ $re ]] && echo re; [[ abc =~ "$re" ]] || echo lit
+
+#### regex-bracket-literal
+[[ 'a]' =~ a] ]] && echo br
+
+#### file-equal
+touch a; ln -s a b; [[ a -ef b ]] && echo same
+
+#### le-ge-not-in-dbl
+[[ 3 -le 3 && 4 -ge 5 ]] || echo num
+
+#### empty-string-ops
+[[ -z '' && -n ' ' ]] && echo ok
+
+#### dbl-invalid-octal-eq
+[[ 08 -eq 8 ]]; echo st=$?
+
+#### dbl-var-name-in-eq
+a=5; [[ a -eq 5 ]] && echo name; [[ b -eq 0 ]] && echo unset-zero
+
+#### dbl-regex-newline
+[[ $'a\nb' =~ a.b ]] && echo dot-nl
+
+#### dbl-glob-bracket-var
+c='[ab]'; [[ a == $c ]] && echo cls; [[ a == "$c" ]] || echo lit
+
+#### dbl-missing-operand
+x=; [[ -n $x ]] || echo empty-ok
+
+#### dbl-regex-star-empty
+[[ '' =~ ^a*$ ]] && echo empty-match
+
+#### dbl-regex-anchors-var
+s='foo.bar'; [[ $s =~ \.bar$ ]] && echo escdot
+
+#### dbl-numeric-string-compare
+[[ 2 == 02 ]] || echo str; [[ 2 -eq 02 ]] && echo num
+
+#### test-string-eq-double
+[ a == a ] && echo dbl-eq
+
+#### test-lt-escaped
+[ a \< b ] && echo lt
+
+#### test-n-missing-arg
+[ -n ] && echo one-arg-true
+
+#### test-unary-no-arg
+[ -f ]; echo st=$?
+
+#### test-invalid-int
+[ a -eq 1 ] 2>/dev/null; echo st=$?
+
+#### test-negative-num
+[ -1 -lt 0 ] && echo neg
+
+#### test-spaces-num
+[ ' 3 ' -eq 3 ] 2>/dev/null && echo spaced; echo st=$?
