@@ -322,3 +322,13 @@ type FileStreamer interface {
 	// of r leaves the target as it was (the error is r's). It returns the bytes written.
 	WriteFileFrom(ctx context.Context, path string, r io.Reader) (int64, error)
 }
+
+// Pauser is a sandbox whose processes can be frozen and thawed (issue 38): Pause stops every
+// process of the sandbox where it is (no CPU, memory kept) until Resume lets them go on. A paused
+// sandbox takes no commands (errs.SandboxUnavailable, or a command waits for Resume where the
+// runtime cannot tell) and cannot be attached to; its files stay readable on the host where the
+// adapter keeps them there. Pause of a paused sandbox and Resume of a running one are no-ops.
+type Pauser interface {
+	Pause(ctx context.Context) error
+	Resume(ctx context.Context) error
+}

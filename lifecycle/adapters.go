@@ -38,6 +38,8 @@ type driver struct {
 	alive func(ctx context.Context, o Options, rec Record) (bool, error)
 	// prune (optional) removes what crashed processes left behind, returning backend ids.
 	prune func(ctx context.Context, o Options) ([]string, error)
+	// setPaused (optional) pauses or resumes the sandbox of rec without attaching to it.
+	setPaused func(ctx context.Context, o Options, rec Record, paused bool) error
 	// fork fills rec (a copy of src's record, with a new id) as a copy of the attached src. The
 	// report lists what the copy left out (adapters that copy on the host: local, oci).
 	fork func(ctx context.Context, o Options, rs records, src adapter.Sandbox, rec *Record) (adapter.CopyReport, error)
@@ -101,15 +103,15 @@ func Open(ctx context.Context, o Options) (adapter.Sandbox, error) {
 	return a.d.open(ctx, o)
 }
 
-// runningIn reports whether list (an adapter's List, with its error) has the sandbox id, running;
-// of gives an entry's id and state.
+// runningIn reports whether list (an adapter's List, with its error) has the sandbox id, running
+// or paused; of gives an entry's id and state.
 func runningIn[I any](list []I, err error, id string, of func(I) (id, state string)) (bool, error) {
 	if err != nil {
 		return false, err
 	}
 	for _, i := range list {
 		if k, state := of(i); k == id {
-			return state == "running", nil
+			return state == "running" || state == "paused", nil
 		}
 	}
 	return false, nil

@@ -84,4 +84,7 @@ var dockerDriver = driver{
 	prune: func(ctx context.Context, o Options) ([]string, error) {
 		return docker.Prune(ctx, o.DockerConfig(), docker.PruneOptions{})
 	},
+	setPaused: func(ctx context.Context, o Options, rec Record, paused bool) error {
+		return docker.SetPaused(ctx, dockerLasting(o), rec.Backend, paused)
+	},
 }

@@ -149,6 +149,33 @@ func (m *Manager) Remove(ctx context.Context, id string, o Options) error {
 	return m.rs.delete(id)
 }
 
+// Pause freezes the processes of the long-lived sandbox id where they are (adapter.Pauser: the
+// cgroup freezer of docker, runc and crun, gVisor's own under runsc) until Resume; meanwhile it
+// costs no CPU and cannot be attached to (errs.SandboxUnavailable says it is paused). Pause of a
+// paused sandbox and Resume of a running one are no-ops. Errors: as Get; errs.InvalidInput for an
+// adapter without pause (local: its processes live with the process that runs them; memory,
+// kubernetes, remote); the adapter's.
+func (m *Manager) Pause(ctx context.Context, id string, o Options) error {
+	return m.setPaused(ctx, id, o, true)
+}
+
+// Resume lets a paused sandbox's processes go on where they were.
+func (m *Manager) Resume(ctx context.Context, id string, o Options) error {
+	return m.setPaused(ctx, id, o, false)
+}
+
+func (m *Manager) setPaused(ctx context.Context, id string, o Options, paused bool) error {
+	rec, err := m.rs.get(id)
+	if err != nil {
+		return err
+	}
+	a, ok := Lookup(rec.Adapter)
+	if !ok || a.d.setPaused == nil {
+		return errs.New(errs.InvalidInput, "sandbox", "", "sandbox %s: the %s adapter cannot pause a sandbox (docker and oci can)", id, rec.Adapter)
+	}
+	return a.d.setPaused(ctx, o, rec, paused)
+}
+
 // Forget deletes the record of id (and the local workspace in its directory) without touching
 // its backing: for a caller that released it otherwise, or gave up on it. Errors: as Get.
 func (m *Manager) Forget(id string) error { return m.rs.delete(id) }

@@ -78,4 +78,7 @@ var ociDriver = driver{
 	prune: func(ctx context.Context, o Options) ([]string, error) {
 		return oci.Prune(ctx, o.OCIConfig(), oci.PruneOptions{})
 	},
+	setPaused: func(ctx context.Context, o Options, rec Record, paused bool) error {
+		return oci.SetPaused(ctx, ociLasting(o), rec.Backend, paused)
+	},
 }

@@ -23,6 +23,8 @@ type engine interface {
 	ContainerList(ctx context.Context, o client.ContainerListOptions) (client.ContainerListResult, error)
 	ContainerRemove(ctx context.Context, id string, o client.ContainerRemoveOptions) (client.ContainerRemoveResult, error)
 	ContainerUpdate(ctx context.Context, id string, o client.ContainerUpdateOptions) (client.ContainerUpdateResult, error)
+	ContainerPause(ctx context.Context, id string, o client.ContainerPauseOptions) (client.ContainerPauseResult, error)
+	ContainerUnpause(ctx context.Context, id string, o client.ContainerUnpauseOptions) (client.ContainerUnpauseResult, error)
 	ExecCreate(ctx context.Context, id string, o client.ExecCreateOptions) (client.ExecCreateResult, error)
 	ExecAttach(ctx context.Context, execID string, o client.ExecAttachOptions) (client.ExecAttachResult, error)
 	ExecInspect(ctx context.Context, execID string, o client.ExecInspectOptions) (client.ExecInspectResult, error)

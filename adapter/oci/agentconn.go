@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"io"
 	"os"
 	"os/exec"
@@ -61,7 +62,10 @@ func (s *Sandbox) agentClient(ctx context.Context, op string) (*agentConn, error
 		if time.Since(s.agentFailed) < agentRetry {
 			return nil, s.agentErr
 		}
-		if !s.rt.running(ctx, containerID(s.rec.ID)) {
+		if st, err := s.rt.state(ctx, containerID(s.rec.ID)); err != nil || st.Status != specs.StateRunning {
+			if err == nil && st.Status == statePaused {
+				return nil, s.unavailable(op, "it is paused (sandboxer sandbox resume "+s.rec.ID+", or Resume)")
+			}
 			return nil, s.unavailable(op, "its container is not running")
 		}
 		a, err := s.rt.exec(ctx, containerID(s.rec.ID), filepath.Join(s.lay.sandbox(s.rec.ID), "bundle", execFile))

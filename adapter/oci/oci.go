@@ -684,7 +684,7 @@ func Attach(ctx context.Context, cfg Config, id string) (*Sandbox, error) {
 	if err != nil {
 		return nil, err
 	}
-	if st.Status != specs.StateRunning {
+	if st.Status != specs.StateRunning && st.Status != statePaused { // paused: files on the host, no commands until resumed
 		return nil, errs.New(errs.SandboxUnavailable, op, "", "sandbox %s is not running (%s)", id, orGone(st.Status))
 	}
 	data, err := os.ReadFile(filepath.Join(lay.sandbox(id), "bundle", "config.json"))

@@ -18,21 +18,22 @@ import (
 func newSandboxCmd(std Streams) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "sandbox",
-		Short: "Manage long-lived sandboxes (create, ls, rm, fork, prune, network)",
+		Short: "Manage long-lived sandboxes (create, ls, rm, fork, prune, network, pause, resume)",
 		Long: `Long-lived sandboxes outlive one invocation: create one, then pass --sandbox ID to tool,
 exec and mcp. Their records live in the state directory (--state-dir, default
 $XDG_STATE_HOME/sandboxer or ~/.local/state/sandboxer); a local sandbox's workspace is
 STATE_DIR/sandboxes/ID/workspace.`,
 		Args: func(c *cobra.Command, args []string) error {
 			if len(args) > 0 {
-				return usage(fmt.Errorf("unknown sandbox command %q (want create, ls, rm, fork, prune or network)", args[0]))
+				return usage(fmt.Errorf("unknown sandbox command %q (want create, ls, rm, fork, prune, network, pause or resume)", args[0]))
 			}
-			return usage(errors.New("sandbox: want a subcommand: create, ls, rm, fork, prune or network"))
+			return usage(errors.New("sandbox: want a subcommand: create, ls, rm, fork, prune, network, pause or resume"))
 		},
 		RunE: func(c *cobra.Command, args []string) error { return nil },
 	}
 	c.AddCommand(newSandboxCreateCmd(std), newSandboxLsCmd(std), newSandboxRmCmd(std),
-		newSandboxForkCmd(std), newSandboxPruneCmd(std), newSandboxNetworkCmd(std))
+		newSandboxForkCmd(std), newSandboxPruneCmd(std), newSandboxNetworkCmd(std),
+		newSandboxPauseCmd(std, true), newSandboxPauseCmd(std, false))
 	return c
 }
 
@@ -277,5 +278,48 @@ func newSandboxForkCmd(std Streams) *cobra.Command {
 	}
 	addStateFlags(c)
 	c.Flags().String(keySyncMaxFile, "100MiB", "the largest file the fork copies (bytes, or with KiB, MiB, GiB); a larger one fails the fork")
+	return c
+}
+
+// newSandboxPauseCmd is `sandbox pause ID...` (paused true) or `sandbox resume ID...`.
+func newSandboxPauseCmd(std Streams, paused bool) *cobra.Command {
+	verb, short := "resume", "Let paused long-lived sandboxes' processes go on where they were"
+	if paused {
+		verb, short = "pause", "Freeze long-lived sandboxes' processes where they are (docker, oci): no CPU, memory kept, until resume"
+	}
+	c := &cobra.Command{
+		Use:   verb + " ID...",
+		Short: short,
+		Args:  cobra.MinimumNArgs(1),
+		RunE: runE(func(c *cobra.Command, args []string) error {
+			s, err := settingsOf(c)
+			if err != nil {
+				return err
+			}
+			mgr, o := lifecycle.NewManager(s.StateDir), optionsOf(s)
+			for _, id := range args {
+				if err := lifecycle.CheckID(id); err != nil {
+					return usage(err)
+				}
+				if paused {
+					err = mgr.Pause(c.Context(), id, o)
+				} else {
+					err = mgr.Resume(c.Context(), id, o)
+				}
+				if errors.Is(err, errs.NotFound) {
+					return errs.New(errs.SandboxUnavailable, "sandbox", "", "no sandbox %q in %s (see sandboxer sandbox ls)", id, s.StateDir)
+				}
+				if errors.Is(err, errs.InvalidInput) {
+					return usage(err)
+				}
+				if err != nil {
+					return err
+				}
+				fmt.Fprintln(std.Out, id)
+			}
+			return nil
+		}),
+	}
+	addStateFlags(c)
 	return c
 }
