@@ -115,8 +115,7 @@ func (p *Proxy) intercept(w http.ResponseWriter, host string, port int, e *entry
 	if n := brw.Reader.Buffered(); n > 0 {
 		conn = &prefixConn{Conn: client, r: io.MultiReader(io.LimitReader(brw.Reader, int64(n)), client)}
 	}
-	bc := &batchConn{Conn: conn}
-	tc := tls.Server(bc, &tls.Config{
+	tc := tls.Server(conn, &tls.Config{
 		MinVersion: tls.VersionTLS12,
 		NextProtos: []string{"http/1.1"},
 		GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) {
@@ -143,8 +142,7 @@ func (p *Proxy) intercept(w http.ResponseWriter, host string, port int, e *entry
 		IdleTimeout:       idleTimeout,
 		ErrorLog:          log.New(io.Discard, "", 0),
 	}
-	bc.start()
-	l := &oneConnListener{conn: &flushConn{Conn: tc, bc: bc}, done: make(chan struct{})}
+	l := &oneConnListener{conn: tc, done: make(chan struct{})}
 	srv.Serve(l)
 	<-l.done
 }
@@ -174,85 +172,6 @@ func (p *Proxy) passesRules(w http.ResponseWriter, r *http.Request, pol *policy,
 		refuse(w, "sandboxer egress proxy: "+why+"\n")
 	}
 	return ok
-}
-
-// batchConn gathers the TLS records one Write of the terminated connection makes (16 KiB each)
-// into writes of up to batchBytes: one system call where there were sixteen (flushConn flushes
-// at the end of each). Until start, during the handshake, it writes through.
-type batchConn struct {
-	net.Conn
-	mu      sync.Mutex
-	on      bool
-	buf     []byte
-	flushed error
-}
-
-// batchBytes is the most a batchConn holds before it writes.
-const batchBytes = 256 << 10
-
-func (c *batchConn) start() {
-	c.mu.Lock()
-	c.on = true
-	c.mu.Unlock()
-}
-
-func (c *batchConn) Write(p []byte) (int, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if !c.on {
-		return c.Conn.Write(p)
-	}
-	if len(c.buf)+len(p) > batchBytes {
-		if err := c.flushLocked(); err != nil {
-			return 0, err
-		}
-	}
-	if len(p) >= batchBytes {
-		return c.Conn.Write(p)
-	}
-	c.buf = append(c.buf, p...)
-	return len(p), nil
-}
-
-func (c *batchConn) flush() error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.flushLocked()
-}
-
-func (c *batchConn) flushLocked() error {
-	if len(c.buf) == 0 {
-		return nil
-	}
-	_, err := c.Conn.Write(c.buf)
-	c.buf = c.buf[:0]
-	return err
-}
-
-func (c *batchConn) Close() error {
-	c.flush()
-	return c.Conn.Close()
-}
-
-// flushConn is the TLS side of a batchConn: what each Write (and what a Read made the TLS
-// layer answer) sends leaves before the call returns.
-type flushConn struct {
-	net.Conn
-	bc *batchConn
-}
-
-func (c *flushConn) Write(p []byte) (int, error) {
-	n, err := c.Conn.Write(p)
-	if ferr := c.bc.flush(); err == nil && ferr != nil {
-		return 0, ferr
-	}
-	return n, err
-}
-
-func (c *flushConn) Read(p []byte) (int, error) {
-	n, err := c.Conn.Read(p)
-	c.bc.flush()
-	return n, err
 }
 
 // prefixConn is a connection whose first bytes were already read into a buffer.
