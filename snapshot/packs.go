@@ -16,8 +16,6 @@ import (
 	"strings"
 	"sync"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/sandboxer/sandboxer/errs"
 )
 
@@ -427,7 +425,7 @@ func (t *packTx) put(_ context.Context, h string, data []byte) (bool, error) {
 	t.pending[h] = true
 	if t.durable && t.curOff-t.flushed >= writebackChunk {
 		// Start the writeback, do not wait for it (a hint: an error here shows at the fsync).
-		_ = unix.SyncFileRange(int(t.cur.Fd()), t.flushed, t.curOff-t.flushed, unix.SYNC_FILE_RANGE_WRITE)
+		startWriteback(t.cur, t.flushed, t.curOff-t.flushed)
 		t.flushed = t.curOff
 	}
 	if t.curOff >= packMax {
