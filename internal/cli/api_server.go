@@ -214,7 +214,7 @@ func httpStatus(code errs.Code) int {
 		return http.StatusNotFound
 	case errs.Conflict:
 		return http.StatusConflict
-	case errs.ProcessTimeout, errs.ProcessFailed, errs.CommandFailed, errs.NetworkDisabled, errs.GitRemoteDisabled, errs.GrepFailed:
+	case errs.ProcessTimeout, errs.ProcessFailed, errs.CommandFailed, errs.NetworkDisabled, errs.GitRemoteDisabled, errs.GrepFailed, errs.VerifyFailed:
 		return http.StatusUnprocessableEntity
 	case errs.IsolationUnavailable:
 		return http.StatusServiceUnavailable

@@ -38,6 +38,7 @@ from .errors import (
     SandboxUnavailable,
     TooLarge,
     Unauthorized,
+    VerifyFailed,
     error_from,
 )
 from .models import ExecChunk, ExecResult, FileInfo, ProcessOutput, ProcessState
@@ -82,5 +83,6 @@ __all__ = [
     "SandboxerError",
     "TooLarge",
     "Unauthorized",
+    "VerifyFailed",
     "error_from",
 ]

@@ -179,6 +179,13 @@ class Conflict(SandboxerError):
     code = "SYNC_CONFLICT"
 
 
+class VerifyFailed(SandboxerError):
+    """422: what was restored (a snapshot into a workspace) does not match what was captured;
+    ``details`` names the missing, altered, corrupt and unexpected paths."""
+
+    code = "VERIFY_FAILED"
+
+
 class IsolationUnavailable(SandboxerError):
     """503: an isolation layer the configuration requires cannot be applied here."""
 
@@ -216,6 +223,7 @@ ERRORS: Dict[str, Type[SandboxerError]] = {
         GrepFailed,
         LimitExceeded,
         Conflict,
+        VerifyFailed,
         IsolationUnavailable,
         InternalError,
     )
