@@ -43,7 +43,7 @@ func (m *Manager) Create(ctx context.Context, o Options) (Record, error) {
 	if err := o.resolveEgress(); err != nil {
 		return Record{}, err
 	}
-	rec := Record{ID: NewID(), Adapter: a.Name, CreatedAt: time.Now().UTC(), Network: networkOf(o)}
+	rec := Record{ID: NewID(), Adapter: a.Name, CreatedAt: time.Now().UTC(), Network: NetworkOf(o)}
 	if a.InProcess || a.Name == "remote" {
 		rec.Network = nil // the memory adapter refuses a network; a server keeps its own
 	}

@@ -21,8 +21,9 @@ type Network struct {
 	Inject     []string           `json:"inject,omitempty"`
 }
 
-// networkOf is the policy o asks for, nil when it asks for none.
-func networkOf(o Options) *Network {
+// NetworkOf is the policy o asks for (AllowHosts, Secrets, Inject), nil when it asks for none:
+// what Manager.Create records and Manager.SetNetwork takes.
+func NetworkOf(o Options) *Network {
 	if len(o.AllowHosts) == 0 && len(o.Secrets) == 0 && len(o.Inject) == 0 {
 		return nil
 	}
@@ -66,11 +67,8 @@ func (o *Options) resolveEgress() error {
 	if o.AllowNetwork {
 		return errs.New(errs.InvalidInput, "secret", "", "secrets go through the egress proxy of allow-hosts, which AllowNetwork excludes")
 	}
-	sec, err := egress.ResolveSecrets(o.Secrets, o.LookupEnv)
+	_, sec, _, err := NetworkOf(*o).policy(o.LookupEnv)
 	if err != nil {
-		return err
-	}
-	if err := egress.CheckPolicy(o.AllowHosts, sec, o.Inject); err != nil {
 		return err
 	}
 	o.secretValues = sec
@@ -86,7 +84,7 @@ func (o Options) egressConfig() egress.Config {
 
 // withRecordNetwork gives o the record's policy when o names no network of its own.
 func withRecordNetwork(o Options, rec Record) (Options, bool) {
-	if o.AllowNetwork || networkOf(o) != nil || rec.Network == nil {
+	if o.AllowNetwork || NetworkOf(o) != nil || rec.Network == nil {
 		return o, false
 	}
 	in, err := egress.ParseInjections(rec.Network.Inject)

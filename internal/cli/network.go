@@ -39,12 +39,9 @@ too; where it is not, that process cuts the sandbox's network rather than guess)
 			if !change && !none {
 				rec, err = mgr.Get(args[0])
 			} else {
-				var n *lifecycle.Network
+				var n *lifecycle.Network // --none
 				if change {
-					n = &lifecycle.Network{AllowHosts: s.AllowHosts, Secrets: s.Secrets}
-					for _, in := range s.Inject {
-						n.Inject = append(n.Inject, in.String())
-					}
+					n = lifecycle.NetworkOf(optionsOf(s))
 				}
 				rec, err = mgr.SetNetwork(args[0], n, s.inv.lookupEnv)
 			}

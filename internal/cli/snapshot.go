@@ -43,6 +43,20 @@ func openCatalog(s Settings) (*snapshot.Catalog, error) {
 	return snapshot.Open(filepath.Join(s.StateDir, "snapshots"), snapshot.Options{})
 }
 
+// withCatalog runs f with c's settings and their catalog, closed after.
+func withCatalog(c *cobra.Command, f func(s Settings, cat *snapshot.Catalog) error) error {
+	s, err := settingsOf(c)
+	if err != nil {
+		return err
+	}
+	cat, err := openCatalog(s)
+	if err != nil {
+		return err
+	}
+	defer cat.Close()
+	return f(s, cat)
+}
+
 // withLasting runs f on the long-lived sandbox id, attached for the call.
 func withLasting(ctx context.Context, s Settings, id string, f func(sess *session) error) error {
 	if err := lifecycle.CheckID(id); err != nil {
@@ -64,39 +78,32 @@ func newSnapshotTakeCmd(std Streams) *cobra.Command {
 		Short: "Take a snapshot NAME of the long-lived sandbox ID's workspace and print its summary",
 		Args:  exactArgs(2),
 		RunE: runE(func(c *cobra.Command, args []string) error {
-			s, err := settingsOf(c)
-			if err != nil {
-				return err
-			}
 			if err := snapshot.CheckName(args[1]); err != nil {
 				return usage(err)
 			}
 			if keep < 0 {
 				return usage(fmt.Errorf("--keep %d: want 0 (all) or more", keep))
 			}
-			cat, err := openCatalog(s)
-			if err != nil {
-				return err
-			}
-			defer cat.Close()
-			return withLasting(c.Context(), s, args[0], func(sess *session) error {
-				m, err := cat.Take(c.Context(), sess.Sandbox, args[1])
-				if err != nil {
-					return err
-				}
-				out := map[string]any{"name": m.Name, "source": m.Source, "files": m.Files, "bytes": m.Bytes,
-					"read": m.Read, "stored": m.Stored}
-				if len(m.Skipped) > 0 {
-					out["skipped"] = m.Skipped
-				}
-				if keep > 0 {
-					gone, err := cat.Keep(c.Context(), keep, snapshot.Filter{Source: m.Source})
+			return withCatalog(c, func(s Settings, cat *snapshot.Catalog) error {
+				return withLasting(c.Context(), s, args[0], func(sess *session) error {
+					m, err := cat.Take(c.Context(), sess.Sandbox, args[1])
 					if err != nil {
 						return err
 					}
-					out["deleted"] = gone
-				}
-				return printJSON(std, out)
+					out := map[string]any{"name": m.Name, "source": m.Source, "files": m.Files, "bytes": m.Bytes,
+						"read": m.Read, "stored": m.Stored}
+					if len(m.Skipped) > 0 {
+						out["skipped"] = m.Skipped
+					}
+					if keep > 0 {
+						gone, err := cat.Keep(c.Context(), keep, snapshot.Filter{Source: m.Source})
+						if err != nil {
+							return err
+						}
+						out["deleted"] = gone
+					}
+					return printJSON(std, out)
+				})
 			})
 		}),
 	}
@@ -112,20 +119,13 @@ func newSnapshotRestoreCmd(std Streams) *cobra.Command {
 		Short: "Restore snapshot NAME into the long-lived sandbox ID's workspace, verified",
 		Args:  exactArgs(2),
 		RunE: runE(func(c *cobra.Command, args []string) error {
-			s, err := settingsOf(c)
-			if err != nil {
-				return err
-			}
-			cat, err := openCatalog(s)
-			if err != nil {
-				return err
-			}
-			defer cat.Close()
-			return withLasting(c.Context(), s, args[1], func(sess *session) error {
-				if err := cat.Restore(c.Context(), args[0], sess.Sandbox, snapshot.RestoreOptions{Replace: replace}); err != nil {
-					return err
-				}
-				return printJSON(std, map[string]string{"restored": args[0], "id": args[1]})
+			return withCatalog(c, func(s Settings, cat *snapshot.Catalog) error {
+				return withLasting(c.Context(), s, args[1], func(sess *session) error {
+					if err := cat.Restore(c.Context(), args[0], sess.Sandbox, snapshot.RestoreOptions{Replace: replace}); err != nil {
+						return err
+					}
+					return printJSON(std, map[string]string{"restored": args[0], "id": args[1]})
+				})
 			})
 		}),
 	}
@@ -142,31 +142,24 @@ func newSnapshotLsCmd(std Streams) *cobra.Command {
 		Short: "List snapshots, oldest first",
 		Args:  exactArgs(0),
 		RunE: runE(func(c *cobra.Command, args []string) error {
-			s, err := settingsOf(c)
-			if err != nil {
-				return err
-			}
-			cat, err := openCatalog(s)
-			if err != nil {
-				return err
-			}
-			defer cat.Close()
-			list, err := cat.List(c.Context(), f)
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				if list == nil {
-					list = []snapshot.Info{}
+			return withCatalog(c, func(s Settings, cat *snapshot.Catalog) error {
+				list, err := cat.List(c.Context(), f)
+				if err != nil {
+					return err
 				}
-				return printJSON(std, list)
-			}
-			tw := tabwriter.NewWriter(std.Out, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "NAME\tSOURCE\tADAPTER\tFILES\tBYTES\tCREATED")
-			for _, i := range list {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\n", i.Name, i.Source, i.Adapter, i.Files, i.Bytes, i.Created.Format(time.RFC3339))
-			}
-			return tw.Flush()
+				if asJSON {
+					if list == nil {
+						list = []snapshot.Info{}
+					}
+					return printJSON(std, list)
+				}
+				tw := tabwriter.NewWriter(std.Out, 0, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "NAME\tSOURCE\tADAPTER\tFILES\tBYTES\tCREATED")
+				for _, i := range list {
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\n", i.Name, i.Source, i.Adapter, i.Files, i.Bytes, i.Created.Format(time.RFC3339))
+				}
+				return tw.Flush()
+			})
 		}),
 	}
 	addStateFlags(c)
@@ -182,19 +175,12 @@ func newSnapshotRmCmd(std Streams) *cobra.Command {
 		Short: "Delete snapshots and free the blobs no other snapshot uses",
 		Args:  cobra.MinimumNArgs(1),
 		RunE: runE(func(c *cobra.Command, args []string) error {
-			s, err := settingsOf(c)
-			if err != nil {
-				return err
-			}
-			cat, err := openCatalog(s)
-			if err != nil {
-				return err
-			}
-			defer cat.Close()
-			if err := cat.Delete(c.Context(), args...); err != nil {
-				return err
-			}
-			return printJSON(std, map[string][]string{"deleted": args})
+			return withCatalog(c, func(s Settings, cat *snapshot.Catalog) error {
+				if err := cat.Delete(c.Context(), args...); err != nil {
+					return err
+				}
+				return printJSON(std, map[string][]string{"deleted": args})
+			})
 		}),
 	}
 	addStateFlags(c)
@@ -208,27 +194,20 @@ func newSnapshotKeepCmd(std Streams) *cobra.Command {
 		Short: "Retention: of the snapshots selected (--prefix, --source), keep the newest K and delete the others",
 		Args:  exactArgs(1),
 		RunE: runE(func(c *cobra.Command, args []string) error {
-			s, err := settingsOf(c)
-			if err != nil {
-				return err
-			}
 			var k int
 			if _, err := fmt.Sscan(args[0], &k); err != nil || k < 0 {
 				return usage(fmt.Errorf("keep %q: want a count, 0 or more", args[0]))
 			}
-			cat, err := openCatalog(s)
-			if err != nil {
-				return err
-			}
-			defer cat.Close()
-			gone, err := cat.Keep(c.Context(), k, f)
-			if err != nil {
-				return err
-			}
-			if gone == nil {
-				gone = []string{}
-			}
-			return printJSON(std, map[string][]string{"deleted": gone})
+			return withCatalog(c, func(_ Settings, cat *snapshot.Catalog) error {
+				gone, err := cat.Keep(c.Context(), k, f)
+				if err != nil {
+					return err
+				}
+				if gone == nil {
+					gone = []string{}
+				}
+				return printJSON(std, map[string][]string{"deleted": gone})
+			})
 		}),
 	}
 	addStateFlags(c)
