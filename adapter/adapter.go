@@ -332,3 +332,12 @@ type Pauser interface {
 	Pause(ctx context.Context) error
 	Resume(ctx context.Context) error
 }
+
+// Checkpointer is a sandbox whose processes can be saved with their memory (issue 38): Checkpoint
+// writes the sandbox's memory, workspace and HOME into dir, a directory it creates (an existing
+// one is errs.InvalidInput), and the sandbox goes on running where it was. The adapter's Restore
+// makes a new sandbox from dir whose processes continue with that memory; open TCP connections
+// are reset. errs.SandboxUnavailable when the runtime cannot checkpoint on this machine.
+type Checkpointer interface {
+	Checkpoint(ctx context.Context, dir string) error
+}

@@ -43,6 +43,9 @@ type driver struct {
 	// fork fills rec (a copy of src's record, with a new id) as a copy of the attached src. The
 	// report lists what the copy left out (adapters that copy on the host: local, oci).
 	fork func(ctx context.Context, o Options, rs records, src adapter.Sandbox, rec *Record) (adapter.CopyReport, error)
+	// restore (optional) fills rec as a new sandbox restored from the checkpoint in dir
+	// (adapter.Checkpointer).
+	restore func(ctx context.Context, o Options, dir string, rec *Record) error
 }
 
 // adapters is the explicit table of this build's adapters: no init() registration, what is

@@ -270,3 +270,41 @@ func (m *Manager) Fork(ctx context.Context, src *Session, o Options) (Record, ad
 	}
 	return rec, rep, nil
 }
+
+// Checkpoint saves the attached sandbox src with its processes' memory in dir, a directory it
+// makes (adapter.Checkpointer: oci under gVisor); src goes on where it was. Restore makes new
+// sandboxes from dir. Errors: errs.InvalidInput for an adapter that cannot checkpoint or an
+// existing dir; the adapter's (errs.SandboxUnavailable where the runtime cannot).
+func (m *Manager) Checkpoint(ctx context.Context, src *Session, dir string) error {
+	c, ok := src.Sandbox.(adapter.Checkpointer)
+	if !ok {
+		return errs.New(errs.InvalidInput, "checkpoint", "", "sandbox %s: the %s adapter cannot checkpoint a sandbox with its memory (oci with --runtime runsc can; a file system snapshot works everywhere: sandboxer snapshot take)", src.Record.ID, src.Record.Adapter)
+	}
+	return c.Checkpoint(ctx, dir)
+}
+
+// Restore makes a new long-lived sandbox of o.Adapter from the checkpoint in dir (Checkpoint),
+// its processes going on with the checkpoint's memory, records it (RestoredFrom names dir) and
+// returns its record. A checkpoint may be restored any number of times, each sandbox
+// independent. On failure nothing of it is left. Errors: errs.InvalidInput for an adapter that
+// cannot restore, or a dir that is not a whole checkpoint; errs.VerifyFailed when its memory
+// image is not what was saved; the adapter's.
+func (m *Manager) Restore(ctx context.Context, dir string, o Options) (Record, error) {
+	a, err := lookup(o.Adapter)
+	if err != nil {
+		return Record{}, err
+	}
+	if a.d.restore == nil {
+		return Record{}, errs.New(errs.InvalidInput, "restore", "", "the %s adapter cannot restore a checkpoint (oci can)", a.Name)
+	}
+	rec := Record{ID: NewID(), Adapter: a.Name, CreatedAt: time.Now().UTC(), RestoredFrom: dir}
+	if err := a.d.restore(ctx, o, dir, &rec); err != nil {
+		m.discard(ctx, a, o, rec)
+		return Record{}, err
+	}
+	if err := m.rs.save(rec); err != nil {
+		m.discard(ctx, a, o, rec)
+		return Record{}, err
+	}
+	return rec, nil
+}

@@ -81,4 +81,12 @@ var ociDriver = driver{
 	setPaused: func(ctx context.Context, o Options, rec Record, paused bool) error {
 		return oci.SetPaused(ctx, ociLasting(o), rec.Backend, paused)
 	},
+	restore: func(ctx context.Context, o Options, dir string, rec *Record) error {
+		sb, err := oci.Restore(ctx, ociLasting(o), dir)
+		if err != nil {
+			return err
+		}
+		rec.Backend, rec.Workspace, rec.Image = sb.ID(), sb.HostWorkspace(), sb.Image()
+		return sb.Detach()
+	},
 }

@@ -18,16 +18,18 @@ import (
 // Record describes one long-lived sandbox: what Manager keeps in STATE/sandboxes/ID/sandbox.json
 // to find it again from another process.
 type Record struct {
-	ID        string    `json:"id"`
-	Adapter   string    `json:"adapter"`
-	Workspace string    `json:"workspace,omitempty"` // local: the workspace directory; oci: the container's on the host; kubernetes: in the pod
-	Image     string    `json:"image,omitempty"`     // docker, kubernetes, oci: the image it was created from
-	Backend   string    `json:"backend,omitempty"`   // the adapter's own id (docker: the container; remote: the server's)
-	URL       string    `json:"url,omitempty"`       // remote: the server (never its token)
-	Namespace string    `json:"namespace,omitempty"` // kubernetes: the namespace of its pod
-	ForkOf    string    `json:"forkOf,omitempty"`    // the id of the sandbox it was forked from
-	Network   *Network  `json:"network,omitempty"`   // its egress policy (never a secret's value); nil: none
-	CreatedAt time.Time `json:"createdAt"`
+	ID        string `json:"id"`
+	Adapter   string `json:"adapter"`
+	Workspace string `json:"workspace,omitempty"` // local: the workspace directory; oci: the container's on the host; kubernetes: in the pod
+	Image     string `json:"image,omitempty"`     // docker, kubernetes, oci: the image it was created from
+	Backend   string `json:"backend,omitempty"`   // the adapter's own id (docker: the container; remote: the server's)
+	URL       string `json:"url,omitempty"`       // remote: the server (never its token)
+	Namespace string `json:"namespace,omitempty"` // kubernetes: the namespace of its pod
+	ForkOf    string `json:"forkOf,omitempty"`    // the id of the sandbox it was forked from
+	// RestoredFrom is the checkpoint directory it was restored from (Manager.Restore).
+	RestoredFrom string    `json:"restoredFrom,omitempty"`
+	Network      *Network  `json:"network,omitempty"` // its egress policy (never a secret's value); nil: none
+	CreatedAt    time.Time `json:"createdAt"`
 }
 
 // records is the records part of a state directory:

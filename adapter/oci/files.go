@@ -84,7 +84,7 @@ var (
 // both owned by the sandbox user and on the capped file system where there is one (capWorkspace),
 // fills the workspace from copyFrom (a workspace being forked, by adapter.CopyTree; HOME starts
 // empty, as the local adapter's) when set, and opens the root on it.
-func (s *Sandbox) prepareWorkspace(ctx context.Context, copyFrom *os.Root) error {
+func (s *Sandbox) prepareWorkspace(ctx context.Context, src origin) error {
 	uid := s.rec.HostUID
 	s.rec.Home = s.lay.home(s.rec.ID)
 	var made []string
@@ -116,25 +116,45 @@ func (s *Sandbox) prepareWorkspace(ctx context.Context, copyFrom *os.Root) error
 		return err
 	}
 	s.ws = root
-	if copyFrom != nil {
-		if s.forkSkipped, err = adapter.CopyTree(ctx, "fork", copyFrom, root, s.cfg.forkMaxFileBytes()); err != nil {
+	if src.workspace != nil {
+		if s.forkSkipped, err = adapter.CopyTree(ctx, "fork", src.workspace, root, s.cfg.forkMaxFileBytes()); err != nil {
 			return err
 		}
 	}
-	if copyFrom != nil || !s.rec.OwnWorkspace {
-		// Everything in it becomes the sandbox user's. The container is not running yet, so
-		// nothing moves under the walk.
-		err := filepath.WalkDir(ws, func(p string, d fs.DirEntry, err error) error {
-			if err != nil {
-				return err
-			}
-			return os.Lchown(p, uid, uid)
-		})
+	if src.home != nil {
+		if err := copyInto(ctx, src.home, s.rec.Home, s.cfg.forkMaxFileBytes()); err != nil {
+			return err
+		}
+		if err := chownTree(s.rec.Home, uid); err != nil {
+			return err
+		}
+	}
+	if src.workspace != nil || !s.rec.OwnWorkspace {
+		return chownTree(ws, uid)
+	}
+	return nil
+}
+
+// copyInto copies the tree of src into the directory dst (adapter.CopyTree).
+func copyInto(ctx context.Context, src *os.Root, dst string, maxFileBytes int64) error {
+	root, err := os.OpenRoot(dst)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	_, err = adapter.CopyTree(ctx, "restore", src, root, maxFileBytes)
+	return err
+}
+
+// chownTree makes everything under dir the sandbox user's. The container is not running yet, so
+// nothing moves under the walk.
+func chownTree(dir string, uid int) error {
+	return filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
-	}
-	return nil
+		return os.Lchown(p, uid, uid)
+	})
 }
 
 // capWorkspace mounts a file system of Config.WorkspaceBytes at the sandbox's directory's disk,
@@ -195,5 +215,5 @@ func (s *Sandbox) Fork(ctx context.Context) (adapter.Sandbox, error) {
 	}
 	cfg := s.cfg
 	cfg.Workspace = ""
-	return create(ctx, cfg, s.ws)
+	return create(ctx, cfg, origin{workspace: s.ws})
 }

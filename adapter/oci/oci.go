@@ -512,6 +512,11 @@ type Sandbox struct {
 	stopped bool
 
 	agent       agentproc.Slot[*agentConn]
+	// held is the stdio of the container's main agent after a restore (Restore, Checkpoint):
+	// no stream of this handle, only held open (see heldInit). Under agent's use: set before the
+	// sandbox is handed out, and by Checkpoint with the slot emptied.
+	held        *heldInit
+	checkpoints sync.Mutex // one Checkpoint at a time
 	agentFailed time.Time // last failed start of an agent exec (it and agentErr under agent's lock)
 	agentErr    error
 
@@ -544,11 +549,19 @@ func New(ctx context.Context, cfg Config) (*Sandbox, error) {
 	if cfg.Image, err = AbsImage(cfg.Image, filepath.Abs); err != nil {
 		return nil, errs.Wrap(errs.InvalidInput, "oci create", "", err)
 	}
-	return create(ctx, cfg, nil)
+	return create(ctx, cfg, origin{})
 }
 
-// create makes the sandbox; copyFrom, when set, is a workspace to copy in before the start.
-func create(ctx context.Context, cfg Config, copyFrom *os.Root) (*Sandbox, error) {
+// origin is what a new sandbox starts from besides its configuration: nothing (New), a workspace
+// to copy in before the start (Fork), or a checkpoint (Restore): its workspace and HOME copied
+// in, and the container restored from its memory instead of started.
+type origin struct {
+	workspace, home *os.Root
+	ck              *checkpoint
+}
+
+// create makes the sandbox from src.
+func create(ctx context.Context, cfg Config, src origin) (*Sandbox, error) {
 	const op = "oci create"
 	rt, err := findRuntime(cfg)
 	if err != nil {
@@ -565,6 +578,11 @@ func create(ctx context.Context, cfg Config, copyFrom *os.Root) (*Sandbox, error
 	}
 	// The image's tree is leased until the record names it (or the create failed).
 	defer root.release()
+	if src.ck != nil {
+		if err := src.ck.sameRoot(lay, root); err != nil {
+			return nil, err
+		}
+	}
 	userns, reach, err := useUserNS(cfg, lay)
 	if err != nil {
 		return nil, err
@@ -603,7 +621,7 @@ func create(ctx context.Context, cfg Config, copyFrom *os.Root) (*Sandbox, error
 		// Removed by the janitor if this process dies before Stop.
 		s.lookedAfter = lookAfter(id, cfg.stateDir())
 	}
-	if err := s.prepareWorkspace(ctx, copyFrom); err != nil {
+	if err := s.prepareWorkspace(ctx, src); err != nil {
 		if errs.CodeOf(err) == "" {
 			err = errs.Wrap(errs.Internal, op, "", fmt.Errorf("workspace: %w", err))
 		}
@@ -633,6 +651,15 @@ func create(ctx context.Context, cfg Config, copyFrom *os.Root) (*Sandbox, error
 	}
 	if err != nil {
 		return fail(errs.Wrap(errs.Internal, op, "", err))
+	}
+	if src.ck != nil {
+		held, pid, err := rt.restore(ctx, containerID(id), filepath.Join(dir, "bundle"), src.ck.memory(), reach)
+		if err != nil {
+			return fail(err)
+		}
+		s.held = held
+		s.layers = s.observeLayers(pid)
+		return s, nil
 	}
 	conn, pid, err := rt.start(ctx, containerID(id), filepath.Join(dir, "bundle"), reach)
 	if err != nil && strings.Contains(err.Error(), "container process is already dead") && ctx.Err() == nil {
@@ -725,6 +752,9 @@ func (s *Sandbox) Platform() string { return s.rec.Platform }
 // adapter.Workspaced's, the workspace as commands see it, /workspace.)
 func (s *Sandbox) HostWorkspace() string { return s.rec.Workspace }
 
+// Image returns the image the sandbox was made from ("": the adapter's own root file system).
+func (s *Sandbox) Image() string { return s.rec.Config.Image }
+
 // Workspace is the workspace as commands see it, /workspace (adapter.Workspaced).
 func (s *Sandbox) Workspace() string { return adapter.DefaultWorkspace }
 
@@ -789,6 +819,7 @@ func (s *Sandbox) Detach() error {
 	s.stopped = true
 	s.mu.Unlock()
 	s.agent.Close()
+	s.held.Close()
 	if s.ws != nil {
 		s.ws.Close()
 	}
@@ -798,6 +829,7 @@ func (s *Sandbox) Detach() error {
 // destroy releases everything the sandbox holds.
 func (s *Sandbox) destroy(ctx context.Context) error {
 	s.agent.Close()
+	s.held.Close()
 	if s.ws != nil {
 		s.ws.Close()
 	}

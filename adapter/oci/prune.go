@@ -350,6 +350,9 @@ type RuntimeReport struct {
 	Kernel  string   `json:"kernel,omitempty"` // uname -r inside the sandbox
 	// Platform is gVisor's platform (runsc only): the one sandboxes run on here, and why.
 	Platform *PlatformChoice `json:"platform,omitempty"`
+	// Checkpoint says whether a sandbox can be checkpointed with its memory (Sandbox.Checkpoint)
+	// under this runtime here: "works" (runsc: the probe sandbox was checkpointed), or why not.
+	Checkpoint string `json:"checkpoint,omitempty"`
 }
 
 // Probe reports, for each runtime this adapter knows, whether it is installed, its version, and
@@ -391,6 +394,7 @@ func Probe(ctx context.Context, cfg Config) []RuntimeReport {
 		res, err := sb.ExecuteCommand(ctx, adapter.Command{Args: []string{"uname", "-r"}, Timeout: 30 * time.Second})
 		if err == nil && res.ExitCode == 0 {
 			rep.Works, rep.Layers, rep.Kernel = true, res.Isolation.Layers, strings.TrimSpace(string(res.Stdout))
+			rep.Checkpoint = probeCheckpoint(ctx, sb)
 		} else if err != nil {
 			rep.Error = err.Error()
 		} else {
@@ -454,4 +458,20 @@ func Remove(ctx context.Context, cfg Config, id string) error {
 		return err
 	}
 	return removeSandbox(ctx, rt, lay, r)
+}
+
+// probeCheckpoint checkpoints sb into a temporary directory: "works", or why not.
+func probeCheckpoint(ctx context.Context, sb *Sandbox) string {
+	if sb.rt.name != Runsc {
+		return "no: " + CRIUStatus(ctx)
+	}
+	tmp, err := os.MkdirTemp("", "sandboxer-checkpoint-probe-")
+	if err != nil {
+		return "no: " + err.Error()
+	}
+	defer os.RemoveAll(tmp)
+	if err := sb.Checkpoint(ctx, filepath.Join(tmp, "ck")); err != nil {
+		return "no: " + err.Error()
+	}
+	return "works"
 }

@@ -216,41 +216,71 @@ func (p *pipes) closeOwn() {
 // runtime's own diagnostics go to the container's stderr, which is read into the connection's
 // stderr head: a failed start says why.
 func (r *runtimeBin) start(ctx context.Context, cid, bundleDir string, reach reachPlan) (*agentConn, int, error) {
-	const op = "oci create"
 	p, err := newPipes()
 	if err != nil {
-		return nil, 0, errs.Wrap(errs.Internal, op, "", err)
+		return nil, 0, errs.Wrap(errs.Internal, "oci create", "", err)
 	}
+	conn := newAgentConn(p, nil)
+	pid, err := r.launch(ctx, cid, bundleDir, reach, p, conn.stderr, "run")
+	if err != nil {
+		conn.Close()
+		return nil, 0, err
+	}
+	return conn, pid, nil
+}
+
+// restore runs the bundle as container cid restored from the checkpoint image in imageDir
+// (runsc's restore), detached, and returns its main agent's stdio, held (see heldInit), and the
+// host pid of its sandbox.
+func (r *runtimeBin) restore(ctx context.Context, cid, bundleDir, imageDir string, reach reachPlan) (*heldInit, int, error) {
+	p, err := newPipes()
+	if err != nil {
+		return nil, 0, errs.Wrap(errs.Internal, "oci restore", "", err)
+	}
+	h := holdInit(p)
+	pid, err := r.launch(ctx, cid, bundleDir, reach, p, h.stderr, "restore", "--image-path", imageDir)
+	if err != nil {
+		h.Close()
+		return nil, 0, err
+	}
+	return h, pid, nil
+}
+
+// launch runs the runtime's verb (run, or restore with its flags) on the bundle as container
+// cid, detached, its process on the child's ends of p (which launch closes), and returns the
+// host pid of the container's process. The runtime's own diagnostics go to the container's
+// stderr, read into stderr: a failed launch says why.
+func (r *runtimeBin) launch(ctx context.Context, cid, bundleDir string, reach reachPlan, p *pipes, stderr *headBuffer, verb ...string) (int, error) {
+	const op = "oci create"
 	// The start itself is not cut off midway (a half-made container is worse than a late one);
 	// the caller deletes the container when ctx ended meanwhile.
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
 	defer cancel()
 	pidFile := filepath.Join(bundleDir, "init.pid")
-	cmd := r.command(cctx, "run", "--detach", "--pid-file", pidFile, "--bundle", bundleDir, cid)
+	args := append(slices.Clone(verb), "--detach", "--pid-file", pidFile, "--bundle", bundleDir, cid)
+	cmd := r.command(cctx, args...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = p.inR, p.outW, p.errW
 	cmd.Dir = bundleDir
-	conn := newAgentConn(p, nil)
-	err = r.startCmd(cmd, reach)
+	err := r.startCmd(cmd, reach)
 	p.closeChild()
 	if err == nil {
 		err = cmd.Wait()
 	}
 	if err != nil {
-		conn.Close()
-		msg := conn.stderr.waitString(2 * time.Second)
-		what := r.name + " run"
+		p.inW.Close() // the process (if any) ends, and with it the stderr copy
+		msg := stderr.waitString(2 * time.Second)
+		what := r.name + " " + verb[0]
 		if r.platform != "" {
 			what += " (gVisor platform " + r.platform + ")"
 		}
-		return nil, 0, errs.New(errs.SandboxUnavailable, op, "", "%s: %v: %s", what, err, strings.TrimSpace(msg))
+		return 0, errs.New(errs.SandboxUnavailable, op, "", "%s: %v: %s", what, err, strings.TrimSpace(msg))
 	}
 	if ctx.Err() != nil {
-		conn.Close()
-		return nil, 0, ctx.Err()
+		return 0, ctx.Err()
 	}
 	b, _ := os.ReadFile(pidFile)
 	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
-	return conn, pid, nil
+	return pid, nil
 }
 
 // exec starts another agent in running container cid with the process of processFile (the

@@ -305,6 +305,9 @@ func printOCIRuntimes(std Streams, reps []oci.RuntimeReport) {
 		if r.Platform != nil {
 			fmt.Fprintf(std.Out, "  gVisor platform: %s\n", r.Platform)
 		}
+		if r.Checkpoint != "" {
+			fmt.Fprintf(std.Out, "  checkpoint with memory: %s\n", r.Checkpoint)
+		}
 	}
 }
 

@@ -18,22 +18,22 @@ import (
 func newSandboxCmd(std Streams) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "sandbox",
-		Short: "Manage long-lived sandboxes (create, ls, rm, fork, prune, network, pause, resume)",
+		Short: "Manage long-lived sandboxes (create, ls, rm, fork, prune, network, pause, resume, checkpoint)",
 		Long: `Long-lived sandboxes outlive one invocation: create one, then pass --sandbox ID to tool,
 exec and mcp. Their records live in the state directory (--state-dir, default
 $XDG_STATE_HOME/sandboxer or ~/.local/state/sandboxer); a local sandbox's workspace is
 STATE_DIR/sandboxes/ID/workspace.`,
 		Args: func(c *cobra.Command, args []string) error {
 			if len(args) > 0 {
-				return usage(fmt.Errorf("unknown sandbox command %q (want create, ls, rm, fork, prune, network, pause or resume)", args[0]))
+				return usage(fmt.Errorf("unknown sandbox command %q (want create, ls, rm, fork, prune, network, pause, resume or checkpoint)", args[0]))
 			}
-			return usage(errors.New("sandbox: want a subcommand: create, ls, rm, fork, prune, network, pause or resume"))
+			return usage(errors.New("sandbox: want a subcommand: create, ls, rm, fork, prune, network, pause, resume or checkpoint"))
 		},
 		RunE: func(c *cobra.Command, args []string) error { return nil },
 	}
 	c.AddCommand(newSandboxCreateCmd(std), newSandboxLsCmd(std), newSandboxRmCmd(std),
 		newSandboxForkCmd(std), newSandboxPruneCmd(std), newSandboxNetworkCmd(std),
-		newSandboxPauseCmd(std, true), newSandboxPauseCmd(std, false))
+		newSandboxPauseCmd(std, true), newSandboxPauseCmd(std, false), newSandboxCheckpointCmd(std))
 	return c
 }
 
@@ -44,7 +44,7 @@ func printJSON(std Streams, v any) error {
 }
 
 func newSandboxCreateCmd(std Streams) *cobra.Command {
-	var from string
+	var from, fromCheckpoint string
 	var count int
 	c := &cobra.Command{
 		Use:   "create [flags]",
@@ -54,6 +54,19 @@ func newSandboxCreateCmd(std Streams) *cobra.Command {
 			s, err := settingsOf(c)
 			if err != nil {
 				return err
+			}
+			if fromCheckpoint != "" {
+				if from != "" || c.Flags().Changed(keyRoot) || count < 1 {
+					return usage(fmt.Errorf("--from-checkpoint takes no --from-snapshot or --%s, and --count is 1 or more", keyRoot))
+				}
+				if !c.Flags().Changed(keyAdapter) {
+					s.Adapter = "oci" // the adapter whose checkpoints there are
+				}
+				ids, err := createFromCheckpoint(c.Context(), s, fromCheckpoint, count)
+				if err != nil {
+					return err
+				}
+				return printJSON(std, map[string][]string{"ids": ids})
 			}
 			if !knownAdapter(s.Adapter) {
 				return usage(unknownAdapter(s.Adapter))
@@ -97,7 +110,8 @@ func newSandboxCreateCmd(std Streams) *cobra.Command {
 	}
 	addCommonFlags(c.Flags())
 	c.Flags().StringVar(&from, "from-snapshot", "", "restore this snapshot into the new sandbox (any adapter; verified), and print {\"ids\":[...]}")
-	c.Flags().IntVar(&count, "count", 1, "with --from-snapshot: make this many sandboxes, each independent")
+	c.Flags().StringVar(&fromCheckpoint, "from-checkpoint", "", "restore the checkpoint in this directory (sandbox checkpoint: oci, its processes with their memory), and print {\"ids\":[...]}")
+	c.Flags().IntVar(&count, "count", 1, "with --from-snapshot or --from-checkpoint: make this many sandboxes, each independent")
 	return c
 }
 

@@ -262,5 +262,5 @@ func createFromSnapshot(ctx context.Context, s Settings, name string, count int)
 	return ids, nil
 }
 
-// errSnapshotCount: --count without --from-snapshot.
-var errSnapshotCount = errs.New(errs.InvalidInput, "sandbox", "", "--count needs --from-snapshot")
+// errSnapshotCount: --count without --from-snapshot or --from-checkpoint.
+var errSnapshotCount = errs.New(errs.InvalidInput, "sandbox", "", "--count needs --from-snapshot or --from-checkpoint")
