@@ -511,13 +511,13 @@ type Sandbox struct {
 	mu      sync.Mutex
 	stopped bool
 
-	agent       agentproc.Slot[*agentConn]
+	agent agentproc.Slot[*agentConn]
 	// held is the stdio of the container's main agent after a restore (Restore, Checkpoint):
 	// no stream of this handle, only held open (see heldInit). Under agent's use: set before the
 	// sandbox is handed out, and by Checkpoint with the slot emptied.
 	held        *heldInit
 	checkpoints sync.Mutex // one Checkpoint at a time
-	agentFailed time.Time // last failed start of an agent exec (it and agentErr under agent's lock)
+	agentFailed time.Time  // last failed start of an agent exec (it and agentErr under agent's lock)
 	agentErr    error
 
 	egress egress.Holder // the proxy of cfg.AllowHosts
