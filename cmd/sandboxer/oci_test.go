@@ -1,6 +1,7 @@
 package main_test
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -74,6 +75,19 @@ func TestOCIAdapter(t *testing.T) {
 	assert.Equal(t, "keptmore\n", r.stdout)
 	r = e.run("", nil, "exec", "--sandbox", id, "--", "cat", "dir/f.txt")
 	assert.Equal(t, "keptmore\n", r.stdout, "the source is unchanged")
+
+	// Fork N ways: each its own copy.
+	r = e.run("", nil, "sandbox", "fork", id, "--count", "2")
+	require.Equal(t, 0, r.code, r.stderr)
+	var forks struct{ IDs []string }
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &forks), r.stdout)
+	require.Len(t, forks.IDs, 2)
+	r = e.run("", nil, "exec", "--sandbox", forks.IDs[0], "--", "sh", "-c", "echo first > dir/f.txt")
+	require.Equal(t, 0, r.code, r.stderr)
+	r = e.run("", nil, "exec", "--sandbox", forks.IDs[1], "--", "cat", "dir/f.txt")
+	assert.Equal(t, "keptmore\n", r.stdout, "one fork's change is its own")
+	r = e.run("", nil, "sandbox", "rm", forks.IDs[0], forks.IDs[1])
+	require.Equal(t, 0, r.code, r.stderr)
 
 	r = e.run("", nil, "sandbox", "ls", "--json")
 	require.Equal(t, 0, r.code, r.stderr)

@@ -260,12 +260,16 @@ func newSandboxPruneCmd(std Streams) *cobra.Command {
 }
 
 func newSandboxForkCmd(std Streams) *cobra.Command {
+	var count int
 	c := &cobra.Command{
 		Use:   "fork ID",
-		Short: `Create a new long-lived sandbox from a copy of ID's workspace and print {"id":"..."} (with "skipped": the FIFOs, sockets and devices left out)`,
+		Short: `Create a new long-lived sandbox from a copy of ID's workspace and print {"id":"..."} (with "skipped": the FIFOs, sockets and devices left out; --count N: {"ids":[...]})`,
 		Args: func(c *cobra.Command, args []string) error {
 			if err := exactArgs(1)(c, args); err != nil {
 				return err
+			}
+			if count < 1 {
+				return usage(fmt.Errorf("--count %d: want 1 or more", count))
 			}
 			return usage(lifecycle.CheckID(args[0]))
 		},
@@ -280,18 +284,34 @@ func newSandboxForkCmd(std Streams) *cobra.Command {
 				return err
 			}
 			defer sess.Close()
-			rec, rep, err := lifecycle.NewManager(s.StateDir).Fork(c.Context(), sess.lasting, optionsOf(s))
-			if err != nil {
-				return inCLIWords(err)
+			mgr, o := lifecycle.NewManager(s.StateDir), optionsOf(s)
+			var ids []string
+			var rep adapter.CopyReport
+			for range count {
+				rec, r, err := mgr.Fork(c.Context(), sess.lasting, o)
+				if err != nil {
+					for _, id := range ids {
+						discardSandbox(c.Context(), mgr, id, o)
+					}
+					return inCLIWords(err)
+				}
+				ids, rep = append(ids, rec.ID), r
+			}
+			if count == 1 {
+				return printJSON(std, struct {
+					ID string `json:"id"`
+					adapter.CopyReport
+				}{ids[0], rep})
 			}
 			return printJSON(std, struct {
-				ID string `json:"id"`
+				IDs []string `json:"ids"`
 				adapter.CopyReport
-			}{rec.ID, rep})
+			}{ids, rep})
 		}),
 	}
 	addStateFlags(c)
 	c.Flags().String(keySyncMaxFile, "100MiB", "the largest file the fork copies (bytes, or with KiB, MiB, GiB); a larger one fails the fork")
+	c.Flags().IntVar(&count, "count", 1, "make this many forks, each independent (all or none)")
 	return c
 }
 
