@@ -179,3 +179,46 @@ func TestKubernetesAdapter(t *testing.T) {
 		}
 	}
 }
+
+// A snapshot taken on local restores into two pods (verified), one pod's own changes are taken
+// there and restored back onto local (issue 38: portable between adapters, kubernetes included).
+func TestKubernetesSnapshots(t *testing.T) {
+	t.Parallel()
+	vars, _ := k8sEnv(t)
+	e := newEnv(t)
+	e.vars = append(e.vars, vars...)
+	t.Cleanup(func() { e.run("", nil, "sandbox", "prune") })
+	r := e.run("", nil, "sandbox", "create")
+	require.Equal(t, 0, r.code, r.stderr)
+	local := idRe.FindStringSubmatch(r.stdout)[1]
+	t.Cleanup(func() { e.run("", nil, "sandbox", "rm", local) })
+	r = e.run("", nil, "exec", "--sandbox", local, "--", "sh", "-c",
+		`mkdir -p src/empty && printf 'print("hi")\n' > src/main.py && printf '#!/bin/sh\necho run\n' > run.sh && chmod +x run.sh && ln -s src/main.py link`)
+	require.Equal(t, 0, r.code, r.stderr)
+	r = e.run("", nil, "snapshot", "take", local, "base")
+	require.Equal(t, 0, r.code, r.stderr)
+
+	r = e.run("", nil, "sandbox", "create", "--adapter", "kubernetes", "--from-snapshot", "base", "--count", "2")
+	require.Equal(t, 0, r.code, r.stderr)
+	var made struct{ IDs []string }
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &made), r.stdout)
+	require.Len(t, made.IDs, 2)
+	for _, id := range made.IDs {
+		t.Cleanup(func() { e.run("", nil, "sandbox", "rm", id) })
+		r = e.run("", nil, "exec", "--sandbox", id, "--", "sh", "-c", `./run.sh && cat link && test -d src/empty && readlink link`)
+		require.Equal(t, 0, r.code, r.stderr)
+		assert.Equal(t, "run\nprint(\"hi\")\nsrc/main.py\n", r.stdout)
+	}
+	r = e.run("", nil, "exec", "--sandbox", made.IDs[0], "--", "sh", "-c", `echo pod > src/main.py && rm run.sh`)
+	require.Equal(t, 0, r.code, r.stderr)
+	r = e.run("", nil, "snapshot", "take", made.IDs[0], "from-pod")
+	require.Equal(t, 0, r.code, r.stderr)
+	r = e.run("", nil, "exec", "--sandbox", made.IDs[1], "--", "cat", "src/main.py")
+	assert.Equal(t, "print(\"hi\")\n", r.stdout, "the other pod is its own")
+
+	r = e.run("", nil, "snapshot", "restore", "from-pod", local, "--replace")
+	require.Equal(t, 0, r.code, r.stderr)
+	r = e.run("", nil, "exec", "--sandbox", local, "--", "sh", "-c", `cat src/main.py; test -e run.sh || echo gone`)
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Equal(t, "pod\ngone\n", r.stdout)
+}
