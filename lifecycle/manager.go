@@ -47,11 +47,16 @@ func (m *Manager) Create(ctx context.Context, o Options) (Record, error) {
 	if a.InProcess || a.Name == "remote" {
 		rec.Network = nil // the memory adapter refuses a network; a server keeps its own
 	}
-	if err := a.d.create(ctx, o, m.rs, &rec); err != nil {
-		m.discard(ctx, a, o, rec)
-		return Record{}, err
+	return m.make(ctx, a, o, rec, func(rec *Record) error { return a.d.create(ctx, o, m.rs, rec) })
+}
+
+// make fills rec by fill and saves it; on failure it discards what fill made.
+func (m *Manager) make(ctx context.Context, a Adapter, o Options, rec Record, fill func(*Record) error) (Record, error) {
+	err := fill(&rec)
+	if err == nil {
+		err = m.rs.save(rec)
 	}
-	if err := m.rs.save(rec); err != nil {
+	if err != nil {
 		m.discard(ctx, a, o, rec)
 		return Record{}, err
 	}
@@ -298,13 +303,5 @@ func (m *Manager) Restore(ctx context.Context, dir string, o Options) (Record, e
 		return Record{}, errs.New(errs.InvalidInput, "restore", "", "the %s adapter cannot restore a checkpoint (oci can)", a.Name)
 	}
 	rec := Record{ID: NewID(), Adapter: a.Name, CreatedAt: time.Now().UTC(), RestoredFrom: dir}
-	if err := a.d.restore(ctx, o, dir, &rec); err != nil {
-		m.discard(ctx, a, o, rec)
-		return Record{}, err
-	}
-	if err := m.rs.save(rec); err != nil {
-		m.discard(ctx, a, o, rec)
-		return Record{}, err
-	}
-	return rec, nil
+	return m.make(ctx, a, o, rec, func(rec *Record) error { return a.d.restore(ctx, o, dir, rec) })
 }
