@@ -238,6 +238,18 @@ type Lister interface {
 	ListFiles(ctx context.Context, dir string) ([]FileInfo, error)
 }
 
+// DirLister lists directories without running anything in the sandbox: on the host, where the
+// adapter keeps the workspace there (local, oci, docker on its capped disk). A snapshot finds
+// empty directories with it, so a paused sandbox, whose processes cannot run a find, can be
+// snapshotted.
+type DirLister interface {
+	// ListDirs returns every directory under dir ("" or "." for the whole workspace; dir
+	// itself is not listed), with paths relative to the workspace root, never following a
+	// symbolic link. errors.ErrUnsupported when the workspace is not on the host now (the
+	// caller then runs a command instead); otherwise errors as ListFiles's.
+	ListDirs(ctx context.Context, dir string) ([]string, error)
+}
+
 // Statter reports one entry without following a final symlink.
 type Statter interface {
 	// StatFile reports the kind and permission bits in Mode and, for a symbolic link, its

@@ -22,11 +22,21 @@ import (
 // own mapping.
 func ListFilesAt(ctx context.Context, d *os.File, prefix string, hide func(name string) bool) ([]FileInfo, error) {
 	var out []FileInfo
-	err := listAt(ctx, d, prefix, hide, &out)
+	err := listAt(ctx, d, prefix, hide, &out, nil)
 	return out, err
 }
 
-func listAt(ctx context.Context, d *os.File, prefix string, hide func(string) bool, out *[]FileInfo) error {
+// ListDirsAt is DirLister.ListDirs for the same adapters: every directory under d (not d
+// itself), walked as ListFilesAt walks.
+func ListDirsAt(ctx context.Context, d *os.File, prefix string, hide func(name string) bool) ([]string, error) {
+	var dirs []string
+	err := listAt(ctx, d, prefix, hide, nil, &dirs)
+	return dirs, err
+}
+
+// listAt walks d, appending its files and links to out and its directories to dirs (each when
+// not nil).
+func listAt(ctx context.Context, d *os.File, prefix string, hide func(string) bool, out *[]FileInfo, dirs *[]string) error {
 	defer d.Close()
 	if err := ctx.Err(); err != nil {
 		return err
@@ -53,9 +63,15 @@ func listAt(ctx context.Context, d *os.File, prefix string, hide func(string) bo
 		}
 		switch st.Mode & unix.S_IFMT {
 		case unix.S_IFREG:
+			if out == nil {
+				continue
+			}
 			*out = append(*out, FileInfo{Path: rel, Size: st.Size, Mode: fs.FileMode(st.Mode & 0o777),
 				ModTime: statTime(st.Mtim), Inode: st.Ino})
 		case unix.S_IFLNK:
+			if out == nil {
+				continue
+			}
 			info, err := LinkInfoAt(fd, name, rel, &st)
 			if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.EINVAL) { // gone, or no longer a link
 				continue
@@ -65,6 +81,9 @@ func listAt(ctx context.Context, d *os.File, prefix string, hide func(string) bo
 			}
 			*out = append(*out, info)
 		case unix.S_IFDIR:
+			if dirs != nil {
+				*dirs = append(*dirs, rel)
+			}
 			cfd, err := unix.Openat(fd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 			if errors.Is(err, unix.ENOENT) {
 				continue
@@ -72,7 +91,7 @@ func listAt(ctx context.Context, d *os.File, prefix string, hide func(string) bo
 			if err != nil {
 				return &fs.PathError{Op: "openat", Path: rel, Err: err}
 			}
-			if err := listAt(ctx, os.NewFile(uintptr(cfd), rel), rel, hide, out); err != nil {
+			if err := listAt(ctx, os.NewFile(uintptr(cfd), rel), rel, hide, out, dirs); err != nil {
 				return err
 			}
 		}

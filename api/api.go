@@ -77,6 +77,9 @@ type CreateRequest struct {
 	AllowHosts         []string `json:"allowHosts,omitempty"`
 	TTLSeconds         int64    `json:"ttlSeconds,omitempty"`
 	IdleTimeoutSeconds *int64   `json:"idleTimeoutSeconds,omitempty"`
+	// FromSnapshot names a snapshot of the token's catalog to restore into the new sandbox
+	// (verified); the create fails, and nothing is left, when the restore does.
+	FromSnapshot string `json:"fromSnapshot,omitempty"`
 }
 
 // ExtendRequest sets a sandbox's remaining lifetime and, optionally, its idle timeout (the body
@@ -101,6 +104,9 @@ type Sandbox struct {
 	AllowNetwork       bool                  `json:"allowNetwork"`
 	AllowHosts         []string              `json:"allowHosts"`
 	Capabilities       *adapter.Capabilities `json:"capabilities,omitempty"`
+	// Paused: its processes are frozen (POST .../pause) until POST .../resume; commands are
+	// refused meanwhile (409 SANDBOX_UNAVAILABLE, details.paused).
+	Paused bool `json:"paused"`
 }
 
 // SandboxList is the answer of GET /v1/sandboxes.
@@ -288,4 +294,46 @@ type ListenRequest struct {
 type Listener struct {
 	ID   string `json:"id"`
 	Port int    `json:"port"`
+}
+
+// SnapshotRequest is the body of POST .../snapshots: the new snapshot's name (1-128 characters
+// of [A-Za-z0-9._-], not starting with a dot).
+type SnapshotRequest struct {
+	Name string `json:"name"`
+}
+
+// RestoreRequest is the body of POST .../restore. Replace restores into a workspace that holds
+// files (what the snapshot does not list is removed); without it such a workspace is refused
+// (SYNC_CONFLICT).
+type RestoreRequest struct {
+	Snapshot string `json:"snapshot"`
+	Replace  bool   `json:"replace,omitempty"`
+}
+
+// Snapshot is a file system snapshot of the token's catalog (docs/snapshots.md). Read, Stored
+// and Skipped are figures of the take that made it, in its answer only.
+type Snapshot struct {
+	Name    string    `json:"name"`
+	Created time.Time `json:"created"`
+	Source  string    `json:"source,omitempty"`  // the sandbox it was taken of
+	Adapter string    `json:"adapter,omitempty"` // that sandbox's adapter
+	Files   int       `json:"files"`
+	Bytes   int64     `json:"bytes"`
+	Read    int       `json:"read,omitempty"`
+	Stored  int       `json:"stored,omitempty"`
+	Skipped []string  `json:"skipped,omitempty"`
+}
+
+// SnapshotList is the answer of GET /v1/snapshots, oldest first.
+type SnapshotList struct {
+	Snapshots []Snapshot `json:"snapshots"`
+}
+
+// Restored is the answer of POST .../restore: the snapshot now in the sandbox's workspace,
+// verified.
+type Restored struct {
+	Snapshot string `json:"snapshot"`
+	Sandbox  string `json:"sandbox"`
+	Files    int    `json:"files"`
+	Bytes    int64  `json:"bytes"`
 }

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -37,9 +38,11 @@ const (
 // the same source sandbox are not read again (the source is adapter.Identified's ID, else the
 // workspace path).
 //
-// The sandbox must list its files (adapter.Lister, which every adapter of this module has) and
-// run `find` for empty directories. Take does not stop the sandbox's processes: a file written
-// during the Take is captured as it was read (pause the sandbox for a consistent snapshot). A
+// The sandbox must list its files (adapter.Lister, which every adapter of this module has), and
+// its directories on the host (adapter.DirLister) or else run `find` for empty directories. Take
+// does not stop the sandbox's processes: a file written during the Take is captured as it was
+// read. Pause the sandbox for a consistent snapshot: a paused sandbox whose workspace is on the
+// host (oci, docker on its capped disk) is snapshotted without running anything in it. A
 // file that vanishes during the Take is left out. Errors: the adapter's (errs.SandboxUnavailable,
 // ...), a context error, errs.Internal for the catalog's I/O. Whatever the error, no snapshot is
 // listed under name.
@@ -78,7 +81,7 @@ func (c *Catalog) Take(ctx context.Context, sb adapter.Sandbox, name string) (Ma
 	// load overlap: each waits on something else (the file system, a process, the disk).
 	var (
 		cache   cacheFile
-		dirs    []string
+		dirs    func(files []adapter.FileInfo) []string
 		dirsErr error
 		wg      sync.WaitGroup
 	)
@@ -140,7 +143,7 @@ func (c *Catalog) Take(ctx context.Context, sb adapter.Sandbox, name string) (Ma
 			toRead = append(toRead, f)
 		}
 	}
-	for _, d := range dirs {
+	for _, d := range dirs(files) {
 		if filesync.CheckPath(op, d) != nil {
 			m.Skipped = append(m.Skipped, d)
 			continue
@@ -198,10 +201,21 @@ func sourceOf(sb adapter.Sandbox) string {
 	return adapter.WorkspaceOf(sb)
 }
 
-// emptyDirs lists the workspace's empty directories with one `find` (adapter.Lister lists no
-// directories). A find that cannot run, or fails, fails the Take: a snapshot never silently
-// drops part of the tree.
-func emptyDirs(ctx context.Context, sb adapter.Sandbox) ([]string, error) {
+// emptyDirs returns what lists the workspace's empty directories given its files and links:
+// from the directories the sandbox lists on the host (adapter.DirLister: nothing runs in the
+// sandbox, which may be paused), else from one `find` (adapter.Lister lists no directories). A
+// listing or find that cannot run, or fails, fails the Take: a snapshot never silently drops
+// part of the tree.
+func emptyDirs(ctx context.Context, sb adapter.Sandbox) (func(files []adapter.FileInfo) []string, error) {
+	if dl, ok := sb.(adapter.DirLister); ok {
+		all, err := dl.ListDirs(ctx, "")
+		if err == nil {
+			return func(files []adapter.FileInfo) []string { return onlyEmpty(all, files) }, nil
+		}
+		if !errors.Is(err, errors.ErrUnsupported) {
+			return nil, err
+		}
+	}
 	res, err := sb.ExecuteCommand(ctx, adapter.Command{Args: []string{"find", ".", "-mindepth", "1", "-type", "d", "-empty", "-print0"}, MaxOutputBytes: 64 << 20})
 	if err != nil {
 		return nil, err
@@ -215,7 +229,30 @@ func emptyDirs(ctx context.Context, sb adapter.Sandbox) ([]string, error) {
 			out = append(out, strings.TrimPrefix(string(p), "./"))
 		}
 	}
-	return out, nil
+	return func([]adapter.FileInfo) []string { return out }, nil
+}
+
+// onlyEmpty is the directories of dirs that hold no file, link or directory.
+func onlyEmpty(dirs []string, files []adapter.FileInfo) []string {
+	full := map[string]bool{}
+	mark := func(p string) {
+		for d := path.Dir(p); d != "." && !full[d]; d = path.Dir(d) {
+			full[d] = true
+		}
+	}
+	for _, f := range files {
+		mark(f.Path)
+	}
+	for _, d := range dirs {
+		mark(d)
+	}
+	var out []string
+	for _, d := range dirs {
+		if !full[d] {
+			out = append(out, d)
+		}
+	}
+	return out
 }
 
 // readResult is one file read and stored by a Take.

@@ -2,12 +2,15 @@ package docker
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"io"
 	"os"
 
 	"github.com/sandboxer/sandboxer/adapter"
 	"github.com/sandboxer/sandboxer/adapter/internal/hostfs"
 	"github.com/sandboxer/sandboxer/adapter/internal/shellfs"
+	"github.com/sandboxer/sandboxer/errs"
 )
 
 // File calls take one of two roads. When the workspace is a directory of this host (the capped
@@ -104,6 +107,16 @@ func (s *Sandbox) ListFiles(ctx context.Context, dir string) ([]adapter.FileInfo
 		func(f shellfs.FS) ([]adapter.FileInfo, error) { return f.ListFiles(ctx, dir) })
 }
 
+// ListDirs lists the workspace's directories on the host (adapter.DirLister), which works while
+// the sandbox is paused; errors.ErrUnsupported when the workspace is not a directory of this
+// host (the caller runs a find in the container instead).
+func (s *Sandbox) ListDirs(ctx context.Context, dir string) ([]string, error) {
+	return either(ctx, s, func(h hostfs.FS) ([]string, error) { return h.ListDirs(ctx, dir) },
+		func(shellfs.FS) ([]string, error) {
+			return nil, errs.Wrap(errs.SandboxUnavailable, "list", dir, fmt.Errorf("the workspace is not on this host: %w", errors.ErrUnsupported))
+		})
+}
+
 // ReadFiles reads many files: on the host one by one, in the container with one exec per batch
 // of paths, streamed as one tar (a file over adapter.ReadLimit(ctx) stops the exec before its
 // content is held).
@@ -170,4 +183,5 @@ func (s *Sandbox) WriteFileFrom(ctx context.Context, p string, r io.Reader) (int
 var (
 	_ adapter.ModeWriter   = (*Sandbox)(nil)
 	_ adapter.FileStreamer = (*Sandbox)(nil)
+	_ adapter.DirLister    = (*Sandbox)(nil)
 )

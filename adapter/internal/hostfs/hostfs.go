@@ -359,7 +359,16 @@ func (h FS) RemoveFile(ctx context.Context, p string) error {
 // following), so the walk can neither leave the workspace nor be redirected midway. The
 // temporary files of writes in progress are left out.
 func (h FS) ListFiles(ctx context.Context, dir string) ([]adapter.FileInfo, error) {
-	const op = "list"
+	return walk(ctx, h, "list", dir, adapter.ListFilesAt)
+}
+
+// ListDirs lists every directory under dir (adapter.DirLister), walked as ListFiles walks.
+func (h FS) ListDirs(ctx context.Context, dir string) ([]string, error) {
+	return walk(ctx, h, "list", dir, adapter.ListDirsAt)
+}
+
+// walk opens dir through the root and lists it with list, leaving out temporary files.
+func walk[T any](ctx context.Context, h FS, op, dir string, list func(context.Context, *os.File, string, func(string) bool) ([]T, error)) ([]T, error) {
 	if err := h.check(op); err != nil {
 		return nil, err
 	}
@@ -387,7 +396,7 @@ func (h FS) ListFiles(ctx context.Context, dir string) ([]adapter.FileInfo, erro
 	if start == "." {
 		start = ""
 	}
-	out, err := adapter.ListFilesAt(ctx, d, start, func(name string) bool { return strings.HasPrefix(name, tmpPrefix) })
+	out, err := list(ctx, d, start, func(name string) bool { return strings.HasPrefix(name, tmpPrefix) })
 	if err != nil {
 		return nil, mapErr(op, dir, err)
 	}
