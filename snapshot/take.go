@@ -47,6 +47,12 @@ const (
 // ...), a context error, errs.Internal for the catalog's I/O. Whatever the error, no snapshot is
 // listed under name.
 func (c *Catalog) Take(ctx context.Context, sb adapter.Sandbox, name string) (Manifest, error) {
+	return c.TakeAs(ctx, sb, name, sourceOf(sb))
+}
+
+// TakeAs is Take with the snapshot's Source given: a caller that knows the sandbox by another
+// name than the adapter's (a server, by its own ids). The stat cache is kept per source.
+func (c *Catalog) TakeAs(ctx context.Context, sb adapter.Sandbox, name, source string) (Manifest, error) {
 	const op = "snapshot.take"
 	if err := CheckName(name); err != nil {
 		return Manifest{}, err
@@ -76,7 +82,7 @@ func (c *Catalog) Take(ctx context.Context, sb adapter.Sandbox, name string) (Ma
 			tx.abort()
 		}
 	}()
-	m := Manifest{Version: manifestVersion, Name: name, Created: time.Now().UTC(), Source: sourceOf(sb)}
+	m := Manifest{Version: manifestVersion, Name: name, Created: time.Now().UTC(), Source: source}
 	// The listing, the find of empty directories (and the adapter's name) and the stat cache's
 	// load overlap: each waits on something else (the file system, a process, the disk).
 	var (

@@ -44,7 +44,7 @@ func (a *apiServer) callTool(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	box, release, err := a.reg.acquire(r, r.PathValue("id"))
+	box, release, err := a.reg.acquireRunning(r, r.PathValue("id"))
 	if err != nil {
 		return err
 	}
@@ -128,7 +128,7 @@ func (a *apiServer) exec(w http.ResponseWriter, r *http.Request) error {
 	if err := a.decodeJSON(w, r, &req); err != nil {
 		return err
 	}
-	box, release, err := a.reg.acquire(r, r.PathValue("id"))
+	box, release, err := a.reg.acquireRunning(r, r.PathValue("id"))
 	if err != nil {
 		return err
 	}
@@ -259,7 +259,7 @@ func (a *apiServer) startProcess(w http.ResponseWriter, r *http.Request) error {
 	if req.Stream {
 		return badRequest("stream: read a process's output with GET .../processes/{pid}/output?follow=true")
 	}
-	box, release, err := a.reg.acquire(r, r.PathValue("id"))
+	box, release, err := a.reg.acquireRunning(r, r.PathValue("id"))
 	if err != nil {
 		return err
 	}
@@ -285,7 +285,7 @@ func (a *apiServer) startProcess(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (a *apiServer) listProcesses(w http.ResponseWriter, r *http.Request) error {
-	box, release, err := a.reg.acquire(r, r.PathValue("id"))
+	box, release, err := a.reg.acquireRunning(r, r.PathValue("id"))
 	if err != nil {
 		return err
 	}
@@ -307,7 +307,7 @@ func (a *apiServer) listProcesses(w http.ResponseWriter, r *http.Request) error 
 
 // process finds the request's sandbox and process; release ends the use of the sandbox.
 func (a *apiServer) process(r *http.Request) (adapter.Process, func(), error) {
-	box, release, err := a.reg.acquire(r, r.PathValue("id"))
+	box, release, err := a.reg.acquireRunning(r, r.PathValue("id"))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -504,7 +504,7 @@ func (a *apiServer) dialPort(w http.ResponseWriter, r *http.Request) error {
 	if err := wantsUpgrade(r); err != nil {
 		return err
 	}
-	box, release, err := a.reg.acquire(r, r.PathValue("id"))
+	box, release, err := a.reg.acquireRunning(r, r.PathValue("id"))
 	if err != nil {
 		return err
 	}
@@ -580,7 +580,7 @@ func (a *apiServer) listen(w http.ResponseWriter, r *http.Request) error {
 	if err := a.decodeJSON(w, r, &req); err != nil {
 		return err
 	}
-	box, release, err := a.reg.acquire(r, r.PathValue("id"))
+	box, release, err := a.reg.acquireRunning(r, r.PathValue("id"))
 	if err != nil {
 		return err
 	}
@@ -621,7 +621,7 @@ func (a *apiServer) accept(w http.ResponseWriter, r *http.Request) error {
 	if err := wantsUpgrade(r); err != nil {
 		return err
 	}
-	box, release, err := a.reg.acquire(r, r.PathValue("id"))
+	box, release, err := a.reg.acquireRunning(r, r.PathValue("id"))
 	if err != nil {
 		return err
 	}

@@ -34,7 +34,10 @@ type apiSandbox struct {
 	memory    int64 // what counts against the owner's memory quota
 	forkOf    string
 
+	pauseMu sync.Mutex // one pause or resume at a time
+
 	mu       sync.Mutex
+	paused   bool // refuses what runs in it (acquireRunning)
 	expires  time.Time
 	idle     time.Duration // 0: no idle timeout
 	lastUsed time.Time
@@ -177,6 +180,7 @@ func (reg *apiRegistry) remove(ctx context.Context, box *apiSandbox) error {
 	}
 	delete(reg.boxes, box.id)
 	reg.mu.Unlock()
+	box.resumeForRemoval(ctx)
 	err := box.sb.Stop(ctx)
 	box.acceptMu.Lock()
 	if box.pending != nil {
@@ -254,7 +258,7 @@ func (box *apiSandbox) view() api.Sandbox {
 	defer box.mu.Unlock()
 	v := api.Sandbox{ID: box.id, Adapter: box.s.Adapter, Owner: box.owner, ForkOf: box.forkOf, CreatedAt: box.created,
 		ExpiresAt: box.expires, IdleTimeoutSeconds: int64(box.idle / time.Second), LastUsedAt: box.lastUsed,
-		MemoryBytes: box.memory, AllowNetwork: box.s.AllowNetwork, AllowHosts: box.s.AllowHosts}
+		MemoryBytes: box.memory, AllowNetwork: box.s.AllowNetwork, AllowHosts: box.s.AllowHosts, Paused: box.paused}
 	if v.AllowHosts == nil {
 		v.AllowHosts = []string{}
 	}
@@ -394,9 +398,20 @@ func (a *apiServer) createSandbox(w http.ResponseWriter, r *http.Request) error 
 	if err != nil {
 		return err
 	}
+	if req.FromSnapshot != "" {
+		if err := a.checkSnapshot(r.Context(), t, req.FromSnapshot); err != nil {
+			return err
+		}
+	}
 	box, err := a.reg.open(r.Context(), s, t)
 	if err != nil {
 		return err
+	}
+	if req.FromSnapshot != "" {
+		if err := a.restoreNew(r.Context(), t, req.FromSnapshot, box); err != nil {
+			a.reg.discard(box)
+			return err
+		}
 	}
 	box.expires, box.idle = box.created.Add(ttl), idle
 	if err := a.reg.add(box, t); err != nil {

@@ -40,8 +40,9 @@ type apiOptions struct {
 
 type apiServer struct {
 	opt apiOptions
-	reg *apiRegistry
-	j   *journal.Journal // nil: journal off
+	reg  *apiRegistry
+	cats *apiCatalogs
+	j    *journal.Journal // nil: journal off
 	jw  *journalWriter
 	mux *http.ServeMux
 	// methodless are the paths given a 405 answer for their other methods.
@@ -57,7 +58,7 @@ type principalKey struct{}
 // newAPIServer opens the journal and the registry (removing what an earlier server of the same
 // state directory left) and routes the API.
 func newAPIServer(ctx context.Context, opt apiOptions) (*apiServer, error) {
-	a := &apiServer{opt: opt, mux: http.NewServeMux()}
+	a := &apiServer{opt: opt, mux: http.NewServeMux(), cats: newCatalogs(opt.Base)}
 	if opt.Base.Journal != "" {
 		j, err := journal.Open(ctx, opt.Base.Journal, journal.Options{MaxFieldBytes: opt.Base.MaxOutputBytes})
 		if err != nil {
@@ -82,10 +83,11 @@ func (a *apiServer) closeJournal() {
 	}
 }
 
-// Close removes every sandbox of the server and closes the journal. Idempotent.
+// Close removes every sandbox of the server and closes the journal and the snapshot catalogs.
+// Idempotent.
 func (a *apiServer) Close() error {
 	a.closeMu.Do(func() {
-		a.closeErr = a.reg.Close()
+		a.closeErr = errors.Join(a.reg.Close(), a.cats.close())
 		a.closeJournal()
 	})
 	return a.closeErr
@@ -128,6 +130,13 @@ func (a *apiServer) routes() {
 	a.route("DELETE /v1/sandboxes/{id}", a.deleteSandbox)
 	a.route("POST /v1/sandboxes/{id}/fork", a.forkSandbox)
 	a.route("POST /v1/sandboxes/{id}/extend", a.extendSandbox)
+	a.route("POST /v1/sandboxes/{id}/pause", a.setPaused(true))
+	a.route("POST /v1/sandboxes/{id}/resume", a.setPaused(false))
+	a.route("POST /v1/sandboxes/{id}/snapshots", a.takeSnapshot)
+	a.route("POST /v1/sandboxes/{id}/restore", a.restoreSnapshot)
+	a.route("GET /v1/snapshots", a.listSnapshots)
+	a.route("GET /v1/snapshots/{name}", a.getSnapshot)
+	a.route("DELETE /v1/snapshots/{name}", a.deleteSnapshot)
 	a.route("POST /v1/sandboxes/{id}/tools/{tool}", a.callTool)
 	a.route("POST /v1/sandboxes/{id}/exec", a.exec)
 	a.route("POST /v1/sandboxes/{id}/processes", a.startProcess)
@@ -231,7 +240,11 @@ func writeErrorWith(w http.ResponseWriter, err error, result *api.ExecResult) {
 		err = errs.Wrap(errs.ProcessTimeout, "", "", err)
 	}
 	reply := errorReply(err)
-	writeJSON(w, httpStatus(reply.Error.Code), api.Refusal{Error: reply.Error, Result: result})
+	status := httpStatus(reply.Error.Code)
+	if isPausedRefusal(reply.Error.Code, reply.Error.Details) {
+		status = http.StatusConflict // the sandbox is there, in a state that refuses the call
+	}
+	writeJSON(w, status, api.Refusal{Error: reply.Error, Result: result})
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
