@@ -39,12 +39,12 @@ type apiOptions struct {
 }
 
 type apiServer struct {
-	opt apiOptions
+	opt  apiOptions
 	reg  *apiRegistry
 	cats *apiCatalogs
 	j    *journal.Journal // nil: journal off
-	jw  *journalWriter
-	mux *http.ServeMux
+	jw   *journalWriter
+	mux  *http.ServeMux
 	// methodless are the paths given a 405 answer for their other methods.
 	methodless map[string]bool
 	patterns   []string // "METHOD PATH" of every route, as api.Routes lists them
