@@ -157,9 +157,9 @@ func (m *Manager) Remove(ctx context.Context, id string, o Options) error {
 // Pause freezes the processes of the long-lived sandbox id where they are (adapter.Pauser: the
 // cgroup freezer of docker, runc and crun, gVisor's own under runsc) until Resume; meanwhile it
 // costs no CPU and cannot be attached to (errs.SandboxUnavailable says it is paused). Pause of a
-// paused sandbox and Resume of a running one are no-ops. Errors: as Get; errs.InvalidInput for an
-// adapter without pause (local: its processes live with the process that runs them; memory,
-// kubernetes, remote); the adapter's.
+// paused sandbox and Resume of a running one are no-ops. A remote sandbox is paused by its server
+// (docker and oci there). Errors: as Get; errs.InvalidInput for an adapter without pause (local:
+// its processes live with the process that runs them; memory, kubernetes); the adapter's.
 func (m *Manager) Pause(ctx context.Context, id string, o Options) error {
 	return m.setPaused(ctx, id, o, true)
 }

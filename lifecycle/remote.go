@@ -248,6 +248,26 @@ var remoteDriver = driver{
 		}
 		return false, atServer(rec.URL, err)
 	},
+	setPaused: func(ctx context.Context, o Options, rec Record, paused bool) error {
+		cfg, err := o.remoteAt(rec)
+		if err != nil {
+			return err
+		}
+		sb, err := remote.Attach(ctx, cfg, rec.Backend)
+		if gone(err) {
+			return errs.New(errs.SandboxUnavailable, "remote pause", "", "sandbox %s: the server %s has it no more (it expired, was deleted, or is another token's)", rec.ID, rec.URL)
+		}
+		if err != nil {
+			return atServer(rec.URL, err)
+		}
+		defer sb.Detach()
+		if paused {
+			err = sb.Pause(ctx)
+		} else {
+			err = sb.Resume(ctx)
+		}
+		return atServer(rec.URL, err) // the server's refusal of an adapter without pause: errs.InvalidInput
+	},
 	fork: func(ctx context.Context, o Options, rs records, src adapter.Sandbox, rec *Record) (adapter.CopyReport, error) {
 		c, err := forkAs[*remote.Sandbox](ctx, "remote", src)
 		if err != nil {
