@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -28,7 +29,8 @@ func newMCPCmd(std Streams) *cobra.Command {
 		Short: "Serve the tools over MCP on stdio",
 		Long: `Serve read, write, edit, grep, bash and the process tools (process_output, process_input,
 process_kill, process_list) as MCP tools on stdin/stdout, with the same input schemas and
-behaviour as 'sandboxer tool'. Background processes (bash with opts.background) live as long as
+behaviour as 'sandboxer tool'. With --sandbox ID, a snapshot tool too (action take, restore,
+list or delete: file system snapshots of that sandbox, as 'sandboxer snapshot' takes them). Background processes (bash with opts.background) live as long as
 the server for the local and memory adapters, as long as the sandbox for docker and oci. A successful call returns its result as text; a
 failed one has isError true and text starting with the code ("TOOL_PATH_ESCAPE: ..."). Both
 carry structured content equal to the JSON object 'sandboxer tool' prints. Every call is recorded
@@ -65,7 +67,16 @@ completed) and the server exits 0.`,
 			sigpipe := make(chan os.Signal, 1)
 			signal.Notify(sigpipe, syscall.SIGPIPE)
 			defer signal.Stop(sigpipe)
-			srv := newMCPServer(cl)
+			var extra []*tools.Tool
+			if sess.Record != nil {
+				cat, err := openCatalog(s)
+				if err != nil {
+					return err
+				}
+				defer cat.Close()
+				extra = append(extra, snapshotTool(cat, sess.Record.ID))
+			}
+			srv := newMCPServer(cl, extra...)
 			t, closeTransport := mcpTransport(std.In, std.Out, s.MCPMaxMessageBytes)
 			defer closeTransport()
 			err = srv.Run(ctx, t)
@@ -83,14 +94,14 @@ completed) and the server exits 0.`,
 	return c
 }
 
-// newMCPServer exposes the built-in tools of cl's sandbox.
-func newMCPServer(cl *caller) *mcp.Server {
+// newMCPServer exposes the built-in tools of cl's sandbox, and extra.
+func newMCPServer(cl *caller, extra ...*tools.Tool) *mcp.Server {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "sandboxer", Version: Version}, &mcp.ServerOptions{
 		Instructions: "Tools run in a sandboxed workspace: paths are relative to its root. bash runs argv " +
 			"without a shell (use cmd sh with args [\"-c\", script] for pipes).",
 	})
 	var warned atomic.Bool
-	for _, t := range tools.All() {
+	for _, t := range slices.Concat(tools.All(), extra) {
 		meta := t.Metadata()
 		destructive := meta.SideEffect
 		openWorld := t.Name() == "bash"
