@@ -1,6 +1,6 @@
 import { Transport } from "./http";
 import { Sandbox } from "./sandbox";
-import type { CallOptions, CreateSandboxOptions, Health, SandboxInfo } from "./types";
+import type { CallOptions, CreateSandboxOptions, Health, SandboxInfo, SnapshotInfo } from "./types";
 
 /** Where the client finds its server. */
 export interface ClientOptions {
@@ -58,5 +58,26 @@ export class SandboxerClient {
   async listSandboxes(opts: CallOptions = {}): Promise<Sandbox[]> {
     const r = await this.t.json<{ sandboxes: SandboxInfo[] }>({ method: "GET", path: "/v1/sandboxes", signal: opts.signal });
     return r.sandboxes.map((info) => new Sandbox(this.t, info.id, info));
+  }
+
+  /** The token's snapshots, oldest first; `prefix` and `source` (a sandbox id) select some. */
+  async listSnapshots(opts: CallOptions & { prefix?: string; source?: string } = {}): Promise<SnapshotInfo[]> {
+    const r = await this.t.json<{ snapshots: SnapshotInfo[] }>({
+      method: "GET",
+      path: "/v1/snapshots",
+      query: { prefix: opts.prefix || undefined, source: opts.source || undefined },
+      signal: opts.signal,
+    });
+    return r.snapshots;
+  }
+
+  /** One snapshot of the token's: TOOL_NOT_FOUND when there is none by that name. */
+  async getSnapshot(name: string, opts: CallOptions = {}): Promise<SnapshotInfo> {
+    return this.t.json<SnapshotInfo>({ method: "GET", path: `/v1/snapshots/${encodeURIComponent(name)}`, signal: opts.signal });
+  }
+
+  /** Deletes a snapshot (its blobs no other snapshot uses are freed). */
+  async deleteSnapshot(name: string, opts: CallOptions = {}): Promise<void> {
+    await this.t.empty({ method: "DELETE", path: `/v1/snapshots/${encodeURIComponent(name)}`, signal: opts.signal });
   }
 }

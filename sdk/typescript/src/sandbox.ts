@@ -10,7 +10,9 @@ import type {
   OutputChunk,
   ProcessOutput,
   ProcessState,
+  Restored,
   SandboxInfo,
+  SnapshotInfo,
   Signal,
   ToolCallOptions,
   ToolReply,
@@ -149,6 +151,42 @@ export class Sandbox {
     const body = typeof lifetime === "number" ? { ttlSeconds: lifetime } : lifetime;
     this.info = await this.t.json<SandboxInfo>({ method: "POST", path: this.path("/extend"), json: body, signal: opts.signal });
     return this.info;
+  }
+
+  /**
+   * Freezes the sandbox's processes where they are (docker and oci sandboxes; INVALID_INPUT for
+   * others) until `resume`. Meanwhile commands, tool calls and processes are refused
+   * (SANDBOX_UNAVAILABLE, status 409, `details.paused`); files and `snapshot` work.
+   */
+  async pause(opts: CallOptions = {}): Promise<SandboxInfo> {
+    this.info = await this.t.json<SandboxInfo>({ method: "POST", path: this.path("/pause"), signal: opts.signal });
+    return this.info;
+  }
+
+  /** Lets a paused sandbox's processes go on where they were. */
+  async resume(opts: CallOptions = {}): Promise<SandboxInfo> {
+    this.info = await this.t.json<SandboxInfo>({ method: "POST", path: this.path("/resume"), signal: opts.signal });
+    return this.info;
+  }
+
+  /**
+   * Takes a file system snapshot of the workspace into the token's catalog as name (also of a
+   * paused sandbox: its files do not change meanwhile). INVALID_INPUT for a bad name,
+   * SYNC_CONFLICT for a name taken.
+   */
+  async snapshot(name: string, opts: CallOptions = {}): Promise<SnapshotInfo> {
+    return this.t.json<SnapshotInfo>({ method: "POST", path: this.path("/snapshots"), json: { name }, signal: opts.signal });
+  }
+
+  /**
+   * Restores the token's snapshot name into the workspace, verified (VERIFY_FAILED names the
+   * paths otherwise). A workspace with files needs `replace` (what the snapshot does not list
+   * is removed), else SYNC_CONFLICT; TOOL_NOT_FOUND for no such snapshot.
+   */
+  async restore(name: string, opts: CallOptions & { replace?: boolean } = {}): Promise<Restored> {
+    const body: Record<string, unknown> = { snapshot: name };
+    if (opts.replace) body.replace = true;
+    return this.t.json<Restored>({ method: "POST", path: this.path("/restore"), json: body, signal: opts.signal });
   }
 
   /** A new sandbox from a copy of this one's workspace. */

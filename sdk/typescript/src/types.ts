@@ -40,6 +40,8 @@ export interface CreateSandboxOptions {
   ttlSeconds?: number;
   /** Removed after this long without a request (0: never; default the server's, 5 min). */
   idleTimeoutSeconds?: number;
+  /** A snapshot of the token's catalog to restore into the new sandbox (verified). */
+  fromSnapshot?: string;
 }
 
 /** What the adapter of a sandbox can do. */
@@ -71,6 +73,32 @@ export interface SandboxInfo {
   allowNetwork: boolean;
   allowHosts: string[];
   capabilities?: Capabilities;
+  /** Its processes are frozen (`pause`): commands are refused until `resume`. */
+  paused: boolean;
+}
+
+/** A file system snapshot of the token's catalog (docs/snapshots.md). */
+export interface SnapshotInfo {
+  name: string;
+  created: string;
+  /** The id of the sandbox it was taken of. */
+  source?: string;
+  adapter?: string;
+  files: number;
+  bytes: number;
+  /** Figures of the take that made it (in its answer only): files read, blobs stored. */
+  read?: number;
+  stored?: number;
+  /** What it left out: links that lead outside the workspace, paths no store can hold. */
+  skipped?: string[];
+}
+
+/** The answer of `restore`: the snapshot now in the workspace, verified. */
+export interface Restored {
+  snapshot: string;
+  sandbox: string;
+  files: number;
+  bytes: number;
 }
 
 /** Lifetime of `extend` and of a fork. */

@@ -231,6 +231,60 @@ test("fork copies the workspace; delete removes the sandbox", async (t) => {
   await assert.rejects(fork.delete(), code("SANDBOX_UNAVAILABLE", 404));
 });
 
+test("snapshots: take, restore verified, create from one, list, delete", async (t) => {
+  const name = `ts-${Date.now()}`;
+  const sb = await newSandbox(t);
+  await sb.writeFile("src/app.txt", "version 1\n");
+  const snap = await sb.snapshot(name);
+  assert.equal(snap.name, name);
+  assert.equal(snap.source, sb.id);
+  assert.equal(snap.files, 1);
+  await assert.rejects(sb.snapshot(name), code("SYNC_CONFLICT", 409));
+  await assert.rejects(sb.snapshot("../bad"), code("INVALID_INPUT", 400));
+
+  await sb.writeFile("src/app.txt", "version 2\n");
+  await sb.writeFile("extra.txt", "gone after the restore\n");
+  await assert.rejects(sb.restore(name), code("SYNC_CONFLICT", 409));
+  const r = await sb.restore(name, { replace: true });
+  assert.deepEqual(r, { snapshot: name, sandbox: sb.id, files: 1, bytes: 10 });
+  assert.equal(await sb.readFile("src/app.txt", "utf8"), "version 1\n");
+  await assert.rejects(sb.readFile("extra.txt"), code("TOOL_NOT_FOUND", 404));
+
+  const from = await newSandbox(t, { fromSnapshot: name });
+  assert.equal(await from.readFile("src/app.txt", "utf8"), "version 1\n");
+  await assert.rejects(client.createSandbox({ fromSnapshot: `${name}-missing` }), code("TOOL_NOT_FOUND", 404));
+
+  assert.ok((await client.listSnapshots({ prefix: "ts-" })).some((s) => s.name === name));
+  assert.deepEqual((await client.listSnapshots({ source: sb.id })).map((s) => s.name), [name]);
+  assert.equal((await client.getSnapshot(name)).files, 1);
+  await client.deleteSnapshot(name);
+  await assert.rejects(client.getSnapshot(name), code("TOOL_NOT_FOUND", 404));
+  await assert.rejects(sb.restore(name, { replace: true }), code("TOOL_NOT_FOUND", 404));
+});
+
+test("pause and resume: commands refused while paused, snapshot taken, the process goes on", async (t) => {
+  const sb = await newSandbox(t);
+  assert.equal(sb.info.paused, false);
+  if (sb.info.adapter !== "docker" && sb.info.adapter !== "oci") {
+    await assert.rejects(sb.pause(), code("INVALID_INPUT", 400));
+    return;
+  }
+  await sb.startProcess(["sh", "-c", "i=0; while :; do i=$((i+1)); echo $i > n.tmp && mv n.tmp n; sleep 0.05; done"]);
+  const count = async () => Number((await sb.readFile("n", "utf8").catch(() => "0")).trim());
+  while ((await count()) < 3) await new Promise((r) => setTimeout(r, 50));
+  assert.equal((await sb.pause()).paused, true);
+  const frozen = await count();
+  await assert.rejects(sb.exec(["true"]), (err) => code("SANDBOX_UNAVAILABLE", 409)(err) && err.details.paused === true);
+  await assert.rejects(sb.tool("bash", { cmd: "true" }), code("SANDBOX_UNAVAILABLE", 409));
+  const name = `paused-${Date.now()}`;
+  t.after(() => client.deleteSnapshot(name).catch(() => undefined));
+  assert.ok((await sb.snapshot(name)).files >= 1);
+  assert.equal((await client.getSandbox(sb.id)).info.paused, true);
+  assert.equal((await sb.resume()).paused, false);
+  assert.equal((await sb.exec(["echo", "back"])).stdout, "back\n");
+  while ((await count()) <= frozen) await new Promise((r) => setTimeout(r, 50));
+});
+
 test("an unknown sandbox id is SANDBOX_UNAVAILABLE", async () => {
   await assert.rejects(client.getSandbox("sbx-000000000000"), code("SANDBOX_UNAVAILABLE", 404));
   await assert.rejects(client.sandbox("sbx-000000000000").readFile("a"), code("SANDBOX_UNAVAILABLE", 404));
