@@ -41,7 +41,7 @@ from .errors import (
     VerifyFailed,
     error_from,
 )
-from .models import ExecChunk, ExecResult, FileInfo, ProcessOutput, ProcessState
+from .models import ExecChunk, ExecResult, FileInfo, ProcessOutput, ProcessState, Snapshot
 
 __version__ = "0.1.0"
 
@@ -81,6 +81,7 @@ __all__ = [
     "Sandbox",
     "SandboxUnavailable",
     "SandboxerError",
+    "Snapshot",
     "TooLarge",
     "Unauthorized",
     "VerifyFailed",

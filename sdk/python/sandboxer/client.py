@@ -12,7 +12,7 @@ from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Union
 
 from ._http import Response, Transport, bytes_body, path_of, seg
 from .errors import NotFound, SandboxerError, error_from
-from .models import ExecChunk, ExecResult, FileInfo, ProcessOutput, ProcessState, Text, decode_output, parse_time
+from .models import ExecChunk, ExecResult, FileInfo, ProcessOutput, ProcessState, Snapshot, Text, decode_output, parse_time
 
 DEFAULT_URL = "http://127.0.0.1:7878"
 
@@ -126,9 +126,11 @@ class Client:
         allow_hosts: Optional[Sequence[str]] = None,
         ttl_seconds: Optional[int] = None,
         idle_timeout_seconds: Optional[int] = None,
+        from_snapshot: Optional[str] = None,
     ) -> "Sandbox":
         """Creates a sandbox; what is not given comes from the server's flags. Use it in a
-        ``with`` block to delete it at the end."""
+        ``with`` block to delete it at the end. ``from_snapshot`` restores a snapshot of the
+        token's into it (verified: :class:`VerifyFailed` otherwise, and no sandbox is left)."""
         body: Dict[str, Any] = {}
         for key, value in (
             ("adapter", adapter),
@@ -141,6 +143,7 @@ class Client:
             ("allowNetwork", allow_network),
             ("ttlSeconds", ttl_seconds),
             ("idleTimeoutSeconds", idle_timeout_seconds),
+            ("fromSnapshot", from_snapshot),
         ):
             if value is not None:
                 body[key] = value
@@ -160,6 +163,22 @@ class Client:
         """This token's sandboxes, oldest first."""
         doc = self._t.json("GET", "/v1/sandboxes")
         return [Sandbox(self, info) for info in doc.get("sandboxes") or []]
+
+    # Snapshots (docs/snapshots.md): this token's catalog on the server.
+
+    def list_snapshots(self, *, prefix: Optional[str] = None, source: Optional[str] = None) -> List[Snapshot]:
+        """This token's snapshots, oldest first: those whose name starts with ``prefix``, of the
+        sandbox ``source``."""
+        doc = self._t.json("GET", "/v1/snapshots", query={"prefix": prefix or None, "source": source or None})
+        return [Snapshot.from_json(s) for s in doc.get("snapshots") or []]
+
+    def get_snapshot(self, name: str) -> Snapshot:
+        """The snapshot ``name`` (:class:`NotFound` when this token has none by that name)."""
+        return Snapshot.from_json(self._t.json("GET", f"/v1/snapshots/{seg(name)}"))
+
+    def delete_snapshot(self, name: str) -> None:
+        """Deletes a snapshot; its blobs no other snapshot uses are freed."""
+        self._t.request("DELETE", f"/v1/snapshots/{seg(name)}", expect=(204,)).read()
 
 
 class Sandbox:
@@ -196,6 +215,11 @@ class Sandbox:
     @property
     def fork_of(self) -> str:
         return self.info.get("forkOf") or ""
+
+    @property
+    def paused(self) -> bool:
+        """Its processes are frozen (:meth:`pause`), as of ``info``."""
+        return bool(self.info.get("paused"))
 
     @property
     def created_at(self):
@@ -237,6 +261,38 @@ class Sandbox:
         if idle_timeout_seconds is not None:
             body["idleTimeoutSeconds"] = int(idle_timeout_seconds)
         return Sandbox(self.client, self._t.json("POST", self._base + "/fork", json_body=body, expect=(201,)))
+
+    # Pause and snapshots.
+
+    def pause(self) -> "Sandbox":
+        """Freezes the sandbox's processes where they are (docker and oci sandboxes;
+        :class:`InvalidInput` for others) until :meth:`resume`. Meanwhile commands, tool calls
+        and processes raise :class:`SandboxUnavailable` (HTTP 409, ``details["paused"]``);
+        files and :meth:`snapshot` work."""
+        self.info = self._t.json("POST", self._base + "/pause")
+        return self
+
+    def resume(self) -> "Sandbox":
+        """Lets a paused sandbox's processes go on where they were."""
+        self.info = self._t.json("POST", self._base + "/resume")
+        return self
+
+    def snapshot(self, name: str) -> Snapshot:
+        """Takes a file system snapshot of the workspace into this token's catalog as ``name``
+        (also of a paused sandbox: its files do not change meanwhile). :class:`InvalidInput` for
+        a bad name, :class:`Conflict` for a name taken."""
+        return Snapshot.from_json(self._t.json("POST", self._base + "/snapshots", json_body={"name": name}, expect=(201,)))
+
+    def restore(self, name: str, *, replace: bool = False) -> Dict[str, Any]:
+        """Restores this token's snapshot ``name`` into the workspace, verified
+        (:class:`VerifyFailed` names the paths otherwise). A workspace with files needs
+        ``replace`` (what the snapshot does not list is removed), else :class:`Conflict`;
+        :class:`NotFound` for no such snapshot. Returns ``{"snapshot", "sandbox", "files",
+        "bytes"}``."""
+        body: Dict[str, Any] = {"snapshot": name}
+        if replace:
+            body["replace"] = True
+        return self._t.json("POST", self._base + "/restore", json_body=body)
 
     # Commands.
 

@@ -170,3 +170,36 @@ class FileInfo:
             executable=bool(d.get("executable")),
             raw=d,
         )
+
+
+@dataclass
+class Snapshot:
+    """A file system snapshot of the token's catalog (docs/snapshots.md). ``source`` is the id of
+    the sandbox it was taken of; ``read`` and ``stored`` (files read, blobs stored) are figures of
+    the take that made it, in its answer only; ``skipped`` what it left out."""
+
+    name: str
+    created: Optional[datetime]
+    files: int
+    bytes: int
+    source: str = ""
+    adapter: str = ""
+    read: int = 0
+    stored: int = 0
+    skipped: List[str] = field(default_factory=list)
+    raw: Dict[str, Any] = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def from_json(cls, d: Dict[str, Any]) -> "Snapshot":
+        return cls(
+            name=d.get("name", ""),
+            created=parse_time(d.get("created")),
+            files=int(d.get("files") or 0),
+            bytes=int(d.get("bytes") or 0),
+            source=d.get("source") or "",
+            adapter=d.get("adapter") or "",
+            read=int(d.get("read") or 0),
+            stored=int(d.get("stored") or 0),
+            skipped=list(d.get("skipped") or []),
+            raw=d,
+        )

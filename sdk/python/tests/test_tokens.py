@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from sandboxer import Client, Forbidden, LimitExceeded, SandboxUnavailable, Unauthorized
+from sandboxer import Client, Forbidden, LimitExceeded, NotFound, SandboxUnavailable, Unauthorized
 
 ALICE = os.environ.get("SANDBOXER_TOKEN", "")
 BOB = os.environ.get("SANDBOXER_TOKEN_2", "")
@@ -68,3 +68,23 @@ def test_quotas(url):
         # The place is free again once the sandbox is gone.
         with bob.create_sandbox() as sb2:
             assert sb2.info["owner"] == "bob"
+
+
+def test_snapshots_are_the_tokens_own(url):
+    with Client(url, token=ALICE) as alice, Client(url, token=BOB) as bob:
+        with alice.create_sandbox() as sb:
+            sb.write_file("a.txt", "alice's")
+            sb.snapshot("alices")
+        try:
+            assert [s.name for s in bob.list_snapshots()] == []
+            with pytest.raises(NotFound):
+                bob.get_snapshot("alices")
+            with pytest.raises(NotFound):
+                bob.delete_snapshot("alices")
+            with pytest.raises(NotFound):
+                bob.create_sandbox(from_snapshot="alices")
+            with bob.create_sandbox() as other:
+                with pytest.raises(NotFound):
+                    other.restore("alices")
+        finally:
+            alice.delete_snapshot("alices")
