@@ -83,16 +83,29 @@ func (s *Sandbox) openWalk(dir string) (*os.File, string, error) {
 
 // ListFiles walks dir with directory file descriptors (adapter.ListFilesAt).
 func (s *Sandbox) ListFiles(ctx context.Context, dir string) ([]adapter.FileInfo, error) {
+	return walk(ctx, s, dir, adapter.ListFilesAt)
+}
+
+// ListDirs lists every directory under dir, walked as ListFiles walks (adapter.DirLister: a
+// snapshot finds empty directories without starting a process).
+func (s *Sandbox) ListDirs(ctx context.Context, dir string) ([]string, error) {
+	return walk(ctx, s, dir, adapter.ListDirsAt)
+}
+
+// walk opens dir and lists it with list.
+func walk[T any](ctx context.Context, s *Sandbox, dir string, list func(context.Context, *os.File, string, func(string) bool) ([]T, error)) ([]T, error) {
 	f, prefix, err := s.openWalk(dir)
 	if err != nil {
 		return nil, err
 	}
-	out, err := adapter.ListFilesAt(ctx, f, prefix, nil)
+	out, err := list(ctx, f, prefix, nil)
 	if err != nil {
 		return nil, mapErr("list", dir, err)
 	}
 	return out, nil
 }
+
+var _ adapter.DirLister = (*Sandbox)(nil)
 
 func timespec(ts unix.Timespec) time.Time { return time.Unix(ts.Unix()) }
 
