@@ -101,15 +101,11 @@ func (reg *apiRegistry) acquireRunning(r *http.Request, id string) (*apiSandbox,
 // Pauser; pausing a paused sandbox and resuming a running one are no-ops.
 func (a *apiServer) setPaused(paused bool) func(w http.ResponseWriter, r *http.Request) error {
 	return func(w http.ResponseWriter, r *http.Request) error {
-		box, release, err := a.reg.acquire(r, r.PathValue("id"))
+		p, box, release, err := fileOp[adapter.Pauser](a, r, "pause a sandbox (docker and oci can)")
 		if err != nil {
 			return err
 		}
 		defer release()
-		p, ok := box.sb.(adapter.Pauser)
-		if !ok {
-			return errs.New(errs.InvalidInput, "", "", "the %s adapter cannot pause a sandbox (docker and oci can)", box.s.Adapter)
-		}
 		box.pauseMu.Lock()
 		defer box.pauseMu.Unlock()
 		if paused {
