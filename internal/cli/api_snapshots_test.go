@@ -178,12 +178,24 @@ func needDockerImage(t *testing.T) {
 	}
 }
 
-// TestAPIPause: a paused docker sandbox refuses commands and tool calls (409 SANDBOX_UNAVAILABLE,
-// details.paused), is shown paused, can be snapshotted (its files do not change meanwhile), and
-// after resume runs commands again, its background process going on from where it was.
+// TestAPIPause: a paused docker or oci sandbox refuses commands and tool calls (409
+// SANDBOX_UNAVAILABLE, details.paused), is shown paused, can be snapshotted (its files do not
+// change meanwhile, and nothing runs in it), and after resume runs commands again, its
+// background process going on from where it was.
 func TestAPIPause(t *testing.T) {
-	needDockerImage(t)
-	ta := newTestAPI(t, []string{"--adapter", "docker"})
+	for _, ad := range []string{"docker", "oci"} {
+		t.Run(ad, func(t *testing.T) {
+			needDockerImage(t) // oci's image comes from the daemon too
+			if ad == "oci" {
+				testenv.NeedOCIRuntime(t, "runc")
+			}
+			checkPauseOverAPI(t, ad)
+		})
+	}
+}
+
+func checkPauseOverAPI(t *testing.T, ad string) {
+	ta := newTestAPI(t, []string{"--adapter", ad})
 	sb := ta.create("", api.CreateRequest{})
 	id := "/v1/sandboxes/" + sb.ID
 	assert.False(t, sb.Paused)
