@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -55,10 +56,14 @@ type checkpoint struct {
 	Config   Config   `json:"config"`
 	ImageEnv []string `json:"imageEnv,omitempty"`
 	// MemorySHA256 and MemoryBytes are those of DIR/memory/checkpoint.img, checked by Restore.
-	MemorySHA256 string    `json:"memorySha256"`
-	MemoryBytes  int64     `json:"memoryBytes"`
-	Source       string    `json:"source"` // the sandbox id it was taken of
-	Created      time.Time `json:"created"`
+	MemorySHA256 string `json:"memorySha256"`
+	MemoryBytes  int64  `json:"memoryBytes"`
+	// Workspace and Home describe the trees of DIR/workspace and DIR/home (treeDigest): every
+	// restored sandbox's copies are checked against them before it starts.
+	Workspace map[string]string `json:"workspace"`
+	Home      map[string]string `json:"home"`
+	Source    string            `json:"source"` // the sandbox id it was taken of
+	Created   time.Time         `json:"created"`
 }
 
 const checkpointVersion = 1
@@ -182,27 +187,111 @@ func (s *Sandbox) Checkpoint(ctx context.Context, dir string) (err error) {
 	return nil
 }
 
-// copyFiles copies the stopped sandbox's workspace and HOME into ck's directory.
+// copyFiles copies the stopped sandbox's workspace and HOME into ck's directory and records
+// their digests.
 func (s *Sandbox) copyFiles(ctx context.Context, ck *checkpoint) error {
-	for _, d := range []struct{ from, to string }{{s.rec.Workspace, "workspace"}, {s.rec.Home, "home"}} {
+	for _, d := range []struct {
+		from, to string
+		digest   *map[string]string
+	}{{s.rec.Workspace, "workspace", &ck.Workspace}, {s.rec.Home, "home", &ck.Home}} {
 		to := filepath.Join(ck.dir, d.to)
 		if err := os.Mkdir(to, 0o700); err != nil {
 			return errs.Wrap(errs.Internal, "oci checkpoint", "", err)
 		}
-		if d.from == "" {
-			continue
+		if d.from != "" {
+			from, err := os.OpenRoot(d.from)
+			if err != nil {
+				return errs.Wrap(errs.Internal, "oci checkpoint", "", err)
+			}
+			err = copyInto(ctx, from, to, s.cfg.forkMaxFileBytes())
+			from.Close()
+			if err != nil {
+				return err
+			}
 		}
-		from, err := os.OpenRoot(d.from)
-		if err != nil {
+		var err error
+		if *d.digest, err = treeDigest(to); err != nil {
 			return errs.Wrap(errs.Internal, "oci checkpoint", "", err)
-		}
-		err = copyInto(ctx, from, to, s.cfg.forkMaxFileBytes())
-		from.Close()
-		if err != nil {
-			return err
 		}
 	}
 	return nil
+}
+
+// treeDigest describes the tree under dir, path by path (slash-separated, relative): "dir", a
+// regular file's "sha256:HEX", a symbolic link's "link:TARGET". Nothing else is in a copy that
+// adapter.CopyTree made.
+func treeDigest(dir string) (map[string]string, error) {
+	out := map[string]string{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || p == dir {
+			return err
+		}
+		rel, err := filepath.Rel(dir, p)
+		if err != nil {
+			return err
+		}
+		rel = filepath.ToSlash(rel)
+		switch {
+		case d.IsDir():
+			out[rel] = "dir"
+		case d.Type()&fs.ModeSymlink != 0:
+			target, err := os.Readlink(p)
+			if err != nil {
+				return err
+			}
+			out[rel] = "link:" + target
+		case d.Type().IsRegular():
+			sum, _, err := hashFile(p)
+			if err != nil {
+				return err
+			}
+			out[rel] = "sha256:" + sum
+		default:
+			out[rel] = "other:" + d.Type().String()
+		}
+		return nil
+	})
+	return out, err
+}
+
+// verifyTree checks the tree under dir against want (treeDigest): errs.VerifyFailed naming the
+// paths that are missing, differ or were not in it (the first 20).
+func verifyTree(dir string, want map[string]string, what string) error {
+	got, err := treeDigest(dir)
+	if err != nil {
+		return errs.Wrap(errs.Internal, "oci restore", "", err)
+	}
+	var bad []string
+	for p, w := range want {
+		switch g, ok := got[p]; {
+		case !ok:
+			bad = append(bad, p+" (missing)")
+		case g != w:
+			bad = append(bad, p+" (differs)")
+		}
+	}
+	for p := range got {
+		if _, ok := want[p]; !ok {
+			bad = append(bad, p+" (not in the checkpoint)")
+		}
+	}
+	if len(bad) == 0 {
+		return nil
+	}
+	slices.Sort(bad)
+	n := len(bad)
+	if n > 20 {
+		bad = append(bad[:20], fmt.Sprintf("and %d more", n-20))
+	}
+	return errs.New(errs.VerifyFailed, "oci restore", "", "the restored %s is not the checkpoint's: %s", what, strings.Join(bad, ", "))
+}
+
+// verifyFiles checks a restored sandbox's workspace and HOME against ck, before it starts.
+func (s *Sandbox) verifyFiles(ck *checkpoint) error {
+	if err := verifyTree(s.rec.Workspace, ck.Workspace, "workspace"); err != nil {
+		return err
+	}
+	return verifyTree(s.rec.Home, ck.Home, "HOME")
 }
 
 // rootFiles returns the root file system tree and agent binary of the sandbox's container,

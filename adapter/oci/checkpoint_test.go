@@ -115,9 +115,10 @@ func TestCheckpointRestore(t *testing.T) {
 	assert.Equal(t, []string{before[0], "4", before[2]}, askMemoryServer(t, restored(t, again)))
 }
 
-// TestCheckpointRefusals: a directory that exists, a checkpoint without its record (a Checkpoint
-// that failed midway), an altered memory image and runc (no gVisor) are refused with their codes,
-// and a refused Checkpoint leaves the sandbox running.
+// TestCheckpointRefusals: a directory that exists, files altered, added or removed in the
+// checkpoint, an altered memory image, a checkpoint without its record (a Checkpoint that failed
+// midway) and runc (no gVisor) are refused with their codes, and a refused Checkpoint leaves the
+// sandbox running.
 func TestCheckpointRefusals(t *testing.T) {
 	t.Parallel()
 	needRuntime(t, oci.Runsc)
@@ -129,9 +130,31 @@ func TestCheckpointRefusals(t *testing.T) {
 	assert.Contains(t, err.Error(), "exists")
 	assert.Equal(t, "alive\n", string(sh(t, sb, "echo alive").Stdout))
 
+	require.Equal(t, 0, sh(t, sb, "echo mine > kept && mkdir d && echo x > d/y").ExitCode)
 	dir := filepath.Join(t.TempDir(), "ck")
 	require.NoError(t, sb.Checkpoint(ctx, dir))
 	assert.Equal(t, "alive\n", string(sh(t, sb, "echo alive").Stdout))
+
+	// Files altered, added or removed in the checkpoint fail every restore, naming them, and
+	// leave nothing behind (TestMain's leftover check).
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "workspace", "kept"), []byte("forged\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "home", "planted"), nil, 0o644))
+	require.NoError(t, os.Remove(filepath.Join(dir, "workspace", "d", "y")))
+	_, err = oci.Restore(ctx, oci.Config{StateDir: stateDir}, dir)
+	require.ErrorIs(t, err, errs.VerifyFailed)
+	assert.Contains(t, err.Error(), "kept (differs)")
+	assert.Contains(t, err.Error(), "d/y (missing)")
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "workspace", "kept"), []byte("mine\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "workspace", "d", "y"), []byte("x\n"), 0o644))
+	_, err = oci.Restore(ctx, oci.Config{StateDir: stateDir}, dir)
+	require.ErrorIs(t, err, errs.VerifyFailed)
+	assert.Contains(t, err.Error(), "planted (not in the checkpoint)")
+	require.NoError(t, os.Remove(filepath.Join(dir, "home", "planted")))
+	r, err := oci.Restore(ctx, oci.Config{StateDir: stateDir}, dir)
+	require.NoError(t, err, "put back as it was: restored")
+	track(r.ID())
+	assert.Equal(t, "mine\nx\n", string(sh(t, r, "cat kept d/y").Stdout))
+	require.NoError(t, r.Stop(ctx))
 
 	image := filepath.Join(dir, "memory", "checkpoint.img")
 	f, err := os.OpenFile(image, os.O_WRONLY, 0)

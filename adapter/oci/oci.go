@@ -627,6 +627,11 @@ func create(ctx context.Context, cfg Config, src origin) (*Sandbox, error) {
 		}
 		return fail(err)
 	}
+	if src.ck != nil {
+		if err := s.verifyFiles(src.ck); err != nil {
+			return fail(err)
+		}
+	}
 	b := bundle{root: root, workspace: s.rec.Workspace, home: s.rec.Home, persist: cfg.Persist, cfg: cfg, userns: userns, cgroup: cgroupPath(id),
 		seccomp: !cfg.NoSeccomp && rt.name != Runsc, streams: lay.streams(id)}
 	if cfg.AllowNetwork {
