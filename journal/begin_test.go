@@ -168,7 +168,7 @@ PRAGMA user_version = 1;`)
 	require.NoError(t, err)
 	defer db.Close()
 	require.NoError(t, db.QueryRow("PRAGMA user_version").Scan(&v))
-	assert.Equal(t, 2, v)
+	assert.Equal(t, 3, v)
 	var idx int
 	require.NoError(t, db.QueryRow(`SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name = 'tool_calls_node'`).Scan(&idx))
 	assert.Zero(t, idx, "version 2 has no index on node_id alone")

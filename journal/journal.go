@@ -8,6 +8,9 @@
 // prepared once at Open, the others at their first use: recording a call is one short write
 // transaction.
 //
+// Every finished row is linked into a hash chain per run (chain.go, docs/journal.md), signed
+// when Options.Key is given; Verify checks the chains.
+//
 // The journal stores what it is given: callers redact inputs before Record (write and edit keep
 // only the SHA-256 and size of content and patch; see tools.Meta.Redact). JSON fields larger
 // than the configured limit are replaced by a {"truncated":true,"bytes":N,"preview":"..."} object.
@@ -87,6 +90,10 @@ type Options struct {
 	// BusyTimeout is how long to wait for a lock held by another connection; 0 means
 	// DefaultBusyTimeout.
 	BusyTimeout time.Duration
+	// Key, when not empty, signs every row this journal links (row_sig: HMAC-SHA256 of the row
+	// hash) and is the key Verify checks signatures with. The journal stores its id (KeyID),
+	// never the key.
+	Key []byte
 }
 
 // Journal is an open journal file. It is safe for concurrent use by several goroutines, and the
@@ -95,15 +102,23 @@ type Journal struct {
 	db       *sql.DB
 	path     string
 	maxField int
+	key      []byte // nil: rows are not signed
+	keyID    string
+	// unchained finishes rows as before the chain (plainFinish): only the benchmark's
+	// baseline sets it (export_test.go).
+	unchained bool
 
 	// begin and finish, a call's two writes, are prepared by Open; the statements of the other
 	// methods at their first use, so that a process that records one call (a one-shot CLI call)
 	// does not compile three statements it never runs (issue 15).
-	begin   *sql.Stmt
-	finish  *sql.Stmt
-	insert  lazyStmt
-	reserve lazyStmt
-	earlier lazyStmt
+	begin       *sql.Stmt
+	finish      *sql.Stmt
+	link        *sql.Stmt
+	head        *sql.Stmt
+	insert      lazyStmt
+	plainFinish lazyStmt
+	reserve     lazyStmt
+	earlier     lazyStmt
 }
 
 // lazyStmt is a statement prepared at its first use. A failed preparation is not kept: the next
@@ -138,12 +153,14 @@ func (l *lazyStmt) close() {
 	}
 }
 
-// schemaVersion 2 allows the status running (version 1 had only success and error) and has no
-// index on node_id alone: it cost every insert a quarter of its time, and the UNIQUE index serves
-// the usual filter (run, then node); a filter on the node alone scans.
-const schemaVersion = 2
+// schemaVersion 3 adds the hash chain (migrateV3). Version 2 allowed the status running (version
+// 1 had only success and error) and dropped the index on node_id alone: it cost every insert a
+// quarter of its time, and the UNIQUE index serves the usual filter (run, then node); a filter on
+// the node alone scans.
+const schemaVersion = 3
 
-const schema = `
+// schemaV2 is the schema of version 2, which migrateV3 extends.
+const schemaV2 = `
 CREATE TABLE IF NOT EXISTS tool_calls (
 	id              INTEGER PRIMARY KEY,
 	run_id          TEXT    NOT NULL,
@@ -180,11 +197,37 @@ DROP INDEX IF EXISTS tool_calls_node;
 ALTER TABLE tool_calls RENAME TO tool_calls_v1;
 `
 
+// migrateV3 adds the hash chain: each row's place in its run's chain, the previous row's hash,
+// its own hash and signature (NULL until the row is final, and in rows written before version 3);
+// the head of each run's chain; and the highest row id written before the chain, so that Verify
+// tells those rows ("unchained") from a row inserted later without a chain.
+const migrateV3 = `
+ALTER TABLE tool_calls ADD COLUMN chain_index INTEGER;
+ALTER TABLE tool_calls ADD COLUMN prev_hash   TEXT;
+ALTER TABLE tool_calls ADD COLUMN row_hash    TEXT;
+ALTER TABLE tool_calls ADD COLUMN row_sig     TEXT;
+ALTER TABLE tool_calls ADD COLUMN sig_key_id  TEXT;
+CREATE TABLE chain_heads (
+	run_id     TEXT    NOT NULL PRIMARY KEY,
+	last_index INTEGER NOT NULL,
+	head_hash  TEXT    NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE chain_start (legacy_max_id INTEGER NOT NULL);
+INSERT INTO chain_start SELECT COALESCE(MAX(id), 0) FROM tool_calls;
+`
+
 // The statements of the journal's methods.
 const (
+	// returning gives what link needs of a row made final: its hashed columns (hashedColumns
+	// but chain_index and prev_hash), then its run's head.
+	returning = `
+		RETURNING id, run_id, node_id, iteration, attempt, seq, tool_name, input_json, output_json,
+			started_at_ms, finished_at_ms, status, error_json, idempotency_key, side_effect, idempotent,
+			(SELECT last_index FROM chain_heads WHERE chain_heads.run_id = tool_calls.run_id),
+			(SELECT head_hash FROM chain_heads WHERE chain_heads.run_id = tool_calls.run_id)`
 	insertQuery = `INSERT INTO tool_calls (run_id, node_id, iteration, attempt, seq, tool_name,
 		input_json, output_json, started_at_ms, finished_at_ms, status, error_json, idempotency_key,
-		side_effect, idempotent) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+		side_effect, idempotent) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)` + returning
 	// One statement, run on its own (see Reserve): the counter is read and bumped under the write
 	// lock. It also starts above the highest seq already recorded for the position, so a journal
 	// whose counter table was lost cannot hand out a used seq.
@@ -207,10 +250,15 @@ const (
 				WHERE run_id = ?1 AND node_id = ?2 AND iteration = ?3 AND attempt = ?4), 0)),
 			?5, ?6, 'null', ?7, 0, 'running', 'null', ?8, ?9, ?10)
 		RETURNING seq`
-	finishQuery = `UPDATE tool_calls SET output_json = ?, finished_at_ms = ?, status = ?,
+	plainFinishQuery = `UPDATE tool_calls SET output_json = ?, finished_at_ms = ?, status = ?,
 		error_json = ?, idempotency_key = ?
 		WHERE run_id = ? AND node_id = ? AND iteration = ? AND attempt = ? AND seq = ?
 			AND status = 'running'`
+	finishQuery = plainFinishQuery + returning
+	linkQuery   = `UPDATE tool_calls SET chain_index = ?, prev_hash = ?, row_hash = ?, row_sig = ?,
+		sig_key_id = ? WHERE id = ?`
+	headQuery = `INSERT INTO chain_heads (run_id, last_index, head_hash) VALUES (?, ?, ?)
+		ON CONFLICT (run_id) DO UPDATE SET last_index = excluded.last_index, head_hash = excluded.head_hash`
 	earlierQuery = `SELECT tool_name, attempt, seq, status FROM tool_calls
 		WHERE run_id = ? AND node_id = ? AND iteration = ? AND attempt < ?
 			AND side_effect = 1 AND idempotent = 0
@@ -254,7 +302,11 @@ func Open(ctx context.Context, path string, opts Options) (*Journal, error) {
 	// still meet on the lock, under the busy timeout.
 	db.SetMaxOpenConns(1)
 	j := &Journal{db: db, path: abs, maxField: opts.MaxFieldBytes,
-		insert: lazyStmt{query: insertQuery}, reserve: lazyStmt{query: reserveQuery}, earlier: lazyStmt{query: earlierQuery}}
+		insert: lazyStmt{query: insertQuery}, reserve: lazyStmt{query: reserveQuery}, earlier: lazyStmt{query: earlierQuery},
+		plainFinish: lazyStmt{query: plainFinishQuery}}
+	if len(opts.Key) > 0 {
+		j.key, j.keyID = opts.Key, KeyID(opts.Key)
+	}
 	if j.maxField <= 0 {
 		j.maxField = DefaultMaxFieldBytes
 	}
@@ -284,8 +336,8 @@ func (j *Journal) init(ctx context.Context) error {
 			return fmt.Errorf("migrating the schema from version 1: %w", err)
 		}
 	}
-	if v < schemaVersion {
-		if _, err := tx.ExecContext(ctx, schema); err != nil {
+	if v < 2 {
+		if _, err := tx.ExecContext(ctx, schemaV2); err != nil {
 			return err
 		}
 		if v == 1 {
@@ -294,6 +346,13 @@ func (j *Journal) init(ctx context.Context) error {
 				return fmt.Errorf("migrating the schema from version 1: %w", err)
 			}
 		}
+	}
+	if v < 3 {
+		if _, err := tx.ExecContext(ctx, migrateV3); err != nil {
+			return fmt.Errorf("adding the hash chain to the schema (version %d): %w", v, err)
+		}
+	}
+	if v < schemaVersion {
 		if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", schemaVersion)); err != nil {
 			return err
 		}
@@ -308,6 +367,8 @@ func (j *Journal) init(ctx context.Context) error {
 	}
 	prep(&j.begin, beginQuery)
 	prep(&j.finish, finishQuery)
+	prep(&j.link, linkQuery)
+	prep(&j.head, headQuery)
 	return err
 }
 
@@ -324,12 +385,12 @@ func (j *Journal) Checkpoint(ctx context.Context) error {
 
 // Close closes the journal. The last connection to close checkpoints the WAL into the main file.
 func (j *Journal) Close() error {
-	for _, s := range []*sql.Stmt{j.begin, j.finish} {
+	for _, s := range []*sql.Stmt{j.begin, j.finish, j.link, j.head} {
 		if s != nil {
 			s.Close()
 		}
 	}
-	for _, l := range []*lazyStmt{&j.insert, &j.reserve, &j.earlier} {
+	for _, l := range []*lazyStmt{&j.insert, &j.reserve, &j.earlier, &j.plainFinish} {
 		l.close()
 	}
 	return j.db.Close()
@@ -355,18 +416,12 @@ func (j *Journal) Reserve(ctx context.Context, pos Position) (int, error) {
 	return seq, nil
 }
 
-// Record stores one call. Oversized JSON fields are truncated (see Options.MaxFieldBytes); status
-// must be success or error. Errors: an invalid entry, a seq already recorded for the position, or
-// a database failure. A caller must never let a Record error hide the tool's own result.
+// Record stores one call, linked into its run's chain (signed with Options.Key). Oversized JSON
+// fields are truncated (see Options.MaxFieldBytes); status must be success or error. Errors: an
+// invalid entry, a seq already recorded for the position, or a database failure. A caller must
+// never let a Record error hide the tool's own result.
 func (j *Journal) Record(ctx context.Context, e Entry) error {
-	if err := j.checkOutcome(&e); err != nil {
-		return err
-	}
-	st, err := j.insert.stmt(ctx, j.db)
-	if err == nil {
-		_, err = st.ExecContext(ctx, j.args(&e)...)
-	}
-	if err != nil {
+	if err := j.recordAll(ctx, []Entry{e}); err != nil {
 		return fmt.Errorf("journal: record %s seq %d: %w", e.ToolName, e.Seq, err)
 	}
 	return nil
@@ -392,34 +447,72 @@ func (j *Journal) Begin(ctx context.Context, e Entry) (int, error) {
 	return seq, nil
 }
 
-// Finish stores the outcome of a call begun with Begin: e's position and Seq name the row; its
-// status (success or error), output, error, finish time and idempotency key are stored. Errors:
-// an invalid entry, no running row at that seq, or a database failure.
+// Finish stores the outcome of a call begun with Begin and links the row, now final, into its
+// run's chain (signed with Options.Key), in one transaction: e's position and Seq name the row;
+// its status (success or error), output, error, finish time and idempotency key are stored.
+// Errors: an invalid entry, no running row at that seq, or a database failure.
 func (j *Journal) Finish(ctx context.Context, e Entry) error {
 	if err := j.checkOutcome(&e); err != nil {
 		return err
 	}
-	res, err := j.finish.ExecContext(ctx, e.OutputJSON, e.FinishedAtMs, string(e.Status), e.ErrorJSON,
-		e.IdempotencyKey, e.RunID, e.NodeID, e.Iteration, e.Attempt, e.Seq)
+	args := []any{e.OutputJSON, e.FinishedAtMs, string(e.Status), e.ErrorJSON,
+		e.IdempotencyKey, e.RunID, e.NodeID, e.Iteration, e.Attempt, e.Seq}
+	err := j.finishRow(ctx, args)
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("journal: finish %s seq %d: no running call at that seq", e.ToolName, e.Seq)
+	}
 	if err != nil {
 		return fmt.Errorf("journal: finish %s seq %d: %w", e.ToolName, e.Seq, err)
-	}
-	if n, err := res.RowsAffected(); err != nil || n != 1 {
-		return fmt.Errorf("journal: finish %s seq %d: no running call at that seq", e.ToolName, e.Seq)
 	}
 	return nil
 }
 
-// RecordBatch stores several calls in one transaction: all of them or none. It is the fast path for
-// importing or replaying many rows. Errors as Record.
-func (j *Journal) RecordBatch(ctx context.Context, es []Entry) error {
-	insert, err := j.insert.stmt(ctx, j.db)
-	if err != nil {
-		return fmt.Errorf("journal: record batch: %w", err)
+// finishRow runs finishQuery with args and links the row, in one transaction.
+func (j *Journal) finishRow(ctx context.Context, args []any) error {
+	if j.unchained {
+		st, err := j.plainFinish.stmt(ctx, j.db)
+		if err != nil {
+			return err
+		}
+		res, err := st.ExecContext(ctx, args...)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil || n != 1 {
+			return sql.ErrNoRows
+		}
+		return nil
 	}
 	tx, err := j.db.BeginTx(ctx, nil)
 	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	if err := j.linkRow(ctx, tx, tx.StmtContext(ctx, j.finish).QueryRowContext(ctx, args...)); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+// RecordBatch stores several calls in one transaction, linked into their runs' chains in the
+// order given: all of them or none. It is the fast path for importing or replaying many rows.
+// Errors as Record.
+func (j *Journal) RecordBatch(ctx context.Context, es []Entry) error {
+	if err := j.recordAll(ctx, es); err != nil {
 		return fmt.Errorf("journal: record batch: %w", err)
+	}
+	return nil
+}
+
+// recordAll inserts and links es in one transaction.
+func (j *Journal) recordAll(ctx context.Context, es []Entry) error {
+	insert, err := j.insert.stmt(ctx, j.db)
+	if err != nil {
+		return err
+	}
+	tx, err := j.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
 	}
 	defer tx.Rollback()
 	st := tx.StmtContext(ctx, insert)
@@ -428,14 +521,41 @@ func (j *Journal) RecordBatch(ctx context.Context, es []Entry) error {
 		if err := j.checkOutcome(&e); err != nil {
 			return err
 		}
-		if _, err := st.ExecContext(ctx, j.args(&e)...); err != nil {
-			return fmt.Errorf("journal: record %s seq %d: %w", e.ToolName, e.Seq, err)
+		if err := j.linkRow(ctx, tx, st.QueryRowContext(ctx, j.args(&e)...)); err != nil {
+			return fmt.Errorf("%s seq %d: %w", e.ToolName, e.Seq, err)
 		}
 	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("journal: record batch: %w", err)
+	return tx.Commit()
+}
+
+// linkRow makes the row that row returns (the RETURNING of finishQuery or insertQuery: a row
+// just made final and its run's head) the next link of its run's chain, and moves the head, in
+// tx. sql.ErrNoRows: no row was made final.
+func (j *Journal) linkRow(ctx context.Context, tx *sql.Tx, row *sql.Row) error {
+	n := len(hashedColumns)
+	vals := make([]any, n)
+	var last sql.NullInt64
+	var head sql.NullString
+	dst := make([]any, 0, n)
+	for i := range n - 2 {
+		dst = append(dst, &vals[i])
 	}
-	return nil
+	if err := row.Scan(append(dst, &last, &head)...); err != nil {
+		return err
+	}
+	id, runID := vals[0], vals[1]
+	index := last.Int64 + 1
+	vals[n-2], vals[n-1] = index, head.String
+	hash := hashRow(vals)
+	var sig, keyID any // NULL without a key
+	if j.key != nil {
+		sig, keyID = sign(j.key, hash), j.keyID
+	}
+	if _, err := tx.StmtContext(ctx, j.link).ExecContext(ctx, index, head.String, hash, sig, keyID, id); err != nil {
+		return err
+	}
+	_, err := tx.StmtContext(ctx, j.head).ExecContext(ctx, runID, index, hash)
+	return err
 }
 
 // checkOutcome is check for a finished call.
