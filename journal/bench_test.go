@@ -160,3 +160,46 @@ func BenchmarkBeginCold(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkChain measures what the hash chain adds to a tool call's journal rows: Begin+Finish
+// in one run as the CLI and the MCP server write them, on three journals in turn, so that each
+// meets the same load: Finish as before the chain (one UPDATE: the baseline, unchained-us),
+// chained (a read of the row and the run's head, the UPDATE with the link, the head moved, in one
+// transaction: chained-us) and chained and signed (signed-us); each the median of the loop's
+// calls. added-us is chained minus unchained; the target (issue 39) is at most 50 µs.
+//
+//	go test -run '^$' -bench Chain -benchtime 5000x -count 3 ./journal/
+func BenchmarkChain(b *testing.B) {
+	ctx := context.Background()
+	pos := journal.Position{RunID: "bench", NodeID: "n", Attempt: 1}
+	unchained, chained := open(b, journal.Options{}), open(b, journal.Options{})
+	journal.Unchained(unchained)
+	signed := open(b, journal.Options{Key: []byte("0123456789abcdef0123456789abcdef")})
+	js := []*journal.Journal{unchained, chained, signed}
+	lat := make([][]time.Duration, len(js))
+	for b.Loop() {
+		for i, j := range js {
+			start := time.Now()
+			seq, err := j.Begin(ctx, entry(pos, 0, "write"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := j.Finish(ctx, entry(pos, seq, "write")); err != nil {
+				b.Fatal(err)
+			}
+			lat[i] = append(lat[i], time.Since(start))
+		}
+	}
+	median := func(d []time.Duration) float64 {
+		slices.Sort(d)
+		return float64(d[len(d)/2].Nanoseconds()) / 1e3
+	}
+	u, c, s := median(lat[0]), median(lat[1]), median(lat[2])
+	b.ReportMetric(u, "unchained-us")
+	b.ReportMetric(c, "chained-us")
+	b.ReportMetric(s, "signed-us")
+	b.ReportMetric(c-u, "added-us")
+	v, err := chained.Verify(ctx, "")
+	require.NoError(b, err)
+	require.True(b, v.OK)
+}

@@ -42,7 +42,8 @@ func canonicalSQL() string {
 }
 
 // canonical appends the canonical encoding of a row's hashed values (in hashedColumns' order,
-// as SQLite returns them: int64, string, []byte or nil) to b.
+// as SQLite returns them, int64, string, []byte or nil, or as the writer has them, int, bool
+// and string) to b.
 func canonical(b []byte, values []any) []byte {
 	b = appendField(b, []byte(chainTag))
 	var num [20]byte
@@ -50,6 +51,8 @@ func canonical(b []byte, values []any) []byte {
 		switch v := v.(type) {
 		case int64:
 			b = appendField(b, strconv.AppendInt(num[:0], v, 10))
+		case int:
+			b = appendField(b, strconv.AppendInt(num[:0], int64(v), 10))
 		case bool:
 			b = appendField(b, strconv.AppendInt(num[:0], b2i(v), 10))
 		case string:

@@ -113,8 +113,9 @@ type Journal struct {
 	// does not compile three statements it never runs (issue 15).
 	begin       *sql.Stmt
 	finish      *sql.Stmt
-	link        *sql.Stmt
+	running     *sql.Stmt
 	head        *sql.Stmt
+	recordHead  lazyStmt
 	insert      lazyStmt
 	plainFinish lazyStmt
 	reserve     lazyStmt
@@ -218,16 +219,16 @@ INSERT INTO chain_start SELECT COALESCE(MAX(id), 0) FROM tool_calls;
 
 // The statements of the journal's methods.
 const (
-	// returning gives what link needs of a row made final: its hashed columns (hashedColumns
-	// but chain_index and prev_hash), then its run's head.
-	returning = `
-		RETURNING id, run_id, node_id, iteration, attempt, seq, tool_name, input_json, output_json,
-			started_at_ms, finished_at_ms, status, error_json, idempotency_key, side_effect, idempotent,
-			(SELECT last_index FROM chain_heads WHERE chain_heads.run_id = tool_calls.run_id),
-			(SELECT head_hash FROM chain_heads WHERE chain_heads.run_id = tool_calls.run_id)`
-	insertQuery = `INSERT INTO tool_calls (run_id, node_id, iteration, attempt, seq, tool_name,
+	// The head of a run's chain (last_index, head_hash), NULLs when the run has none yet.
+	runHead = `(SELECT last_index FROM chain_heads WHERE run_id = ?1),
+		(SELECT head_hash FROM chain_heads WHERE run_id = ?1)`
+	// A whole row, linked (Record): its id is the one SQLite would give it, taken under the
+	// write lock with the run's head, so that the row hash covers it.
+	recordHeadQuery = `SELECT (SELECT COALESCE(MAX(id), 0) + 1 FROM tool_calls), ` + runHead
+	insertQuery     = `INSERT INTO tool_calls (id, run_id, node_id, iteration, attempt, seq, tool_name,
 		input_json, output_json, started_at_ms, finished_at_ms, status, error_json, idempotency_key,
-		side_effect, idempotent) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)` + returning
+		side_effect, idempotent, chain_index, prev_hash, row_hash, row_sig, sig_key_id)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	// One statement, run on its own (see Reserve): the counter is read and bumped under the write
 	// lock. It also starts above the highest seq already recorded for the position, so a journal
 	// whose counter table was lost cannot hand out a used seq.
@@ -250,15 +251,21 @@ const (
 				WHERE run_id = ?1 AND node_id = ?2 AND iteration = ?3 AND attempt = ?4), 0)),
 			?5, ?6, 'null', ?7, 0, 'running', 'null', ?8, ?9, ?10)
 		RETURNING seq`
+	// Finish reads what Begin stored and the run's head, then writes the outcome and the link
+	// (finishQuery) and moves the head (headQuery), in one transaction.
+	runningQuery = `SELECT id, tool_name, input_json, started_at_ms, side_effect, idempotent, ` + runHead + `
+		FROM tool_calls WHERE run_id = ?1 AND node_id = ?2 AND iteration = ?3 AND attempt = ?4 AND seq = ?5
+			AND status = 'running'`
+	finishQuery = `UPDATE tool_calls SET output_json = ?, finished_at_ms = ?, status = ?,
+		error_json = ?, idempotency_key = ?, chain_index = ?, prev_hash = ?, row_hash = ?, row_sig = ?,
+		sig_key_id = ? WHERE id = ?`
+	headQuery = `INSERT INTO chain_heads (run_id, last_index, head_hash) VALUES (?, ?, ?)
+		ON CONFLICT (run_id) DO UPDATE SET last_index = excluded.last_index, head_hash = excluded.head_hash`
+	// plainFinishQuery is Finish before the chain (Unchained, the benchmark's baseline).
 	plainFinishQuery = `UPDATE tool_calls SET output_json = ?, finished_at_ms = ?, status = ?,
 		error_json = ?, idempotency_key = ?
 		WHERE run_id = ? AND node_id = ? AND iteration = ? AND attempt = ? AND seq = ?
 			AND status = 'running'`
-	finishQuery = plainFinishQuery + returning
-	linkQuery   = `UPDATE tool_calls SET chain_index = ?, prev_hash = ?, row_hash = ?, row_sig = ?,
-		sig_key_id = ? WHERE id = ?`
-	headQuery = `INSERT INTO chain_heads (run_id, last_index, head_hash) VALUES (?, ?, ?)
-		ON CONFLICT (run_id) DO UPDATE SET last_index = excluded.last_index, head_hash = excluded.head_hash`
 	earlierQuery = `SELECT tool_name, attempt, seq, status FROM tool_calls
 		WHERE run_id = ? AND node_id = ? AND iteration = ? AND attempt < ?
 			AND side_effect = 1 AND idempotent = 0
@@ -303,7 +310,7 @@ func Open(ctx context.Context, path string, opts Options) (*Journal, error) {
 	db.SetMaxOpenConns(1)
 	j := &Journal{db: db, path: abs, maxField: opts.MaxFieldBytes,
 		insert: lazyStmt{query: insertQuery}, reserve: lazyStmt{query: reserveQuery}, earlier: lazyStmt{query: earlierQuery},
-		plainFinish: lazyStmt{query: plainFinishQuery}}
+		recordHead: lazyStmt{query: recordHeadQuery}, plainFinish: lazyStmt{query: plainFinishQuery}}
 	if len(opts.Key) > 0 {
 		j.key, j.keyID = opts.Key, KeyID(opts.Key)
 	}
@@ -367,7 +374,7 @@ func (j *Journal) init(ctx context.Context) error {
 	}
 	prep(&j.begin, beginQuery)
 	prep(&j.finish, finishQuery)
-	prep(&j.link, linkQuery)
+	prep(&j.running, runningQuery)
 	prep(&j.head, headQuery)
 	return err
 }
@@ -385,12 +392,12 @@ func (j *Journal) Checkpoint(ctx context.Context) error {
 
 // Close closes the journal. The last connection to close checkpoints the WAL into the main file.
 func (j *Journal) Close() error {
-	for _, s := range []*sql.Stmt{j.begin, j.finish, j.link, j.head} {
+	for _, s := range []*sql.Stmt{j.begin, j.finish, j.running, j.head} {
 		if s != nil {
 			s.Close()
 		}
 	}
-	for _, l := range []*lazyStmt{&j.insert, &j.reserve, &j.earlier, &j.plainFinish} {
+	for _, l := range []*lazyStmt{&j.insert, &j.recordHead, &j.reserve, &j.earlier, &j.plainFinish} {
 		l.close()
 	}
 	return j.db.Close()
@@ -455,9 +462,7 @@ func (j *Journal) Finish(ctx context.Context, e Entry) error {
 	if err := j.checkOutcome(&e); err != nil {
 		return err
 	}
-	args := []any{e.OutputJSON, e.FinishedAtMs, string(e.Status), e.ErrorJSON,
-		e.IdempotencyKey, e.RunID, e.NodeID, e.Iteration, e.Attempt, e.Seq}
-	err := j.finishRow(ctx, args)
+	err := j.finishRow(ctx, &e)
 	if errors.Is(err, sql.ErrNoRows) {
 		return fmt.Errorf("journal: finish %s seq %d: no running call at that seq", e.ToolName, e.Seq)
 	}
@@ -467,31 +472,49 @@ func (j *Journal) Finish(ctx context.Context, e Entry) error {
 	return nil
 }
 
-// finishRow runs finishQuery with args and links the row, in one transaction.
-func (j *Journal) finishRow(ctx context.Context, args []any) error {
+// finishRow stores e's outcome and links its row. sql.ErrNoRows: no running row at e's seq.
+func (j *Journal) finishRow(ctx context.Context, e *Entry) error {
 	if j.unchained {
-		st, err := j.plainFinish.stmt(ctx, j.db)
-		if err != nil {
-			return err
-		}
-		res, err := st.ExecContext(ctx, args...)
-		if err != nil {
-			return err
-		}
-		if n, err := res.RowsAffected(); err != nil || n != 1 {
-			return sql.ErrNoRows
-		}
-		return nil
+		return j.finishPlain(ctx, e)
 	}
 	tx, err := j.db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
 	defer tx.Rollback()
-	if err := j.linkRow(ctx, tx, tx.StmtContext(ctx, j.finish).QueryRowContext(ctx, args...)); err != nil {
+	// What Begin stored, read back under the write lock: the hash covers the row as it is.
+	r := final{Entry: *e}
+	var head chainHead
+	if err := tx.StmtContext(ctx, j.running).QueryRowContext(ctx, e.RunID, e.NodeID, e.Iteration, e.Attempt, e.Seq).Scan(
+		&r.id, &r.ToolName, &r.InputJSON, &r.StartedAtMs, &r.SideEffect, &r.Idempotent, &head.last, &head.hash); err != nil {
+		return err
+	}
+	j.link(&r, head)
+	if _, err := tx.StmtContext(ctx, j.finish).ExecContext(ctx, r.OutputJSON, r.FinishedAtMs, string(r.Status),
+		r.ErrorJSON, r.IdempotencyKey, r.index, r.prev, r.hash, r.sig, r.keyID, r.id); err != nil {
+		return err
+	}
+	if _, err := tx.StmtContext(ctx, j.head).ExecContext(ctx, r.RunID, r.index, r.hash); err != nil {
 		return err
 	}
 	return tx.Commit()
+}
+
+// finishPlain is Finish as before the chain (see Unchained).
+func (j *Journal) finishPlain(ctx context.Context, e *Entry) error {
+	st, err := j.plainFinish.stmt(ctx, j.db)
+	if err != nil {
+		return err
+	}
+	res, err := st.ExecContext(ctx, e.OutputJSON, e.FinishedAtMs, string(e.Status), e.ErrorJSON,
+		e.IdempotencyKey, e.RunID, e.NodeID, e.Iteration, e.Attempt, e.Seq)
+	if err != nil {
+		return err
+	}
+	if n, err := res.RowsAffected(); err != nil || n != 1 {
+		return sql.ErrNoRows
+	}
+	return nil
 }
 
 // RecordBatch stores several calls in one transaction, linked into their runs' chains in the
@@ -510,52 +533,64 @@ func (j *Journal) recordAll(ctx context.Context, es []Entry) error {
 	if err != nil {
 		return err
 	}
+	recordHead, err := j.recordHead.stmt(ctx, j.db)
+	if err != nil {
+		return err
+	}
 	tx, err := j.db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
 	defer tx.Rollback()
-	st := tx.StmtContext(ctx, insert)
+	ins, rh := tx.StmtContext(ctx, insert), tx.StmtContext(ctx, recordHead)
+	head := tx.StmtContext(ctx, j.head)
 	for i := range es {
-		e := es[i]
-		if err := j.checkOutcome(&e); err != nil {
+		r := final{Entry: es[i]}
+		if err := j.checkOutcome(&r.Entry); err != nil {
 			return err
 		}
-		if err := j.linkRow(ctx, tx, st.QueryRowContext(ctx, j.args(&e)...)); err != nil {
-			return fmt.Errorf("%s seq %d: %w", e.ToolName, e.Seq, err)
+		var h chainHead
+		if err := rh.QueryRowContext(ctx, r.RunID).Scan(&r.id, &h.last, &h.hash); err != nil {
+			return err
+		}
+		j.link(&r, h)
+		if _, err := ins.ExecContext(ctx, r.id, r.RunID, r.NodeID, r.Iteration, r.Attempt, r.Seq, r.ToolName,
+			r.InputJSON, r.OutputJSON, r.StartedAtMs, r.FinishedAtMs, string(r.Status), r.ErrorJSON,
+			r.IdempotencyKey, r.SideEffect, r.Idempotent, r.index, r.prev, r.hash, r.sig, r.keyID); err != nil {
+			return fmt.Errorf("%s seq %d: %w", r.ToolName, r.Seq, err)
+		}
+		if _, err := head.ExecContext(ctx, r.RunID, r.index, r.hash); err != nil {
+			return err
 		}
 	}
 	return tx.Commit()
 }
 
-// linkRow makes the row that row returns (the RETURNING of finishQuery or insertQuery: a row
-// just made final and its run's head) the next link of its run's chain, and moves the head, in
-// tx. sql.ErrNoRows: no row was made final.
-func (j *Journal) linkRow(ctx context.Context, tx *sql.Tx, row *sql.Row) error {
-	n := len(hashedColumns)
-	vals := make([]any, n)
-	var last sql.NullInt64
-	var head sql.NullString
-	dst := make([]any, 0, n)
-	for i := range n - 2 {
-		dst = append(dst, &vals[i])
-	}
-	if err := row.Scan(append(dst, &last, &head)...); err != nil {
-		return err
-	}
-	id, runID := vals[0], vals[1]
-	index := last.Int64 + 1
-	vals[n-2], vals[n-1] = index, head.String
-	hash := hashRow(vals)
-	var sig, keyID any // NULL without a key
+// final is a row as it is made final: its entry, id and link.
+type final struct {
+	Entry
+	id         int64
+	index      int64
+	prev, hash string
+	sig, keyID any // NULL without a key
+}
+
+// chainHead is a run's head as read under the write lock (NULLs: the run has no chain yet).
+type chainHead struct {
+	last sql.NullInt64
+	hash sql.NullString
+}
+
+// link makes r the next row of the chain whose head is h: its index, previous hash, hash and,
+// with a key, signature.
+func (j *Journal) link(r *final, h chainHead) {
+	r.index, r.prev = h.last.Int64+1, h.hash.String
+	r.hash = hashRow([]any{r.id, r.RunID, r.NodeID, r.Iteration, r.Attempt, r.Seq, r.ToolName,
+		r.InputJSON, r.OutputJSON, r.StartedAtMs, r.FinishedAtMs, string(r.Status), r.ErrorJSON,
+		r.IdempotencyKey, r.SideEffect, r.Idempotent, r.index, r.prev})
 	if j.key != nil {
-		sig, keyID = sign(j.key, hash), j.keyID
+		r.sig, r.keyID = sign(j.key, r.hash), j.keyID
 	}
-	if _, err := tx.StmtContext(ctx, j.link).ExecContext(ctx, index, head.String, hash, sig, keyID, id); err != nil {
-		return err
-	}
-	_, err := tx.StmtContext(ctx, j.head).ExecContext(ctx, runID, index, hash)
-	return err
 }
 
 // checkOutcome is check for a finished call.
@@ -588,12 +623,6 @@ func (j *Journal) check(e *Entry) error {
 	e.OutputJSON = Truncate(e.OutputJSON, j.maxField)
 	e.ErrorJSON = Truncate(e.ErrorJSON, j.maxField)
 	return nil
-}
-
-func (j *Journal) args(e *Entry) []any {
-	return []any{e.RunID, e.NodeID, e.Iteration, e.Attempt, e.Seq, e.ToolName, e.InputJSON,
-		e.OutputJSON, e.StartedAtMs, e.FinishedAtMs, string(e.Status), e.ErrorJSON, e.IdempotencyKey,
-		e.SideEffect, e.Idempotent}
 }
 
 // Filter selects rows for List. Empty fields match everything.
