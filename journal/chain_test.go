@@ -80,24 +80,25 @@ func TestChainOfManyCallsVerifies(t *testing.T) {
 	calls(t, j, "s", 7)
 	pos := journal.Position{RunID: "r", NodeID: "other", Attempt: 1}
 	require.NoError(t, j.Record(ctx, entry(pos, 1, "read")))
-	require.NoError(t, j.RecordBatch(ctx, []journal.Entry{entry(pos, 2, "grep"), entry(pos, 3, "edit")}))
+	other := journal.Position{RunID: "s", NodeID: "batch", Attempt: 1}
+	require.NoError(t, j.RecordBatch(ctx, []journal.Entry{entry(pos, 2, "grep"), entry(other, 1, "read"), entry(pos, 3, "edit")}))
 	_, err := j.Begin(ctx, entry(pos, 0, "bash")) // left running: linked when it finishes
 	require.NoError(t, err)
 
 	v := verify(t, j, "")
 	require.Nil(t, v.Mismatch)
 	assert.True(t, v.OK)
-	assert.EqualValues(t, 50, v.Rows)
+	assert.EqualValues(t, 51, v.Rows)
 	assert.Equal(t, 2, v.Runs)
 	assert.EqualValues(t, 1, v.Running)
 	assert.Zero(t, v.Unchained)
 	require.Len(t, v.Heads, 2)
 	assert.Equal(t, journal.Head{RunID: "r", Rows: 43, Hash: v.Heads[0].Hash}, v.Heads[0])
-	assert.EqualValues(t, 7, v.Heads[1].Rows)
+	assert.EqualValues(t, 8, v.Heads[1].Rows)
 
 	only := verify(t, j, "s")
 	assert.True(t, only.OK)
-	assert.EqualValues(t, 7, only.Rows)
+	assert.EqualValues(t, 8, only.Rows)
 	require.Len(t, only.Heads, 1)
 
 	// The chain is in the order rows were finished, each linked to the one before.
@@ -116,7 +117,7 @@ func TestChainOfManyCallsVerifies(t *testing.T) {
 		prev, tools = h, append(tools, tool)
 	}
 	require.NoError(t, rows.Err())
-	assert.Equal(t, []string{"bash", "write", "bash", "write", "bash", "write", "write"}, tools)
+	assert.Equal(t, []string{"bash", "write", "bash", "write", "bash", "write", "write", "read"}, tools)
 	assert.Equal(t, v.Heads[1].Hash, prev)
 }
 
@@ -526,4 +527,59 @@ PRAGMA user_version = 2;`)
 	require.False(t, v.OK)
 	assert.Equal(t, journal.CheckRowInserted, v.Mismatch.Check)
 	assert.True(t, strings.Contains(v.Mismatch.Message, "outside the chain"), v.Mismatch.Message)
+}
+
+// The Python verifier docs/journal.md gives checks a journal as Verify does: ok on a signed
+// journal with its key, and the changed row, the deleted last row and a wrong signature found.
+func TestDocsPythonVerifier(t *testing.T) {
+	t.Parallel()
+	python, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("no python3 here:", err)
+	}
+	doc, err := os.ReadFile("../docs/journal.md")
+	require.NoError(t, err)
+	_, script, ok := strings.Cut(string(doc), "```python\n")
+	require.True(t, ok, "docs/journal.md has a Python block")
+	script, _, ok = strings.Cut(script, "```")
+	require.True(t, ok)
+	dir := t.TempDir()
+	key, other := filepath.Join(dir, "key"), filepath.Join(dir, "other")
+	require.NoError(t, os.WriteFile(key, []byte("0123456789abcdef0123456789abcdef\n"), 0o600))
+	require.NoError(t, os.WriteFile(other, []byte("fedcba9876543210fedcba9876543210\n"), 0o600))
+	run := func(path string, args ...string) (string, error) {
+		cmd := exec.Command(python, append([]string{"-", path}, args...)...)
+		cmd.Stdin = strings.NewReader(script)
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	build := func() string {
+		path := filepath.Join(t.TempDir(), "j.db")
+		j, err := journal.Open(context.Background(), path, journal.Options{Key: []byte("0123456789abcdef0123456789abcdef")})
+		require.NoError(t, err)
+		calls(t, j, "r", 6)
+		calls(t, j, "s", 3)
+		require.NoError(t, j.Close())
+		return path
+	}
+
+	path := build()
+	out, err := run(path, key)
+	require.NoError(t, err, out)
+	assert.Equal(t, "ok: 9 rows in 2 runs\n", out)
+	out, err = run(path, other)
+	assert.Error(t, err)
+	assert.Regexp(t, `^run 'r', chain index 1, row id \d+: signature wrong\n$`, out)
+
+	db := rawDB(t, path)
+	exec1(t, db, `UPDATE tool_calls SET status = 'error' WHERE run_id = 'r' AND chain_index = 3`)
+	out, err = run(path)
+	assert.Error(t, err)
+	assert.Contains(t, out, fmt.Sprintf("run 'r', chain index 3, row id %d: content changed", idAt(t, db, "r", 3)))
+
+	path = build()
+	exec1(t, rawDB(t, path), `DELETE FROM tool_calls WHERE run_id = 's' AND chain_index = 3`)
+	out, err = run(path, key)
+	assert.Error(t, err)
+	assert.Contains(t, out, "run 's': the head is (3, ")
 }

@@ -527,7 +527,8 @@ func (j *Journal) RecordBatch(ctx context.Context, es []Entry) error {
 	return nil
 }
 
-// recordAll inserts and links es in one transaction.
+// recordAll inserts and links es in one transaction. Each run's head is read once (with the
+// next row id) and moved once, at the end.
 func (j *Journal) recordAll(ctx context.Context, es []Entry) error {
 	insert, err := j.insert.stmt(ctx, j.db)
 	if err != nil {
@@ -543,23 +544,36 @@ func (j *Journal) recordAll(ctx context.Context, es []Entry) error {
 	}
 	defer tx.Rollback()
 	ins, rh := tx.StmtContext(ctx, insert), tx.StmtContext(ctx, recordHead)
-	head := tx.StmtContext(ctx, j.head)
+	heads := map[string]*chainHead{}
+	var runs []string // in the order first met
+	var nextID int64
 	for i := range es {
 		r := final{Entry: es[i]}
 		if err := j.checkOutcome(&r.Entry); err != nil {
 			return err
 		}
-		var h chainHead
-		if err := rh.QueryRowContext(ctx, r.RunID).Scan(&r.id, &h.last, &h.hash); err != nil {
-			return err
+		h := heads[r.RunID]
+		if h == nil {
+			h = &chainHead{}
+			if err := rh.QueryRowContext(ctx, r.RunID).Scan(&nextID, &h.last, &h.hash); err != nil {
+				return err
+			}
+			heads[r.RunID], runs = h, append(runs, r.RunID)
 		}
-		j.link(&r, h)
+		r.id = nextID
+		j.link(&r, *h)
 		if _, err := ins.ExecContext(ctx, r.id, r.RunID, r.NodeID, r.Iteration, r.Attempt, r.Seq, r.ToolName,
 			r.InputJSON, r.OutputJSON, r.StartedAtMs, r.FinishedAtMs, string(r.Status), r.ErrorJSON,
 			r.IdempotencyKey, r.SideEffect, r.Idempotent, r.index, r.prev, r.hash, r.sig, r.keyID); err != nil {
 			return fmt.Errorf("%s seq %d: %w", r.ToolName, r.Seq, err)
 		}
-		if _, err := head.ExecContext(ctx, r.RunID, r.index, r.hash); err != nil {
+		nextID++
+		h.last = sql.NullInt64{Int64: r.index, Valid: true}
+		h.hash = sql.NullString{String: r.hash, Valid: true}
+	}
+	head := tx.StmtContext(ctx, j.head)
+	for _, run := range runs {
+		if _, err := head.ExecContext(ctx, run, heads[run].last.Int64, heads[run].hash.String); err != nil {
 			return err
 		}
 	}

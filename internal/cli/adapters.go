@@ -261,7 +261,7 @@ func serverDir(inv invocation) string {
 // ownFiles are sandboxer's own files for the settings: no workspace may contain them (a command
 // could replace or forge them). local.Config adds the engine's executable and $XDG_RUNTIME_DIR.
 func ownFiles(s Settings) []string {
-	own := []string{s.StateDir, s.Journal, s.ConfigFile, serverDir(s.inv), s.inv.getenv(frontVar), s.tokenFile}
+	own := []string{s.StateDir, s.Journal, s.ConfigFile, serverDir(s.inv), s.inv.getenv(frontVar), s.tokenFile, s.journalKeyFile}
 	if f := UserConfigFile(); f != "" {
 		own = append(own, filepath.Dir(f))
 	}
@@ -274,11 +274,14 @@ func ownFiles(s Settings) []string {
 }
 
 // denyRead are the host paths a local sandbox's commands may never read, beyond the adapter's
-// own list: the resident servers' sockets and keys, the remote adapter's token file.
+// own list: the resident servers' sockets and keys, the remote adapter's token file, the
+// journal's key file.
 func denyRead(s Settings) []string {
 	deny := []string{serverDir(s.inv)}
-	if s.tokenFile != "" {
-		deny = append(deny, s.tokenFile)
+	for _, f := range []string{s.tokenFile, s.journalKeyFile} {
+		if f != "" {
+			deny = append(deny, f)
+		}
 	}
 	return deny
 }

@@ -60,7 +60,7 @@ type principalKey struct{}
 func newAPIServer(ctx context.Context, opt apiOptions) (*apiServer, error) {
 	a := &apiServer{opt: opt, mux: http.NewServeMux(), cats: newCatalogs(opt.Base)}
 	if opt.Base.Journal != "" {
-		j, err := journal.Open(ctx, opt.Base.Journal, journal.Options{MaxFieldBytes: opt.Base.MaxOutputBytes})
+		j, err := journal.Open(ctx, opt.Base.Journal, opt.Base.journalOptions())
 		if err != nil {
 			return nil, err
 		}

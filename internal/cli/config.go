@@ -20,6 +20,7 @@ import (
 	"github.com/sandboxer/sandboxer/adapter/oci"
 	"github.com/sandboxer/sandboxer/egress"
 	"github.com/sandboxer/sandboxer/errs"
+	"github.com/sandboxer/sandboxer/journal"
 	"github.com/sandboxer/sandboxer/sync/filesync"
 )
 
@@ -39,6 +40,7 @@ const (
 	keyMaxOutputBytes = "max-output-bytes"
 	keyTimeout        = "timeout"
 	keyJournal        = "journal"
+	keyJournalKey     = "journal-key-file" // the key that signs the journal's rows; never the key itself
 	keyStateDir       = "state-dir"
 	keyRunID          = "run-id"
 	keyNodeID         = "node-id"
@@ -81,7 +83,7 @@ const (
 
 var knownKeys = map[string]bool{
 	keyAdapter: true, keyRoot: true, keyImage: true, keyAllowNetwork: true, keyMaxOutputBytes: true,
-	keyTimeout: true, keyJournal: true, keyStateDir: true, keyRunID: true, keyNodeID: true,
+	keyTimeout: true, keyJournal: true, keyJournalKey: true, keyStateDir: true, keyRunID: true, keyNodeID: true,
 	keyIteration: true, keyAttempt: true, keySandbox: true, keyStore: true, keySyncMaxFile: true,
 	keyIsolation: true, keyRequireIso: true, keyMemory: true, keyPids: true, keyCPUs: true, keyDisk: true,
 	keyROBind: true, keyRWBind: true, keyNoCaches: true, keyMCPMaxMessage: true, keyRuntime: true, keyRunscPlatform: true, keyAllowHosts: true, keyDisableLayers: true,
@@ -137,6 +139,11 @@ type Settings struct {
 	MaxOutputBytes int
 	Timeout        time.Duration
 	Journal        string // absolute path, or "" when off
+	// journalKey signs the journal's rows and checks their signatures (journal.Options.Key),
+	// read from journalKeyFile (absolute), which no workspace may hold and no local command may
+	// read: unexported, so that no printing of the settings shows it.
+	journalKey     []byte
+	journalKeyFile string
 	StateDir       string // absolute
 	RunID          string
 	NodeID         string
@@ -236,6 +243,7 @@ func addCommonFlags(f *pflag.FlagSet) {
 	f.Int(keyMaxOutputBytes, DefaultMaxOutputBytes, "per-stream output cap and file/content/patch size limit, in bytes")
 	f.Duration(keyTimeout, DefaultTimeout, "timeout of one command (bash, grep, exec)")
 	f.String(keyJournal, "", `tool-call journal (SQLite) path, or "off" (default STATE_DIR/journal.db)`)
+	addJournalKeyFlag(f)
 	f.String(keyStateDir, "", "where long-lived sandboxes and the default journal live (default $XDG_STATE_HOME/sandboxer or ~/.local/state/sandboxer)")
 	f.String(keyRunID, DefaultRunID, "run id recorded in the journal and used in idempotency keys")
 	f.String(keyNodeID, DefaultNodeID, "node (task) id recorded in the journal and used in idempotency keys")
@@ -564,7 +572,37 @@ func loadIn(inv invocation, flags *pflag.FlagSet) (Settings, error) {
 			return Settings{}, err
 		}
 	}
+	if file := v.GetString(keyJournalKey); file != "" && s.Journal != "" {
+		if s.journalKeyFile, err = inv.abs(file); err != nil {
+			return Settings{}, err
+		}
+		if s.journalKey, err = readJournalKey(s.journalKeyFile); err != nil {
+			return Settings{}, err
+		}
+	}
 	return s, nil
+}
+
+// addJournalKeyFlag declares --journal-key-file.
+func addJournalKeyFlag(f *pflag.FlagSet) {
+	f.String(keyJournalKey, "", fmt.Sprintf("a file holding the key that signs each journal row (HMAC-SHA256; at least %d bytes, surrounding white space trimmed) and that `sandboxer log --verify` checks them with; the journal stores only its id", minJournalKey))
+}
+
+// minJournalKey is the shortest journal key accepted, in bytes.
+const minJournalKey = 16
+
+// readJournalKey reads the journal key of the file p (absolute). Errors never show the content.
+func readJournalKey(p string) ([]byte, error) {
+	key, err := readSecretFile(keyJournalKey, p)
+	if err == nil && len(key) < minJournalKey {
+		err = fmt.Errorf("--%s %s: the key is %d bytes, want at least %d (like the output of `openssl rand -hex 32`)", keyJournalKey, p, len(key), minJournalKey)
+	}
+	return []byte(key), err
+}
+
+// journalOptions are the options the journal of s is opened with.
+func (s Settings) journalOptions() journal.Options {
+	return journal.Options{MaxFieldBytes: s.MaxOutputBytes, Key: s.journalKey}
 }
 
 // loadRemote reads the remote adapter's settings into s: the server, its CA and token, and what
@@ -612,25 +650,34 @@ func loadRemote(inv invocation, v *viper.Viper, s *Settings) error {
 // readToken reads the token of the file p (--token-file, absolute): its content without
 // surrounding white space. Errors never show the content.
 func readToken(p string) (string, error) {
+	tok, err := readSecretFile(keyTokenFile, p)
+	if err == nil && strings.ContainsAny(tok, " \t\r\n") {
+		return "", fmt.Errorf("--%s %s: a token is one line without spaces", keyTokenFile, p)
+	}
+	return tok, err
+}
+
+// readSecretFile reads the secret of the file p (absolute) that the setting key names: its
+// content without surrounding white space, at most 64 KiB, not empty. Errors never show the
+// content.
+func readSecretFile(key, p string) (string, error) {
 	f, err := os.Open(p)
 	if err != nil {
-		return "", fmt.Errorf("--%s: %w", keyTokenFile, err)
+		return "", fmt.Errorf("--%s: %w", key, err)
 	}
 	defer f.Close()
 	b, err := io.ReadAll(io.LimitReader(f, 64<<10+1))
 	if err != nil {
-		return "", fmt.Errorf("--%s %s: %w", keyTokenFile, p, err)
+		return "", fmt.Errorf("--%s %s: %w", key, p, err)
 	}
-	tok := strings.TrimSpace(string(b))
+	secret := strings.TrimSpace(string(b))
 	switch {
 	case len(b) > 64<<10:
-		return "", fmt.Errorf("--%s %s: more than 64 KiB, not a token", keyTokenFile, p)
-	case tok == "":
-		return "", fmt.Errorf("--%s %s is empty", keyTokenFile, p)
-	case strings.ContainsAny(tok, " \t\r\n"):
-		return "", fmt.Errorf("--%s %s: a token is one line without spaces", keyTokenFile, p)
+		return "", fmt.Errorf("--%s %s: more than 64 KiB", key, p)
+	case secret == "":
+		return "", fmt.Errorf("--%s %s is empty", key, p)
 	}
-	return tok, nil
+	return secret, nil
 }
 
 // The typed getters of viper turn a malformed value into zero silently; these refuse it instead,

@@ -142,7 +142,7 @@ type journalOpening struct {
 // openJournal starts opening the journal of s (none when the journal is off).
 func openJournal(ctx context.Context, s Settings) *journalOpening {
 	o := &journalOpening{done: make(chan struct{})}
-	opts := journal.Options{MaxFieldBytes: s.MaxOutputBytes}
+	opts := s.journalOptions()
 	switch {
 	case s.Journal == "":
 		close(o.done)

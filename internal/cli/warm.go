@@ -46,7 +46,7 @@ func (wj *warmJournal) release() {
 // journal returns the open journal of path, opening it if need be (and again when the file was
 // removed or replaced since), and the release that ends this use of it.
 func (w *warmth) journal(ctx context.Context, path string, opts journal.Options) (*journal.Journal, func(), error) {
-	key := fmt.Sprintf("%s\x00%d", path, opts.MaxFieldBytes)
+	key := fmt.Sprintf("%s\x00%d\x00%s", path, opts.MaxFieldBytes, journal.KeyID(opts.Key)) // one per signing key
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	wj := w.journals[key]
