@@ -432,21 +432,9 @@ func TestChainOfConcurrentProcesses(t *testing.T) {
 	key := []byte("a shared key of the two writers")
 	j := openAt(t, path, journal.Options{Key: key})
 	const procs = 2
-	outs := make([][]byte, procs)
-	errs := make([]error, procs)
-	var wg sync.WaitGroup
-	for i := range procs {
-		wg.Go(func() {
-			cmd := exec.Command(os.Args[0], "-test.run=^TestChainOfConcurrentProcesses$", "-test.count=1")
-			cmd.Env = append(os.Environ(), chainHelperEnv+"="+path)
-			outs[i], errs[i] = cmd.CombinedOutput()
-		})
-	}
+	wait := inChildren(t, "TestChainOfConcurrentProcesses", chainHelperEnv+"="+path, procs)
 	calls(t, j, "r", 20) // and this process too, meanwhile
-	wg.Wait()
-	for i := range procs {
-		require.NoError(t, errs[i], "child %d: %s", i, outs[i])
-	}
+	wait()
 	v := verify(t, j, "r")
 	require.True(t, v.OK, "%v", v.Mismatch)
 	assert.EqualValues(t, procs*per+20, v.Rows)
@@ -465,34 +453,7 @@ func TestOpenMigratesVersion2(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "v2.db")
 	db := rawDB(t, path)
-	exec1(t, db, `
-CREATE TABLE tool_calls (
-	id              INTEGER PRIMARY KEY,
-	run_id          TEXT    NOT NULL,
-	node_id         TEXT    NOT NULL,
-	iteration       INTEGER NOT NULL,
-	attempt         INTEGER NOT NULL,
-	seq             INTEGER NOT NULL,
-	tool_name       TEXT    NOT NULL,
-	input_json      TEXT    NOT NULL,
-	output_json     TEXT    NOT NULL,
-	started_at_ms   INTEGER NOT NULL,
-	finished_at_ms  INTEGER NOT NULL,
-	status          TEXT    NOT NULL CHECK (status IN ('running', 'success', 'error')),
-	error_json      TEXT    NOT NULL,
-	idempotency_key TEXT    NOT NULL,
-	side_effect     INTEGER NOT NULL,
-	idempotent      INTEGER NOT NULL,
-	UNIQUE (run_id, node_id, iteration, attempt, seq)
-);
-CREATE TABLE tool_call_seqs (
-	run_id    TEXT    NOT NULL,
-	node_id   TEXT    NOT NULL,
-	iteration INTEGER NOT NULL,
-	attempt   INTEGER NOT NULL,
-	last_seq  INTEGER NOT NULL,
-	PRIMARY KEY (run_id, node_id, iteration, attempt)
-) WITHOUT ROWID;
+	exec1(t, db, journal.SchemaV2+`
 INSERT INTO tool_calls VALUES (1, 'r', 'n', 0, 1, 1, 'write', '{}', '"ok"', 10, 20, 'success', 'null', 'k1', 1, 0);
 INSERT INTO tool_calls VALUES (2, 'r', 'n', 0, 1, 2, 'bash', '{}', '"ok"', 30, 40, 'error', '{}', 'k2', 1, 0);
 INSERT INTO tool_calls VALUES (3, 'r', 'n', 0, 1, 3, 'bash', '{}', 'null', 50, 0, 'running', 'null', 'k3', 1, 0);

@@ -127,20 +127,9 @@ func TestReserveIsAtomicAcrossProcesses(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, j.Close())
 	const procs = 4
-	outs := make([][]byte, procs)
-	errs := make([]error, procs)
-	var wg sync.WaitGroup
-	for i := range procs {
-		wg.Go(func() {
-			cmd := exec.Command(os.Args[0], "-test.run=^TestReserveIsAtomicAcrossProcesses$", "-test.count=1")
-			cmd.Env = append(os.Environ(), reserveHelperEnv+"="+path)
-			outs[i], errs[i] = cmd.Output()
-		})
-	}
-	wg.Wait()
+	outs := inChildren(t, "TestReserveIsAtomicAcrossProcesses", reserveHelperEnv+"="+path, procs)()
 	seen := map[int]bool{}
 	for i := range procs {
-		require.NoError(t, errs[i], "child %d: %s", i, outs[i])
 		for _, line := range strings.Fields(string(outs[i])) {
 			s, err := strconv.Atoi(line)
 			if err != nil {
@@ -445,4 +434,32 @@ func TestFirstUsesRace(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 9, seq, "8 reservations before this one")
 	require.NoError(t, j.Close())
+}
+
+// inChildren starts the test named test in procs child processes of this test binary, each with
+// env (NAME=VALUE) set; wait waits for them, fails the test if one failed, and returns their
+// standard outputs.
+func inChildren(t *testing.T, test, env string, procs int) (wait func() [][]byte) {
+	t.Helper()
+	outs := make([][]byte, procs)
+	errs := make([]error, procs)
+	var wg sync.WaitGroup
+	for i := range procs {
+		wg.Go(func() {
+			cmd := exec.Command(os.Args[0], "-test.run=^"+test+"$", "-test.count=1")
+			cmd.Env = append(os.Environ(), env)
+			outs[i], errs[i] = cmd.Output()
+		})
+	}
+	return func() [][]byte {
+		wg.Wait()
+		for i, err := range errs {
+			var stderr []byte
+			if ee, ok := err.(*exec.ExitError); ok {
+				stderr = ee.Stderr
+			}
+			require.NoError(t, err, "child %d: %s%s", i, outs[i], stderr)
+		}
+		return outs
+	}
 }
