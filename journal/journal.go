@@ -108,8 +108,8 @@ type Journal struct {
 	// baseline sets it (export_test.go).
 	unchained bool
 
-	// begin and finish, a call's two writes, are prepared by Open; the statements of the other
-	// methods at their first use, so that a process that records one call (a one-shot CLI call)
+	// begin, running, finish and head, a call's statements, are prepared by Open; the
+	// statements of the other methods at their first use, so that a process that records one call (a one-shot CLI call)
 	// does not compile three statements it never runs (issue 15).
 	begin       *sql.Stmt
 	finish      *sql.Stmt
@@ -428,10 +428,7 @@ func (j *Journal) Reserve(ctx context.Context, pos Position) (int, error) {
 // invalid entry, a seq already recorded for the position, or a database failure. A caller must
 // never let a Record error hide the tool's own result.
 func (j *Journal) Record(ctx context.Context, e Entry) error {
-	if err := j.recordAll(ctx, []Entry{e}); err != nil {
-		return fmt.Errorf("journal: record %s seq %d: %w", e.ToolName, e.Seq, err)
-	}
-	return nil
+	return j.recordAll(ctx, []Entry{e}, fmt.Sprintf("record %s seq %d", e.ToolName, e.Seq))
 }
 
 // Begin records that a call starts: a row with status running, with e's position, tool, input,
@@ -521,15 +518,27 @@ func (j *Journal) finishPlain(ctx context.Context, e *Entry) error {
 // order given: all of them or none. It is the fast path for importing or replaying many rows.
 // Errors as Record.
 func (j *Journal) RecordBatch(ctx context.Context, es []Entry) error {
-	if err := j.recordAll(ctx, es); err != nil {
-		return fmt.Errorf("journal: record batch: %w", err)
+	return j.recordAll(ctx, es, "record batch")
+}
+
+// recordAll checks es, then inserts and links them in one transaction. Each run's head is read
+// once (with the next row id) and moved once, at the end. op names the operation in errors.
+func (j *Journal) recordAll(ctx context.Context, es []Entry, op string) error {
+	rows := make([]final, len(es))
+	for i := range es {
+		rows[i].Entry = es[i]
+		if err := j.checkOutcome(&rows[i].Entry); err != nil {
+			return err
+		}
+	}
+	if err := j.insertAll(ctx, rows); err != nil {
+		return fmt.Errorf("journal: %s: %w", op, err)
 	}
 	return nil
 }
 
-// recordAll inserts and links es in one transaction. Each run's head is read once (with the
-// next row id) and moved once, at the end.
-func (j *Journal) recordAll(ctx context.Context, es []Entry) error {
+// insertAll inserts and links rows (checked) in one transaction.
+func (j *Journal) insertAll(ctx context.Context, rows []final) error {
 	insert, err := j.insert.stmt(ctx, j.db)
 	if err != nil {
 		return err
@@ -547,11 +556,8 @@ func (j *Journal) recordAll(ctx context.Context, es []Entry) error {
 	heads := map[string]*chainHead{}
 	var runs []string // in the order first met
 	var nextID int64
-	for i := range es {
-		r := final{Entry: es[i]}
-		if err := j.checkOutcome(&r.Entry); err != nil {
-			return err
-		}
+	for i := range rows {
+		r := &rows[i]
 		h := heads[r.RunID]
 		if h == nil {
 			h = &chainHead{}
@@ -561,11 +567,14 @@ func (j *Journal) recordAll(ctx context.Context, es []Entry) error {
 			heads[r.RunID], runs = h, append(runs, r.RunID)
 		}
 		r.id = nextID
-		j.link(&r, *h)
+		j.link(r, *h)
 		if _, err := ins.ExecContext(ctx, r.id, r.RunID, r.NodeID, r.Iteration, r.Attempt, r.Seq, r.ToolName,
 			r.InputJSON, r.OutputJSON, r.StartedAtMs, r.FinishedAtMs, string(r.Status), r.ErrorJSON,
 			r.IdempotencyKey, r.SideEffect, r.Idempotent, r.index, r.prev, r.hash, r.sig, r.keyID); err != nil {
-			return fmt.Errorf("%s seq %d: %w", r.ToolName, r.Seq, err)
+			if len(rows) > 1 {
+				err = fmt.Errorf("%s seq %d: %w", r.ToolName, r.Seq, err)
+			}
+			return err
 		}
 		nextID++
 		h.last = sql.NullInt64{Int64: r.index, Valid: true}
