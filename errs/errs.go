@@ -40,6 +40,8 @@ const (
 	Conflict Code = "SYNC_CONFLICT"
 	// VerifyFailed: what was restored (a snapshot into a workspace) does not match what was
 	// captured: a missing or altered file, or a blob gone from the store. Details name the paths.
+	// Also a journal whose hash chain does not verify (`sandboxer log --verify`): details name the
+	// run, chain index, row id and check of the first row that fails.
 	VerifyFailed Code = "VERIFY_FAILED"
 	// Internal: an unexpected failure that fits no other code (I/O error, bug).
 	Internal Code = "INTERNAL"
