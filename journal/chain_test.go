@@ -544,3 +544,29 @@ func TestDocsPythonVerifier(t *testing.T) {
 	assert.Error(t, err)
 	assert.Contains(t, out, "run 's': the head is (3, ")
 }
+
+// A row begun through one journal and finished through another (another process's), and heads
+// moved by the other in between, still form one chain: Finish reads what it does not know.
+func TestFinishOfARowBegunElsewhere(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "j.db")
+	a, b := openAt(t, path, journal.Options{}), openAt(t, path, journal.Options{})
+	pos := journal.Position{RunID: "r", NodeID: "n", Attempt: 1}
+	for range 3 {
+		s, err := a.Begin(ctx, entry(pos, 0, "bash"))
+		require.NoError(t, err)
+		require.NoError(t, b.Finish(ctx, entry(pos, s, "bash")))
+		s, err = a.Begin(ctx, entry(pos, 0, "write"))
+		require.NoError(t, err)
+		require.NoError(t, a.Finish(ctx, entry(pos, s, "write")), "a's head is stale: b moved it")
+	}
+	s, err := a.Begin(ctx, entry(pos, 0, "read"))
+	require.NoError(t, err)
+	require.NoError(t, a.Finish(ctx, entry(pos, s, "read")))
+	err = b.Finish(ctx, entry(pos, s, "read"))
+	require.ErrorContains(t, err, "no running call at that seq")
+	v := verify(t, a, "")
+	require.True(t, v.OK, "%v", v.Mismatch)
+	assert.EqualValues(t, 7, v.Rows)
+}

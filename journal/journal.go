@@ -108,6 +108,13 @@ type Journal struct {
 	// baseline sets it (export_test.go).
 	unchained bool
 
+	// What Finish would otherwise read back: the rows this journal began and has not finished
+	// (by position and seq), and the heads of the runs it last linked (maybe moved since by
+	// another process: Finish checks). Guarded by mu.
+	mu    sync.Mutex
+	begun map[begunKey]final
+	heads map[string]chainHead
+
 	// begin, running, finish and head, a call's statements, are prepared by Open; the
 	// statements of the other methods at their first use, so that a process that records one call (a one-shot CLI call)
 	// does not compile three statements it never runs (issue 15).
@@ -250,15 +257,19 @@ const (
 			COALESCE((SELECT last_seq FROM tool_call_seqs
 				WHERE run_id = ?1 AND node_id = ?2 AND iteration = ?3 AND attempt = ?4), 0)),
 			?5, ?6, 'null', ?7, 0, 'running', 'null', ?8, ?9, ?10)
-		RETURNING seq`
-	// Finish reads what Begin stored and the run's head, then writes the outcome and the link
-	// (finishQuery) and moves the head (headQuery), in one transaction.
+		RETURNING seq, id`
+	// Finish writes the outcome and the link (finishQuery) and moves the head (headQuery), in
+	// one transaction. It knows the row's columns and the run's head from this journal's Begin
+	// and last link; when it does not (a row begun by another process, a head another process
+	// moved: finishQuery's head condition fails), it reads them (runningQuery) under the lock.
 	runningQuery = `SELECT id, tool_name, input_json, started_at_ms, side_effect, idempotent, ` + runHead + `
 		FROM tool_calls WHERE run_id = ?1 AND node_id = ?2 AND iteration = ?3 AND attempt = ?4 AND seq = ?5
 			AND status = 'running'`
 	finishQuery = `UPDATE tool_calls SET output_json = ?, finished_at_ms = ?, status = ?,
 		error_json = ?, idempotency_key = ?, chain_index = ?, prev_hash = ?, row_hash = ?, row_sig = ?,
-		sig_key_id = ? WHERE id = ?`
+		sig_key_id = ? WHERE id = ? AND status = 'running'
+			AND (SELECT last_index FROM chain_heads WHERE run_id = ?) IS ?
+			AND (SELECT head_hash FROM chain_heads WHERE run_id = ?) IS ?`
 	headQuery = `INSERT INTO chain_heads (run_id, last_index, head_hash) VALUES (?, ?, ?)
 		ON CONFLICT (run_id) DO UPDATE SET last_index = excluded.last_index, head_hash = excluded.head_hash`
 	// plainFinishQuery is Finish before the chain (Unchained, the benchmark's baseline).
@@ -308,7 +319,7 @@ func Open(ctx context.Context, path string, opts Options) (*Journal, error) {
 	// write lock, where the loser sleeps in the busy handler (1 ms, then longer). Other processes
 	// still meet on the lock, under the busy timeout.
 	db.SetMaxOpenConns(1)
-	j := &Journal{db: db, path: abs, maxField: opts.MaxFieldBytes,
+	j := &Journal{db: db, path: abs, maxField: opts.MaxFieldBytes, begun: map[begunKey]final{}, heads: map[string]chainHead{},
 		insert: lazyStmt{query: insertQuery}, reserve: lazyStmt{query: reserveQuery}, earlier: lazyStmt{query: earlierQuery},
 		recordHead: lazyStmt{query: recordHeadQuery}, plainFinish: lazyStmt{query: plainFinishQuery}}
 	if len(opts.Key) > 0 {
@@ -442,13 +453,22 @@ func (j *Journal) Begin(ctx context.Context, e Entry) (int, error) {
 	if err := j.check(&e); err != nil {
 		return 0, err
 	}
-	var seq int
+	r := final{Entry: e}
 	err := j.begin.QueryRowContext(ctx, e.RunID, e.NodeID, e.Iteration, e.Attempt, e.ToolName,
-		e.InputJSON, e.StartedAtMs, e.IdempotencyKey, e.SideEffect, e.Idempotent).Scan(&seq)
+		e.InputJSON, e.StartedAtMs, e.IdempotencyKey, e.SideEffect, e.Idempotent).Scan(&r.Seq, &r.id)
 	if err != nil {
 		return 0, fmt.Errorf("journal: begin %s: %w", e.ToolName, err)
 	}
-	return seq, nil
+	j.mu.Lock()
+	j.begun[begunKey{e.Position(), r.Seq}] = r
+	j.mu.Unlock()
+	return r.Seq, nil
+}
+
+// begunKey names a row this journal began.
+type begunKey struct {
+	pos Position
+	seq int
 }
 
 // Finish stores the outcome of a call begun with Begin and links the row, now final, into its
@@ -471,30 +491,66 @@ func (j *Journal) Finish(ctx context.Context, e Entry) error {
 
 // finishRow stores e's outcome and links its row. sql.ErrNoRows: no running row at e's seq.
 func (j *Journal) finishRow(ctx context.Context, e *Entry) error {
+	j.mu.Lock()
+	key := begunKey{e.Position(), e.Seq}
+	r, known := j.begun[key]
+	delete(j.begun, key)
+	head, knownHead := j.heads[e.RunID]
+	j.mu.Unlock()
 	if j.unchained {
 		return j.finishPlain(ctx, e)
 	}
+	// Begin's columns and the outcome's.
+	r.OutputJSON, r.FinishedAtMs, r.Status, r.ErrorJSON, r.IdempotencyKey = e.OutputJSON, e.FinishedAtMs, e.Status, e.ErrorJSON, e.IdempotencyKey
+	known = known && knownHead
 	tx, err := j.db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
 	defer tx.Rollback()
-	// What Begin stored, read back under the write lock: the hash covers the row as it is.
-	r := final{Entry: *e}
-	var head chainHead
-	if err := tx.StmtContext(ctx, j.running).QueryRowContext(ctx, e.RunID, e.NodeID, e.Iteration, e.Attempt, e.Seq).Scan(
-		&r.id, &r.ToolName, &r.InputJSON, &r.StartedAtMs, &r.SideEffect, &r.Idempotent, &head.last, &head.hash); err != nil {
-		return err
-	}
-	j.link(&r, head)
-	if _, err := tx.StmtContext(ctx, j.finish).ExecContext(ctx, r.OutputJSON, r.FinishedAtMs, string(r.Status),
-		r.ErrorJSON, r.IdempotencyKey, r.index, r.prev, r.hash, r.sig, r.keyID, r.id); err != nil {
-		return err
+	for {
+		if !known {
+			// What Begin stored and the head, read under the write lock: the hash covers the
+			// row as it is.
+			r.Entry = *e
+			if err := tx.StmtContext(ctx, j.running).QueryRowContext(ctx, e.RunID, e.NodeID, e.Iteration, e.Attempt, e.Seq).Scan(
+				&r.id, &r.ToolName, &r.InputJSON, &r.StartedAtMs, &r.SideEffect, &r.Idempotent, &head.last, &head.hash); err != nil {
+				return err
+			}
+		}
+		j.link(&r, head)
+		res, err := tx.StmtContext(ctx, j.finish).ExecContext(ctx, r.OutputJSON, r.FinishedAtMs, string(r.Status),
+			r.ErrorJSON, r.IdempotencyKey, r.index, r.prev, r.hash, r.sig, r.keyID, r.id, r.RunID, head.last, r.RunID, head.hash)
+		if err != nil {
+			return err
+		}
+		n, err := res.RowsAffected()
+		if err != nil {
+			return err
+		}
+		if n == 1 {
+			break
+		}
+		if !known {
+			return sql.ErrNoRows
+		}
+		known = false // another process moved the head (or finished the row): read them
 	}
 	if _, err := tx.StmtContext(ctx, j.head).ExecContext(ctx, r.RunID, r.index, r.hash); err != nil {
 		return err
 	}
-	return tx.Commit()
+	if err := tx.Commit(); err != nil {
+		return err
+	}
+	j.setHead(r.RunID, r.index, r.hash)
+	return nil
+}
+
+// setHead remembers the head of run this journal just committed.
+func (j *Journal) setHead(run string, index int64, hash string) {
+	j.mu.Lock()
+	j.heads[run] = chainHead{sql.NullInt64{Int64: index, Valid: true}, sql.NullString{String: hash, Valid: true}}
+	j.mu.Unlock()
 }
 
 // finishPlain is Finish as before the chain (see Unchained).
@@ -586,7 +642,13 @@ func (j *Journal) insertAll(ctx context.Context, rows []final) error {
 			return err
 		}
 	}
-	return tx.Commit()
+	if err := tx.Commit(); err != nil {
+		return err
+	}
+	for _, run := range runs {
+		j.setHead(run, heads[run].last.Int64, heads[run].hash.String)
+	}
+	return nil
 }
 
 // final is a row as it is made final: its entry, id and link.
