@@ -113,6 +113,7 @@ Configuration: defaults < ~/.config/sandboxer/sandboxer.yaml (or --config; never
 		newPortForwardCmd(std),
 		newServerCmd(std),
 		newServeCmd(std),
+		newUICmd(std),
 	)
 	root.CompletionOptions.DisableDefaultCmd = true
 	return root
