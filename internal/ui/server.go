@@ -101,12 +101,12 @@ func (s *Server) apiRuns(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	runs, err := s.store.runs(r.Context(), limit)
+	runs, err := s.store.listRuns(r.Context(), limit)
 	reply(w, map[string]any{"runs": runs}, err)
 }
 
 func (s *Server) apiTasks(w http.ResponseWriter, r *http.Request) {
-	tasks, err := s.store.tasks(r.Context(), r.URL.Query().Get("run"))
+	tasks, err := s.store.listTasks(r.Context(), r.URL.Query().Get("run"))
 	reply(w, map[string]any{"tasks": tasks}, err)
 }
 

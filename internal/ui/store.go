@@ -1,26 +1,43 @@
 package ui
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
 	"net/url"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/sandboxer/sandboxer/journal"
 )
 
 // store reads a journal file and never writes it: the connection is opened with mode=ro and
-// query_only, so not even a mistake in a query here can change a row. Every query uses the
-// primary key (id) or the journal's UNIQUE (run_id, node_id, iteration, attempt, seq) index;
-// the viewer creates no index of its own.
+// query_only, so not even a mistake in a query here can change a row. Rows are read by primary
+// key (id) or through the journal's UNIQUE (run_id, node_id, iteration, attempt, seq) index; the
+// viewer creates no index of its own.
+//
+// The totals of runs and tasks (calls, errors, first and last time) would cost a scan of the
+// whole table per request, JSON columns included (half a second at 100,000 calls): the store
+// keeps them in memory instead, read once and then brought up to date at each request from the
+// rows after the last id it has seen, plus the calls it saw running (a running call's row is
+// the only one that changes). The journal only appends, so that is everything.
 type store struct {
 	db *sql.DB
+
+	mu      sync.Mutex
+	last    int64                      // the highest id counted
+	running map[int64]journal.Position // counted calls that were running then
+	runs    map[string]*Run            // by run id
+	tasks   map[journal.Position]*Task // by task attempt
 }
 
-// openStore opens the journal at path read-only. Errors: the file is missing or not a journal.
+// openStore opens the journal at path read-only and counts its rows. Errors: the file is
+// missing or not a journal.
 func openStore(ctx context.Context, path string) (*store, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
@@ -34,16 +51,20 @@ func openStore(ctx context.Context, path string) (*store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ui: open %s: %w", path, err)
 	}
+	s := &store{db: db, running: map[int64]journal.Position{}, runs: map[string]*Run{}, tasks: map[journal.Position]*Task{}}
 	var n int
-	if err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM sqlite_schema WHERE type = 'table' AND name = 'tool_calls'`).Scan(&n); err != nil {
+	err = db.QueryRowContext(ctx, `SELECT COUNT(*) FROM sqlite_schema WHERE type = 'table' AND name = 'tool_calls'`).Scan(&n)
+	if err == nil && n == 0 {
+		err = errors.New("not a sandboxer journal (no tool_calls table)")
+	}
+	if err == nil {
+		err = s.refresh(ctx)
+	}
+	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("ui: open %s: %w", path, err)
 	}
-	if n == 0 {
-		db.Close()
-		return nil, fmt.Errorf("ui: %s is not a sandboxer journal (no tool_calls table)", path)
-	}
-	return &store{db: db}, nil
+	return s, nil
 }
 
 func (s *store) Close() error { return s.db.Close() }
@@ -56,20 +77,8 @@ type Run struct {
 	Calls   int    `json:"calls"`
 	Errors  int    `json:"errors"`
 	Running int    `json:"running"`
-	LastID  int64  `json:"lastId"` // the newest row: runs are listed newest first
-}
-
-// runs lists the runs, the most recently active first.
-func (s *store) runs(ctx context.Context, limit int) ([]Run, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT run_id, MIN(started_at_ms), MAX(MAX(started_at_ms, finished_at_ms)),
-		COUNT(*), SUM(status = 'error'), SUM(status = 'running'), MAX(id)
-		FROM tool_calls GROUP BY run_id ORDER BY MAX(id) DESC LIMIT ?`, limit)
-	if err != nil {
-		return nil, err
-	}
-	return scanAll(rows, func(r *Run) []any {
-		return []any{&r.RunID, &r.FirstMs, &r.LastMs, &r.Calls, &r.Errors, &r.Running, &r.LastID}
-	})
+	FirstID int64  `json:"firstId"` // the run's oldest row
+	LastID  int64  `json:"lastId"`  // its newest: runs are listed newest first
 }
 
 // Task is one task attempt of a run: a (node, iteration, attempt) position.
@@ -81,18 +90,138 @@ type Task struct {
 	Errors  int   `json:"errors"`
 }
 
-// tasks lists a run's task attempts in (node, iteration, attempt) order: the UNIQUE index's.
-func (s *store) tasks(ctx context.Context, run string) ([]Task, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT run_id, node_id, iteration, attempt, MIN(started_at_ms),
-		MAX(MAX(started_at_ms, finished_at_ms)), COUNT(*), SUM(status = 'error')
-		FROM tool_calls WHERE run_id = ? GROUP BY node_id, iteration, attempt
-		ORDER BY node_id, iteration, attempt`, run)
+// tally is what the totals count of one row.
+type tally struct {
+	id                int64
+	pos               journal.Position
+	started, finished int64
+	status            journal.Status
+}
+
+// refresh brings the totals up to date: the rows after the last id counted, and the outcome
+// of the calls counted while running.
+func (s *store) refresh(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cols := func(t *tally) []any {
+		return []any{&t.id, &t.pos.RunID, &t.pos.NodeID, &t.pos.Iteration, &t.pos.Attempt, &t.started, &t.finished, &t.status}
+	}
+	const sel = `SELECT id, run_id, node_id, iteration, attempt, started_at_ms, finished_at_ms, status FROM tool_calls`
+	if len(s.running) > 0 {
+		ids := make([]string, 0, len(s.running))
+		for id := range s.running {
+			ids = append(ids, strconv.FormatInt(id, 10))
+		}
+		rows, err := s.db.QueryContext(ctx, sel+` WHERE status != 'running' AND id IN (`+strings.Join(ids, ",")+`)`)
+		if err != nil {
+			return err
+		}
+		done, err := scanAll(rows, cols)
+		if err != nil {
+			return err
+		}
+		for _, t := range done {
+			delete(s.running, t.id)
+			s.count(t, -1)
+		}
+	}
+	rows, err := s.db.QueryContext(ctx, sel+` WHERE id > ? ORDER BY id`, s.last)
 	if err != nil {
+		return err
+	}
+	added, err := scanAll(rows, cols)
+	if err != nil {
+		return err
+	}
+	for _, t := range added {
+		s.count(t, 1)
+		s.last = t.id
+		if t.status == journal.StatusRunning {
+			s.running[t.id] = t.pos
+		}
+	}
+	return nil
+}
+
+// count adds a row to the totals (n = 1), or the outcome of a call counted while running
+// (n = -1: it is running no more).
+func (s *store) count(t tally, n int) {
+	last := max(t.started, t.finished)
+	errs := 0
+	if t.status == journal.StatusError {
+		errs = 1
+	}
+	r := s.runs[t.pos.RunID]
+	if r == nil {
+		r = &Run{RunID: t.pos.RunID, FirstMs: t.started, FirstID: t.id}
+		s.runs[t.pos.RunID] = r
+	}
+	task := s.tasks[t.pos]
+	if task == nil {
+		task = &Task{Position: t.pos, FirstMs: t.started}
+		s.tasks[t.pos] = task
+	}
+	r.Errors += errs
+	task.Errors += errs
+	r.LastMs, task.LastMs = max(r.LastMs, last), max(task.LastMs, last)
+	if n < 0 {
+		r.Running--
+		return
+	}
+	r.Calls++
+	task.Calls++
+	r.FirstMs, task.FirstMs = min(r.FirstMs, t.started), min(task.FirstMs, t.started)
+	r.LastID = t.id
+	if t.status == journal.StatusRunning {
+		r.Running++
+	}
+}
+
+// runs lists up to limit runs, the most recently active first.
+func (s *store) listRuns(ctx context.Context, limit int) ([]Run, error) {
+	if err := s.refresh(ctx); err != nil {
 		return nil, err
 	}
-	return scanAll(rows, func(t *Task) []any {
-		return []any{&t.RunID, &t.NodeID, &t.Iteration, &t.Attempt, &t.FirstMs, &t.LastMs, &t.Calls, &t.Errors}
+	s.mu.Lock()
+	out := make([]Run, 0, len(s.runs))
+	for _, r := range s.runs {
+		out = append(out, *r)
+	}
+	s.mu.Unlock()
+	slices.SortFunc(out, func(a, b Run) int { return cmp.Compare(b.LastID, a.LastID) })
+	return out[:min(limit, len(out))], nil
+}
+
+// listTasks lists a run's task attempts in (node, iteration, attempt) order.
+func (s *store) listTasks(ctx context.Context, run string) ([]Task, error) {
+	if err := s.refresh(ctx); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	out := []Task{}
+	for _, t := range s.tasks {
+		if t.RunID == run {
+			out = append(out, *t)
+		}
+	}
+	s.mu.Unlock()
+	slices.SortFunc(out, func(a, b Task) int {
+		return cmp.Or(strings.Compare(a.NodeID, b.NodeID), cmp.Compare(a.Iteration, b.Iteration), cmp.Compare(a.Attempt, b.Attempt))
 	})
+	return out, nil
+}
+
+// bounds returns the first and last row id of run as of now (0, 0: no such run).
+func (s *store) bounds(ctx context.Context, run string) (first, last int64, err error) {
+	if err := s.refresh(ctx); err != nil {
+		return 0, 0, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if r := s.runs[run]; r != nil {
+		return r.FirstID, r.LastID, nil
+	}
+	return 0, 0, nil
 }
 
 // Summary is a call as the list shows it: everything but the JSON fields, of which only a
@@ -127,9 +256,18 @@ type Query struct {
 func (s *store) calls(ctx context.Context, q Query) ([]Summary, error) {
 	where := []string{"id > ?"}
 	args := []any{q.After}
-	// The unary + keeps SQLite from walking the UNIQUE index for run_id = ? and sorting the run's
-	// rows by id: walking the primary key from the cursor stops after one page.
-	for _, f := range []struct{ col, val string }{{"+run_id", q.RunID}, {"tool_name", q.Tool}, {"status", q.Status}} {
+	if q.RunID != "" {
+		// The primary key is walked from the cursor, between the run's first and last rows (the
+		// unary + keeps SQLite from walking the UNIQUE index instead and sorting all the run's
+		// rows by id), so a page stops after its rows and a poll past the run's end reads none.
+		first, last, err := s.bounds(ctx, q.RunID)
+		if err != nil {
+			return nil, err
+		}
+		where = append(where, "id >= ?", "id <= ?", "+run_id = ?")
+		args = append(args, first, last, q.RunID)
+	}
+	for _, f := range []struct{ col, val string }{{"tool_name", q.Tool}, {"status", q.Status}} {
 		if f.val != "" {
 			where = append(where, f.col+" = ?")
 			args = append(args, f.val)

@@ -108,7 +108,7 @@ func TestAPI(t *testing.T) {
 	require.Len(t, runs.Runs, 2)
 	assert.Equal(t, "run-b", runs.Runs[0].RunID, "the most recently active run first")
 	a := runs.Runs[1]
-	assert.Equal(t, Run{RunID: "run-a", FirstMs: fixtureStart + 400, LastMs: fixtureStart + 1200 + 250, Calls: 3, Errors: 1, LastID: 3}, a)
+	assert.Equal(t, Run{RunID: "run-a", FirstMs: fixtureStart + 400, LastMs: fixtureStart + 1200 + 250, Calls: 3, Errors: 1, FirstID: 1, LastID: 3}, a)
 
 	var tasks struct{ Tasks []Task }
 	get(t, hs, s, "/api/tasks?run=run-a", &tasks)
@@ -155,6 +155,23 @@ func TestAPI(t *testing.T) {
 		ToolName: "bash", InputJSON: `{"cmd":"true"}`, Status: journal.StatusSuccess, StartedAtMs: fixtureStart + 9000}))
 	get(t, hs, s, fmt.Sprintf("/api/calls?run=run-b&after=%d", p.Next), &p)
 	assert.Equal(t, []string{"bash"}, tools(p))
+
+	// A call begun, then finished: the totals follow it.
+	ctx := context.Background()
+	begun := journal.Entry{RunID: "run-a", NodeID: "test", Attempt: 1, ToolName: "bash", InputJSON: `{"cmd":"go","args":["test"]}`,
+		StartedAtMs: fixtureStart + 10000, SideEffect: true}
+	seq, err := j.Begin(ctx, begun)
+	require.NoError(t, err)
+	get(t, hs, s, "/api/runs", &runs)
+	assert.Equal(t, Run{RunID: "run-a", FirstMs: fixtureStart + 400, LastMs: fixtureStart + 10000, Calls: 4, Errors: 1, Running: 1, FirstID: 1, LastID: 7}, runs.Runs[0])
+	begun.Seq, begun.Status, begun.FinishedAtMs, begun.ErrorJSON = seq, journal.StatusError, fixtureStart+12000, `{"code":"TOOL_COMMAND_FAILED"}`
+	require.NoError(t, j.Finish(ctx, begun))
+	get(t, hs, s, "/api/runs", &runs)
+	assert.Equal(t, Run{RunID: "run-a", FirstMs: fixtureStart + 400, LastMs: fixtureStart + 12000, Calls: 4, Errors: 2, FirstID: 1, LastID: 7}, runs.Runs[0])
+	get(t, hs, s, "/api/tasks?run=run-a", &tasks)
+	require.Len(t, tasks.Tasks, 3)
+	assert.Equal(t, Task{Position: journal.Position{RunID: "run-a", NodeID: "test", Attempt: 1}, FirstMs: fixtureStart + 10000,
+		LastMs: fixtureStart + 12000, Calls: 1, Errors: 1}, tasks.Tasks[2])
 
 	// One call whole; the retried attempt carries the retry warning naming the earlier write.
 	var c Call
@@ -218,7 +235,7 @@ func TestToken(t *testing.T) {
 type cookieJar struct{ cookies []*http.Cookie }
 
 func (j *cookieJar) SetCookies(_ *url.URL, cs []*http.Cookie) { j.cookies = append(j.cookies, cs...) }
-func (j *cookieJar) Cookies(*url.URL) []*http.Cookie         { return j.cookies }
+func (j *cookieJar) Cookies(*url.URL) []*http.Cookie          { return j.cookies }
 
 func TestReadOnly(t *testing.T) {
 	t.Parallel()
