@@ -37,6 +37,11 @@ function fmtTime(ms, withDate) {
   const t = pad(d.getHours()) + ":" + pad(d.getMinutes()) + ":" + pad(d.getSeconds()) + "." + pad(d.getMilliseconds(), 3);
   return withDate ? d.getFullYear() + "-" + pad(d.getMonth() + 1) + "-" + pad(d.getDate()) + " " + t : t;
 }
+// fmtDate is the short form of a run's times: month, day, hours, minutes, seconds.
+function fmtDate(ms) {
+  const d = new Date(ms);
+  return pad(d.getMonth() + 1) + "-" + pad(d.getDate()) + " " + pad(d.getHours()) + ":" + pad(d.getMinutes()) + ":" + pad(d.getSeconds());
+}
 function fmtDuration(c) {
   if (c.status === "running" || !c.finishedAtMs) return "running";
   const ms = c.finishedAtMs - c.startedAtMs;
@@ -54,7 +59,8 @@ async function loadRuns() {
     el("td", {colspan: 5}, "all runs")));
   for (const r of runs) {
     body.append(el("tr", {class: r.runId === state.run ? "sel" : "", "data-run": r.runId, onclick: () => selectRun(r.runId)},
-      el("td", {class: "mono"}, r.runId), el("td", {}, fmtTime(r.firstMs, true)), el("td", {}, fmtTime(r.lastMs, true)),
+      el("td", {class: "mono run-id", title: r.runId}, r.runId), el("td", {title: fmtTime(r.firstMs, true)}, fmtDate(r.firstMs)),
+      el("td", {title: fmtTime(r.lastMs, true)}, fmtDate(r.lastMs)),
       el("td", {class: "num"}, r.calls), el("td", {class: "num" + (r.errors ? " err" : "")}, r.errors)));
   }
 }
@@ -144,9 +150,12 @@ function drawTimeline() {
     for (const c of cs) {
       const left = ((c.startedAtMs - t0) / span) * 100;
       const width = ((end(c) - c.startedAtMs) / span) * 100;
-      track.append(el("div", {class: "bar " + c.status + (c.id === state.selected ? " sel" : ""), "data-id": c.id,
-        style: `left:${left}%;width:max(3px,${width}%)`, title: `#${c.id} ${c.toolName} ${c.status} ${fmtDuration(c)}`,
-        onclick: () => showCall(c.id)}));
+      const bar = el("div", {class: "bar " + c.status + (c.id === state.selected ? " sel" : ""), "data-id": c.id,
+        title: `#${c.id} ${c.toolName} ${c.status} ${fmtDuration(c)}`, onclick: () => showCall(c.id)});
+      // Through the CSSOM: the page's Content-Security-Policy refuses style attributes.
+      bar.style.left = left + "%";
+      bar.style.width = `max(3px, ${width}%)`;
+      track.append(bar);
     }
     rows.push(el("div", {class: "lane"}, el("span", {class: "lane-name mono", title: k}, k), track));
   }
