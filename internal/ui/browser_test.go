@@ -2,8 +2,8 @@ package ui
 
 import (
 	"context"
-	"fmt"
 	"flag"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
