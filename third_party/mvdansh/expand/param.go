@@ -51,6 +51,22 @@ func overridingUnset(pe *syntax.ParamExp) bool {
 	return false
 }
 
+// expandsWord reports whether the operator op of ${name op word} uses its word,
+// given whether the parameter is set and its value str.
+func expandsWord(op syntax.ParExpOperator, set bool, str string) bool {
+	switch op {
+	case syntax.AlternateUnset:
+		return set
+	case syntax.AlternateUnsetOrNull:
+		return set && str != ""
+	case syntax.DefaultUnset, syntax.ErrorUnset, syntax.AssignUnset:
+		return !set && str == ""
+	case syntax.DefaultUnsetOrNull, syntax.ErrorUnsetOrNull, syntax.AssignUnsetOrNull:
+		return str == ""
+	}
+	return true
+}
+
 func (cfg *Config) paramExp(pe *syntax.ParamExp) (string, error) {
 	oldParam := cfg.curParam
 	cfg.curParam = pe
@@ -228,6 +244,9 @@ func (cfg *Config) paramExp(pe *syntax.ParamExp) (string, error) {
 			return "", err
 		}
 		str = join(elems)
+	case pe.Exp != nil && !expandsWord(pe.Exp.Op, set, str):
+		// The word of ${x:-word} and the like is expanded only when it is used,
+		// so that its command substitutions and arithmetic run only then.
 	case pe.Exp != nil:
 		var arg string
 		var err error

@@ -337,3 +337,22 @@ x=$(echo ${nope?msg}) 2>/dev/null; echo "st=$? [$x]"
 e=
 echo "[${!e}]"
 echo after
+
+#### operator-word-expanded-only-when-used
+# The word after :- = ? + is expanded only when the operator uses it.
+n=0
+v=value
+echo "${v:-$((n+=1))}" "${v-$((n+=10))}" "${v:=$((n+=100))}" "${v:?$((n+=1000))}"
+echo "${none+$((n+=2))}" "${empty:+$((n+=20))}"
+echo "n=$n"
+empty=
+echo "${none:-$((n+=1))}" "${empty:-$((n+=10))}" "${v:+$((n+=100))}" "${empty+$((n+=1000))}"
+echo "n=$n"
+
+#### operator-word-command-substitution-not-run
+# A set value is used as is: the command substitution of the default never runs.
+name=kept
+echo "${name:-$(echo ran >&2; echo other)}"
+out=${name:=$(touch made)}
+echo "$out"
+ls made 2>/dev/null || echo "no file"
