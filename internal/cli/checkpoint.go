@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sandboxer/sandboxer/errs"
+	"github.com/sandboxer/sandboxer/internal/progress"
 	"github.com/sandboxer/sandboxer/lifecycle"
 )
 
@@ -42,7 +43,9 @@ with that memory (open TCP connections are reset). sandboxer doctor says where i
 				return err
 			}
 			defer sess.Close()
+			stop := progress.Spinner(std.Err, "checkpointing "+args[0])
 			err = lifecycle.NewManager(s.StateDir).Checkpoint(c.Context(), sess.lasting, dir)
+			stop()
 			if errors.Is(err, errs.InvalidInput) {
 				return usage(err)
 			}

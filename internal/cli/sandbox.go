@@ -12,6 +12,7 @@ import (
 
 	"github.com/sandboxer/sandboxer/adapter"
 	"github.com/sandboxer/sandboxer/errs"
+	"github.com/sandboxer/sandboxer/internal/progress"
 	"github.com/sandboxer/sandboxer/lifecycle"
 )
 
@@ -62,7 +63,9 @@ func newSandboxCreateCmd(std Streams) *cobra.Command {
 				if !c.Flags().Changed(keyAdapter) {
 					s.Adapter = "oci" // the adapter whose checkpoints there are
 				}
+				stop := progress.Spinner(std.Err, "restoring "+fromCheckpoint)
 				ids, err := createFromCheckpoint(c.Context(), s, fromCheckpoint, count)
+				stop()
 				if err != nil {
 					return err
 				}
@@ -84,14 +87,18 @@ func newSandboxCreateCmd(std Streams) *cobra.Command {
 				if seed || count < 1 {
 					return usage(fmt.Errorf("--from-snapshot takes no --%s, and --count is 1 or more", keyRoot))
 				}
+				stop := progress.Spinner(std.Err, "restoring snapshot "+from)
 				ids, err := createFromSnapshot(c.Context(), s, from, count)
+				stop()
 				if err != nil {
 					return err
 				}
 				return printJSON(std, map[string][]string{"ids": ids})
 			}
 			mgr, o := lifecycle.NewManager(s.StateDir), optionsOf(s)
+			stop := progress.Spinner(std.Err, "creating a "+s.Adapter+" sandbox")
 			rec, err := mgr.Create(c.Context(), o)
+			stop()
 			if err != nil {
 				err = inCLIWords(err)
 				if errors.Is(err, errs.InvalidInput) {
@@ -287,6 +294,8 @@ func newSandboxForkCmd(std Streams) *cobra.Command {
 			mgr, o := lifecycle.NewManager(s.StateDir), optionsOf(s)
 			var ids []string
 			var rep adapter.CopyReport
+			stop := progress.Spinner(std.Err, "forking "+args[0])
+			defer stop()
 			for range count {
 				rec, r, err := mgr.Fork(c.Context(), sess.lasting, o)
 				if err != nil {
@@ -297,6 +306,7 @@ func newSandboxForkCmd(std Streams) *cobra.Command {
 				}
 				ids, rep = append(ids, rec.ID), r
 			}
+			stop()
 			if count == 1 {
 				return printJSON(std, struct {
 					ID string `json:"id"`

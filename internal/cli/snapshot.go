@@ -12,6 +12,7 @@ import (
 
 	"github.com/sandboxer/sandboxer/adapter"
 	"github.com/sandboxer/sandboxer/errs"
+	"github.com/sandboxer/sandboxer/internal/progress"
 	"github.com/sandboxer/sandboxer/lifecycle"
 	"github.com/sandboxer/sandboxer/snapshot"
 )
@@ -86,7 +87,9 @@ func newSnapshotTakeCmd(std Streams) *cobra.Command {
 			}
 			return withCatalog(c, func(s Settings, cat *snapshot.Catalog) error {
 				return withLasting(c.Context(), s, args[0], func(sess *session) error {
+					stop := progress.Spinner(std.Err, "taking snapshot "+args[1])
 					m, err := cat.Take(c.Context(), sess.Sandbox, args[1])
+					stop()
 					if err != nil {
 						return err
 					}
@@ -121,7 +124,10 @@ func newSnapshotRestoreCmd(std Streams) *cobra.Command {
 		RunE: runE(func(c *cobra.Command, args []string) error {
 			return withCatalog(c, func(s Settings, cat *snapshot.Catalog) error {
 				return withLasting(c.Context(), s, args[1], func(sess *session) error {
-					if err := cat.Restore(c.Context(), args[0], sess.Sandbox, snapshot.RestoreOptions{Replace: replace}); err != nil {
+					stop := progress.Spinner(std.Err, "restoring snapshot "+args[0])
+					err := cat.Restore(c.Context(), args[0], sess.Sandbox, snapshot.RestoreOptions{Replace: replace})
+					stop()
+					if err != nil {
 						return err
 					}
 					return printJSON(std, map[string]string{"restored": args[0], "id": args[1]})
