@@ -2,6 +2,7 @@
 # The single-node Kubernetes of ../shared/k8s-fixture (its README) as a CI tool for the kubernetes
 # adapter's tests (issue 24):
 #
+#   .ci/kubernetes.sh build          # only build the binaries (CI starts it early, in the background)
 #   eval "$(.ci/kubernetes.sh up)"   # build if needed, bring up, import the sandbox image, namespace
 #   .ci/kubernetes.sh down           # stop everything up started
 #
@@ -9,7 +10,8 @@
 # stderr. It is idempotent: a fixture that is already up is reused (the image is imported again and
 # the namespace kept). K8S_FIXTURE_DIR (default /tmp/sandboxer-k8s) is where the fixture lives, its
 # binaries included (cold/bin: ~14 min to build from the Go module proxy on 2 cores, reused when
-# present); K8S_FIXTURE_SRC (default ../shared/k8s-fixture beside this repository) its scripts.
+# present, and kept in K8S_CACHE, default /var/cache/sandboxer-ci/k8s-VERSION, where the machine
+# keeps it); K8S_FIXTURE_SRC (default ../shared/k8s-fixture beside this repository) its scripts.
 set -Eeuo pipefail # -E: the ERR trap of up reaches its functions
 repo=$(cd "$(dirname "$0")/.." && pwd)
 : "${K8S_FIXTURE_DIR:=/tmp/sandboxer-k8s}"
@@ -21,6 +23,8 @@ IMAGE=localhost/sandboxer-sandbox:latest # the fixture has no registry: pods use
 KC=$F/kubeconfig/admin.kubeconfig
 SUDO=""
 if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
+
+: "${K8S_CACHE:=/var/cache/sandboxer-ci/k8s-$(sed -n 's/^V=${V:-\(v[0-9.]*\)}.*/\1/p' "$K8S_FIXTURE_SRC/build.sh")}"
 
 log() { echo "kubernetes.sh: $*" >&2; }
 kubectl() { "$F/bin/kubectl" --kubeconfig "$KC" "$@"; }
@@ -40,6 +44,29 @@ fixture_logs() {
 		echo "--- $l" >&2
 		tail -n 15 "$l" >&2
 	done
+}
+
+# build makes the fixture's binaries in $F/cold/bin: from the cache when it holds them, else from
+# the Go module proxy (then cached).
+build() {
+	local src
+	src=$(cd "$K8S_FIXTURE_SRC" && pwd)
+	if [ -x "$F/cold/bin/kubelet" ]; then
+		return
+	fi
+	if [ -x "$K8S_CACHE/kubelet" ]; then
+		log "the Kubernetes binaries from $K8S_CACHE"
+		mkdir -p "$F/cold/bin"
+		cp "$K8S_CACHE/"* "$F/cold/bin/"
+		return
+	fi
+	log "building the Kubernetes binaries into $F/cold/bin (about 14 minutes from cold)"
+	env K8S_FIXTURE_DIR="$F" bash "$src/build.sh" >&2
+	if mkdir -p "$K8S_CACHE.tmp" 2>/dev/null && cp "$F/cold/bin/"* "$K8S_CACHE.tmp/"; then
+		rm -rf "$K8S_CACHE" && mv "$K8S_CACHE.tmp" "$K8S_CACHE"
+	else
+		rm -rf "$K8S_CACHE.tmp"
+	fi
 }
 
 up() {
@@ -64,10 +91,7 @@ up() {
 			log "a fixture that is not up is left in $F: taking it down first"
 			$SUDO env K8S_FIXTURE_DIR="$F" bash "$src/down.sh" >&2
 		fi
-		if [ ! -x "$F/cold/bin/kubelet" ]; then
-			log "building the Kubernetes binaries into $F/cold/bin (about 14 minutes from cold)"
-			env K8S_FIXTURE_DIR="$F" bash "$src/build.sh" >&2
-		fi
+		build
 		mkdir -p "$F/bin"
 		cp -u "$F/cold/bin/"* "$F/bin/"
 		if [ ! -f "$F/images/pause.tar" ] || [ ! -f "$F/images/busybox.tar" ]; then
@@ -121,10 +145,11 @@ down() {
 }
 
 case "${1:-}" in
+build) build ;;
 up) up ;;
 down) down ;;
 *)
-	echo "usage: $0 up|down" >&2
+	echo "usage: $0 build|up|down" >&2
 	exit 2
 	;;
 esac
