@@ -457,7 +457,7 @@ func (cfg *Config) wordField(wps []syntax.WordPart, ql quoteLevel) ([]fieldPart,
 		case *syntax.Lit:
 			s := wp.Value
 			if i == 0 && ql == quoteNone {
-				if prefix, rest := cfg.expandUser(s, len(wps) > 1); prefix != "" {
+				if prefix, rest, ok := cfg.expandUser(s, len(wps) > 1); ok {
 					// TODO: return two separate fieldParts,
 					// like in wordFields?
 					s = prefix + rest
@@ -631,7 +631,7 @@ func (cfg *Config) wordFields(wps []syntax.WordPart) ([][]fieldPart, error) {
 				s := wp.Value
 				if inParam {
 					if i == 0 {
-						if prefix, rest := cfg.expandUser(s, len(wps) > 1); prefix != "" {
+						if prefix, rest, ok := cfg.expandUser(s, len(wps) > 1); ok {
 							curField = append(curField, fieldPart{quote: quoteSingle, val: prefix})
 							s = rest
 						}
@@ -650,8 +650,10 @@ func (cfg *Config) wordFields(wps []syntax.WordPart) ([][]fieldPart, error) {
 					continue
 				}
 				if i == 0 {
-					prefix, rest := cfg.expandUser(s, len(wps) > 1)
-					if prefix != "" {
+					prefix, rest, ok := cfg.expandUser(s, len(wps) > 1)
+					if ok {
+						// Like Bash, an empty home directory is an empty
+						// word, not none.
 						curField = append(curField, fieldPart{
 							quote: quoteSingle,
 							val:   prefix,
@@ -1001,17 +1003,17 @@ func (cfg *Config) sliceElems(pe *syntax.ParamExp, elems []string, indexes []int
 	return elems
 }
 
-func (cfg *Config) expandUser(field string, moreFields bool) (prefix, rest string) {
+func (cfg *Config) expandUser(field string, moreFields bool) (prefix, rest string, ok bool) {
 	name, ok := strings.CutPrefix(field, "~")
 	if !ok {
 		// No tilde prefix to expand, e.g. "foo".
-		return "", field
+		return "", field, false
 	}
 	i := strings.IndexByte(name, '/')
 	if i < 0 && moreFields {
 		// There is a tilde prefix, but followed by more fields, e.g. "~'foo'".
 		// We only proceed if an unquoted slash was found in this field, e.g. "~/'foo'".
-		return "", field
+		return "", field, false
 	}
 	if i >= 0 {
 		rest = name[i:]
@@ -1024,15 +1026,15 @@ func (cfg *Config) expandUser(field string, moreFields bool) (prefix, rest strin
 		// to use cfg.Env, and we always want to check "HOME" first.
 
 		if vr := cfg.Env.Get("HOME"); vr.IsSet() {
-			return vr.String(), rest
+			return vr.String(), rest, true
 		}
 
 		if runtime.GOOS == "windows" {
 			if vr := cfg.Env.Get("USERPROFILE"); vr.IsSet() {
-				return vr.String(), rest
+				return vr.String(), rest, true
 			}
 		}
-		return "", field
+		return "", field, false
 	}
 
 	// "~+" and "~-" are the current and previous directories.
@@ -1044,29 +1046,29 @@ func (cfg *Config) expandUser(field string, moreFields bool) (prefix, rest strin
 		}
 		vr := cfg.Env.Get(dir)
 		if vr.IsSet() {
-			return vr.String(), rest
+			return vr.String(), rest, true
 		}
-		return "", field
+		return "", field, false
 	}
 
 	// Not the current user; try via "HOME <name>", otherwise fall back to
 	// os/user. There isn't a way to lookup user home dirs without cgo.
 
 	if vr := cfg.Env.Get("HOME " + name); vr.IsSet() {
-		return vr.String(), rest
+		return vr.String(), rest, true
 	}
 
 	if cfg.UserHomeDir != nil {
 		if dir, ok := cfg.UserHomeDir(name); ok && dir != "" {
-			return dir, rest
+			return dir, rest, true
 		}
-		return "", field
+		return "", field, false
 	}
 	u, err := user.Lookup(name)
 	if err != nil {
-		return "", field
+		return "", field, false
 	}
-	return u.HomeDir, rest
+	return u.HomeDir, rest, true
 }
 
 func findAllIndex(pat, name string, n int) [][]int {

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -345,13 +346,24 @@ func (r *Runner) builtin(ctx context.Context, pos syntax.Pos, name string, args 
 		case 0:
 			*enclosing = 1
 		case 1:
-			if n, err := strconv.Atoi(args[0]); err == nil {
-				*enclosing = n
-				break
+			n, err := strconv.Atoi(args[0])
+			if err != nil {
+				// Like Bash, a count that is not a number ends the shell.
+				exit = failf(128, "%s: %s: numeric argument required\n", name, args[0])
+				exit.exiting = true
+				return exit
 			}
-			fallthrough
+			if n < 1 {
+				// Like Bash, a count below one is an error which leaves every enclosing loop.
+				r.breakEnclosing = math.MaxInt
+				return failf(1, "%s: %s: loop count out of range\n", name, args[0])
+			}
+			*enclosing = n
 		default:
-			return failf(2, "usage: %s [n]\n", name)
+			// Like Bash, too many arguments end the shell.
+			exit = failf(1, "%s: too many arguments\n", name)
+			exit.exiting = true
+			return exit
 		}
 	case "pwd":
 		evalSymlinks := false
@@ -717,6 +729,9 @@ func (r *Runner) builtin(ctx context.Context, pos syntax.Pos, name string, args 
 		}
 		switch len(args) {
 		case 0:
+			// Like Bash, the status is the last command's.
+			exit.code = r.lastExit.code
+			exit.err = r.lastExit.err
 		case 1:
 			n, err := strconv.Atoi(args[0])
 			if err != nil {
