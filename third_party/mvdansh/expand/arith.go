@@ -45,6 +45,24 @@ func Arithm(cfg *Config, expr syntax.ArithmExpr) (int, error) {
 	return n, err
 }
 
+// ParamArithmError is an arithmetic error in the index of a parameter expansion, such as
+// ${a[1/0]}: unlike one in $((...)) or ${v:1/0}, Bash exits a non-interactive shell on it.
+type ParamArithmError struct {
+	Err error
+}
+
+func (e ParamArithmError) Error() string { return e.Err.Error() }
+func (e ParamArithmError) Unwrap() error { return e.Err }
+
+// paramArithm is [Arithm] for the index of a parameter expansion.
+func paramArithm(cfg *Config, expr syntax.ArithmExpr) (int, error) {
+	n, err := Arithm(cfg, expr)
+	if _, ok := err.(ArithmError); ok {
+		err = ParamArithmError{err}
+	}
+	return n, err
+}
+
 func arithm(cfg *Config, expr syntax.ArithmExpr) (int, error) {
 	switch expr := expr.(type) {
 	case *syntax.Word:
@@ -265,7 +283,7 @@ func (cfg *Config) arithmString(str string) (int, error) {
 		return cfg.arithmString(vr.String())
 	}
 	expr, err := syntax.NewParser().Arithmetic(strings.NewReader(str))
-	if w, ok := expr.(*syntax.Word); err != nil || ok && w.Lit() == str {
+	if w, ok := expr.(*syntax.Word); err != nil || ok && w.Lit() == str || int(expr.End().Offset()) < len(str) {
 		// Not an expression, like "@" or "a b".
 		return 0, fmt.Errorf("%s: syntax error in expression", str)
 	}

@@ -731,7 +731,7 @@ func (cfg *Config) varInd(vr Variable, idx syntax.ArithmExpr) (string, bool, err
 		case "*", "@":
 			return vr.Str, vr.IsSet(), nil
 		}
-		n, err := Arithm(cfg, idx)
+		n, err := paramArithm(cfg, idx)
 		if err != nil {
 			return "", false, err
 		}
@@ -743,7 +743,7 @@ func (cfg *Config) varInd(vr Variable, idx syntax.ArithmExpr) (string, bool, err
 		case "*", "@":
 			return strings.Join(vr.List, " "), vr.IsSet(), nil
 		}
-		i, err := Arithm(cfg, idx)
+		i, err := paramArithm(cfg, idx)
 		if err != nil {
 			return "", false, err
 		}

@@ -210,7 +210,13 @@ func (r *Runner) expandErr(err error) {
 	fmt.Fprintln(r.stderr, errMsg)
 	_, unsetParam := errors.AsType[expand.UnsetParameterError](err)
 	_, arithm := errors.AsType[expand.ArithmError](err)
+	_, paramArithm := errors.AsType[expand.ParamArithmError](err)
 	switch {
+	case paramArithm:
+		// Like Bash, an arithmetic error in the index of a parameter
+		// expansion exits the shell.
+		r.exit.code = 1
+		r.exit.exiting = true
 	case unsetParam:
 		// Like Bash, a non-interactive shell exits on an unset parameter,
 		// with status 127 when it runs a command string.

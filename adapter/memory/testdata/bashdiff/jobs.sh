@@ -363,3 +363,87 @@ sleep 5 & sleep 5 & kill $(jobs -p); wait; echo done
 
 #### wait-n-order
 (sleep 0.2; exit 1) & (sleep 0.05; exit 2) & wait -n; echo first=$?; wait -n; echo second=$?
+
+#### wait-n-first-finished-status
+(sleep 0.2; exit 3) &
+(exit 5) &
+wait -n
+echo "st=$?"
+wait
+
+#### wait-pid-of-finished-job-status
+(exit 7) &
+p=$!
+sleep 0.1
+wait $p
+echo "st=$?"
+
+#### wait-all-then-status-zero
+(exit 3) &
+(exit 4) &
+wait
+echo "st=$?"
+
+#### bang-is-last-of-pipeline
+echo x | (exit 2) &
+wait $!
+echo "st=$?"
+
+#### jobs-count-two-running
+sleep 1 & sleep 1 &
+jobs | wc -l
+kill %1 %2
+wait 2>/dev/null
+echo done
+
+#### pipestatus-of-false-true
+false | true
+echo "${PIPESTATUS[@]}"
+
+#### pipestatus-copied-before-reset
+true | false | true
+ps=("${PIPESTATUS[@]}")
+echo "${ps[*]} ${#ps[@]}"
+
+#### pipestatus-after-if
+if false | true; then echo t; fi
+echo "${PIPESTATUS[@]}"
+
+#### pipestatus-in-function
+f() { false | false | true; echo "${PIPESTATUS[@]}"; }
+f
+
+#### pipestatus-with-exit-codes
+(exit 3) | (exit 4) | (exit 5)
+echo "${PIPESTATUS[0]} ${PIPESTATUS[1]} ${PIPESTATUS[2]}"
+
+#### pipestatus-after-subshell
+( exit 9 )
+echo "${PIPESTATUS[@]}"
+
+#### pipestatus-after-builtin-failure
+cd /nonexistent 2>/dev/null
+echo "${PIPESTATUS[@]}"
+
+#### wait-for-background-pipeline-status
+false | true &
+wait $!
+echo "st=$?"
+
+#### background-job-reads-nothing-from-stdin
+cat &
+wait
+echo done
+
+#### bang-different-for-two-jobs
+true & a=$!
+true & b=$!
+[ "$a" != "$b" ] && echo differ
+wait
+
+#### wait-n-with-pid-list
+(sleep 0.3; exit 1) & p1=$!
+(exit 2) & p2=$!
+wait -n $p1 $p2
+echo "st=$?"
+wait

@@ -356,3 +356,90 @@ echo "${name:-$(echo ran >&2; echo other)}"
 out=${name:=$(touch made)}
 echo "$out"
 ls made 2>/dev/null || echo "no file"
+
+#### default-colon-vs-no-colon-empty
+e=
+echo "[${e-d}] [${e:-d}]"
+
+#### default-unset
+unset u
+echo "[${u-d}] [${u:-d}]"
+
+#### alternate-set-empty
+e=
+echo "[${e+alt}] [${e:+alt}]"
+
+#### assign-default-sets
+unset u
+: "${u:=val}"
+echo "$u"
+
+#### assign-default-positional-error-more
+set --
+echo "${1:=x}"
+echo "st=$?"
+
+#### error-message-custom
+unset u
+( : "${u:?custom message}" ) 2>&1 | sed 's/.*: //'
+
+#### error-no-colon-empty-ok
+e=
+echo "[${e?msg}]"
+
+#### default-with-nested-expansion
+unset a
+b=B
+echo "${a:-${b}x}"
+
+#### default-with-command-substitution
+unset a
+echo "${a:-$(echo cs)}"
+
+#### default-word-tilde
+unset a
+HOME=/h
+echo ${a:-~/x}
+
+#### default-quoted-star-in-word
+unset a
+echo "${a:-*}"
+
+#### alternate-with-quotes
+v=1
+echo ${v:+"a b"}
+for w in ${v:+"a b" c}; do echo "[$w]"; done
+
+#### default-array-at
+unset arr
+arr=()
+echo "[${arr[@]:-empty}]"
+
+#### length-of-unset-under-nounset
+set -u
+echo "${#nope}"
+echo after
+
+#### default-under-nounset-ok
+set -u
+echo "${nope:-fine}"
+
+#### substring-negative-offset
+v=abcdef
+echo "${v: -2}" "${v:1:2}" "${v:(-3):2}"
+
+#### substring-length-negative
+v=abcdef
+echo "${v:1:-1}"
+
+#### case-modification
+v=hello
+echo "${v^}" "${v^^}" "${v,,}"
+
+#### indirect-expansion-more
+n=target target=value
+echo "${!n}"
+
+#### prefix-names-more
+ab1=1 ab2=2
+echo ${!ab*}

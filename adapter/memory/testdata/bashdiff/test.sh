@@ -356,3 +356,67 @@ s='foo.bar'; [[ $s =~ \.bar$ ]] && echo escdot
 
 #### test-spaces-num
 [ ' 3 ' -eq 3 ] 2>/dev/null && echo spaced; echo st=$?
+
+#### dbl-bracket-and-or-precedence
+[[ 1 -eq 1 || 1 -eq 2 && 1 -eq 3 ]] && echo yes || echo no
+
+#### dbl-bracket-not-grouping
+[[ ! ( 1 -eq 2 || 2 -eq 3 ) ]] && echo yes
+
+#### dbl-bracket-string-lt-gt
+[[ a < b ]] && echo lt
+[[ b > a ]] && echo gt
+
+#### dbl-bracket-empty-var-no-quotes
+e=
+[[ $e == "" ]] && echo empty
+[[ -z $e ]] && echo z
+
+#### dbl-bracket-no-word-splitting
+v="a b"
+[[ $v == "a b" ]] && echo same
+
+#### dbl-bracket-regex-capture-groups
+[[ "key=val" =~ ^([a-z]+)=(.*)$ ]] && echo "${BASH_REMATCH[1]} ${BASH_REMATCH[2]}"
+
+#### dbl-bracket-regex-no-match-status
+[[ abc =~ ^x ]]
+echo "st=$?"
+
+#### dbl-bracket-invalid-regex-status
+[[ a =~ ( ]] 2>/dev/null
+echo "st=$?"
+
+#### dbl-bracket-v-set
+x=1
+[[ -v x ]] && echo set
+[[ -v nope ]] || echo unset
+
+#### dbl-bracket-file-tests
+touch f; mkdir -p d
+[[ -f f && -d d && ! -e nope ]] && echo ok
+
+#### dbl-bracket-nt-ot
+touch a
+sleep 0.01
+touch b
+[[ b -nt a ]] && echo newer
+[[ a -ot b ]] && echo older
+
+#### dbl-bracket-arith-operands-in-le
+x=5
+[[ x+1 -le 6 ]] && echo yes
+
+#### single-bracket-missing-close
+[ 1 -eq 1
+echo "st=$?"
+
+#### single-bracket-too-many-args
+[ a b c ]
+echo "st=$?"
+
+#### test-string-equal-single-eq
+test abc = abc && echo eq
+
+#### test-parens-grouping
+[ \( 1 -eq 1 \) -a \( 2 -eq 2 \) ] && echo both
