@@ -442,8 +442,88 @@ true & b=$!
 wait
 
 #### wait-n-with-pid-list
-(sleep 0.3; exit 1) & p1=$!
-(exit 2) & p2=$!
+(sleep 0.5; exit 1) & p1=$!
+(sleep 0.1; exit 2) & p2=$!
 wait -n $p1 $p2
 echo "st=$?"
+wait
+
+#### wait-n-p-variable-names-pid
+(sleep 0.1; exit 4) & p=$!
+wait -n -p got
+echo "st=$? same=$([ "$got" = "$p" ] && echo y)"
+
+#### jobs-status-done-after-finish
+true &
+sleep 0.1
+jobs >/dev/null
+jobs
+echo end
+
+#### wait-percent-job-status
+(exit 6) &
+wait %1
+echo "st=$?"
+
+#### wait-percent-nonexistent
+wait %3
+echo "st=$?"
+
+#### bang-after-subshell-bg
+( echo in-bg ) &
+wait "$!"
+echo "st=$?"
+
+#### background-in-loop-collect-statuses
+for i in 1 2 3; do (exit $i) & pids+=($!); done
+for p in "${pids[@]}"; do wait "$p"; echo "$?"; done
+
+#### background-function-status
+f() { return 3; }
+f &
+wait $!
+echo "st=$?"
+
+#### kill-background-sleep-status
+sleep 5 &
+kill $!
+wait $!
+echo "st=$?"
+
+#### kill-term-named
+sleep 5 &
+kill -TERM $!
+wait $!
+echo "st=$?"
+
+#### kill-l-number
+kill -l 15
+kill -l TERM
+kill -l 143
+kill -l 99
+echo "st=$?"
+
+#### pipestatus-after-while-loop-pipeline
+printf 'a\n' | while read -r l; do :; done
+echo "${PIPESTATUS[@]}"
+
+#### pipestatus-with-not
+! false | false
+echo "$? ${PIPESTATUS[@]}"
+
+#### pipestatus-in-subshell-separate
+(false | true; echo "${PIPESTATUS[@]}")
+echo "${PIPESTATUS[@]}"
+
+#### pipestatus-assignment-local
+f() { true | false; local s=("${PIPESTATUS[@]}"); echo "${s[@]}"; }
+f
+
+#### wait-on-non-child-pid
+wait 999999
+echo "st=$?"
+
+#### bang-in-double-quotes
+sleep 0 &
+[[ "$!" =~ ^[0-9]+$ ]] && echo numeric
 wait

@@ -420,3 +420,43 @@ test abc = abc && echo eq
 
 #### test-parens-grouping
 [ \( 1 -eq 1 \) -a \( 2 -eq 2 \) ] && echo both
+
+#### dbl-bracket-pattern-with-spaces-quoted
+v="a b c"
+[[ $v == "a b"* ]] && echo yes
+
+#### dbl-bracket-empty-string-test
+[[ "" ]] || echo empty-false
+[[ x ]] && echo nonempty-true
+
+#### dbl-bracket-unset-var-n
+unset u
+[[ -n $u ]] || echo unset-empty
+
+#### dbl-bracket-ampersand-in-regex-var
+re='^a&b$'
+[[ 'a&b' =~ $re ]] && echo yes
+
+#### dbl-bracket-regex-quoted-part-literal
+[[ 'a.c' =~ ^a"."c$ ]] && echo yes
+[[ 'abc' =~ ^a"."c$ ]] || echo no
+
+#### dbl-bracket-numeric-compare-strings
+[[ 10 -gt 9 ]] && echo num
+[[ 10 > 9 ]] || echo str
+
+#### dbl-bracket-multiline
+if [[ -n x &&
+      -n y ]]; then echo ok; fi
+
+#### test-unary-on-operator-string
+[ -n = ] && echo yes
+[ ! -z x ] && echo yes2
+
+#### test-three-arg-not
+[ ! = x ] 2>/dev/null; echo "st=$?"
+[ ! x = y ] && echo neq
+
+#### test-eq-with-spaces-in-var
+n=" 3 "
+[ $n -eq 3 ] && echo yes
