@@ -365,8 +365,8 @@ sleep 5 & sleep 5 & kill $(jobs -p); wait; echo done
 (sleep 0.2; exit 1) & (sleep 0.05; exit 2) & wait -n; echo first=$?; wait -n; echo second=$?
 
 #### wait-n-first-finished-status
-(sleep 0.2; exit 3) &
-(exit 5) &
+(sleep 0.5; exit 3) &
+(sleep 0.1; exit 5) &
 wait -n
 echo "st=$?"
 wait
@@ -461,7 +461,7 @@ jobs
 echo end
 
 #### wait-percent-job-status
-(exit 6) &
+(sleep 0.1; exit 6) &
 wait %1
 echo "st=$?"
 
