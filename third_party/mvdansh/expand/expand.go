@@ -692,34 +692,73 @@ func (cfg *Config) wordFields(wps []syntax.WordPart) ([][]fieldPart, error) {
 				// per element; the first and last elements join the text
 				// around them, as in "-$@-".
 				lists := 0
-				for _, part := range wp.Parts {
-					pe, _ := part.(*syntax.ParamExp)
-					elems, err := cfg.quotedElemFields(pe)
-					if err != nil {
-						return err
-					}
-					if elems == nil {
-						allowEmpty = true
-						wfield, err := cfg.wordField([]syntax.WordPart{part}, quoteDouble)
+				// addQuoted adds the parts of a double-quoted word; inWord
+				// says they are the word of a "${x:-word}", which Bash
+				// expands as if in double quotes: its single quotes are
+				// literal, and a "$@" in it gives its fields.
+				var addQuoted func(parts []syntax.WordPart, inWord bool) error
+				addQuoted = func(parts []syntax.WordPart, inWord bool) error {
+					for _, part := range parts {
+						if inWord {
+							switch part := part.(type) {
+							case *syntax.SglQuoted:
+								curField = append(curField, fieldPart{quote: quoteDouble, val: "'" + part.Value + "'"})
+								continue
+							case *syntax.DblQuoted:
+								if err := addQuoted(part.Parts, true); err != nil {
+									return err
+								}
+								continue
+							case *syntax.Lit:
+								curField = append(curField, fieldPart{quote: quoteDouble, val: dblQuotedLit(part.Value)})
+								continue
+							}
+						}
+						pe, _ := part.(*syntax.ParamExp)
+						if pe != nil {
+							word, ok, err := cfg.paramExpWord(pe)
+							if err != nil {
+								return err
+							}
+							if ok && word != nil {
+								allowEmpty = true
+								if err := addQuoted(word.Parts, true); err != nil {
+									return err
+								}
+								continue
+							}
+						}
+						elems, err := cfg.quotedElemFields(pe)
 						if err != nil {
 							return err
 						}
-						for _, part := range wfield {
-							part.quote = quoteDouble
-							curField = append(curField, part)
+						if elems == nil {
+							allowEmpty = true
+							wfield, err := cfg.wordField([]syntax.WordPart{part}, quoteDouble)
+							if err != nil {
+								return err
+							}
+							for _, part := range wfield {
+								part.quote = quoteDouble
+								curField = append(curField, part)
+							}
+							continue
 						}
-						continue
-					}
-					lists++
-					for i, elem := range elems {
-						if i > 0 {
-							flush()
+						lists++
+						for i, elem := range elems {
+							if i > 0 {
+								flush()
+							}
+							curField = append(curField, fieldPart{
+								quote: quoteDouble,
+								val:   elem,
+							})
 						}
-						curField = append(curField, fieldPart{
-							quote: quoteDouble,
-							val:   elem,
-						})
 					}
+					return nil
+				}
+				if err := addQuoted(wp.Parts, false); err != nil {
+					return err
 				}
 				if lists == 0 {
 					allowEmpty = true
@@ -886,6 +925,22 @@ func (cfg *Config) unquotedElemFields(pe *syntax.ParamExp) ([]string, bool) {
 	}
 	elems, _, ok := cfg.listElems(pe)
 	return elems, ok
+}
+
+// dblQuotedLit is the text of a literal inside double quotes: a backslash
+// quotes only $, `, ", \ and, in the word of ${x:-word}, }.
+func dblQuotedLit(s string) string {
+	if !strings.Contains(s, "\\") {
+		return s
+	}
+	var sb strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+1 < len(s) && strings.IndexByte("$`\"\\}", s[i+1]) >= 0 {
+			i++
+		}
+		sb.WriteByte(s[i])
+	}
+	return sb.String()
 }
 
 // quotedElemFields returns the list of elements resulting from a quoted

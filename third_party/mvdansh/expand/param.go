@@ -289,6 +289,13 @@ func (cfg *Config) paramExp(pe *syntax.ParamExp) (string, error) {
 			fallthrough
 		case syntax.ErrorUnsetOrNull:
 			if str == "" {
+				if arg == "" && pe.Exp.Word == nil {
+					// Like Bash, ${x?} and ${x:?} have a message of their own.
+					arg = "parameter not set"
+					if op == syntax.ErrorUnsetOrNull {
+						arg = "parameter null or not set"
+					}
+				}
 				return "", UnsetParameterError{
 					Node:    pe,
 					Message: arg,

@@ -1717,6 +1717,12 @@ func (r *Runner) jobsBuiltin(args []string) exitStatus {
 	if specs := fp.args(); len(specs) > 0 {
 		list = nil
 		for _, spec := range specs {
+			// A subshell's table holds its parent's jobs too, as its
+			// listing does.
+			if bg := jobInTable(jobs, spec); bg != nil {
+				list = append(list, bg)
+				continue
+			}
 			bg, code := r.findBgProc("jobs", spec)
 			if bg == nil {
 				exit.code = min(code, 1)
@@ -1752,6 +1758,33 @@ func (r *Runner) jobsBuiltin(args []string) exitStatus {
 
 // findBgProc finds the background shell that a wait argument names, a pid
 // or a job spec, or reports why there is none and the status for it.
+// jobInTable finds a job spec (%N, %%, %+, %-) in a job table, or returns nil.
+func jobInTable(jobs []*bgProc, arg string) *bgProc {
+	spec, ok := strings.CutPrefix(arg, "%")
+	if !ok || len(jobs) == 0 {
+		return nil
+	}
+	switch spec {
+	case "", "%", "+":
+		return jobs[len(jobs)-1]
+	case "-":
+		if len(jobs) > 1 {
+			return jobs[len(jobs)-2]
+		}
+		return jobs[0]
+	}
+	n, err := strconv.Atoi(spec)
+	if err != nil {
+		return nil
+	}
+	for _, bg := range jobs {
+		if bg.job == n {
+			return bg
+		}
+	}
+	return nil
+}
+
 func (r *Runner) findBgProc(builtin, arg string) (*bgProc, uint8) {
 	spec, isJob := strings.CutPrefix(arg, "%")
 	if !isJob {

@@ -331,3 +331,34 @@ cat f
 
 #### fd-redirection-order-matters
 ls /nonexistent 2>&1 >/dev/null | grep -c . 
+
+#### exec-stdout-to-file-then-restore
+exec 3>&1
+exec >log.txt
+echo into-log
+exec 1>&3 3>&-
+echo back
+cat log.txt
+
+#### exec-stderr-to-stdout
+exec 2>&1
+ls /nonexistent-x | wc -l >/dev/null
+echo err-merged >&2
+
+#### fd-read-in-function-with-local-fd
+readfirst() { local l; read -r l <&"$1"; echo "$l"; }
+printf 'q\nr\n' > in
+exec {f}<in
+readfirst "$f"
+readfirst "$f"
+exec {f}<&-
+
+#### fd-close-stdin-for-command
+cat <&- 2>/dev/null
+echo "st=$?"
+
+#### fd-heredoc-on-fd-3-with-read-u
+read -r -u 3 a <<EOF 3<&0
+first
+EOF
+echo "[$a]"

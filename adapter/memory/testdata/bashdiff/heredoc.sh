@@ -359,3 +359,34 @@ echo "st=$?"
 cat <<END
 END 
 END
+
+#### heredoc-in-while-loop-body
+for i in 1 2; do
+  cat <<END
+item $i
+END
+done
+
+#### heredoc-with-tab-strip-and-expansion
+v=val
+cat <<-END
+	v=$v
+	END
+
+#### heredoc-redirect-to-file-more
+cat > f <<END
+line1
+END
+cat f
+
+#### heredoc-as-function-input
+f() { while read -r l; do echo "f:$l"; done; }
+f <<END
+a
+b
+END
+
+#### heredoc-with-arith-and-escapes
+cat <<END
+sum=$((2+3)) \`not\` \$HOME
+END

@@ -527,3 +527,41 @@ echo "st=$?"
 sleep 0 &
 [[ "$!" =~ ^[0-9]+$ ]] && echo numeric
 wait
+
+#### jobs-l-has-pid
+sleep 1 &
+jobs -l | grep -c "$!"
+kill %1
+wait 2>/dev/null
+
+#### jobs-percent-spec-output
+sleep 1 &
+jobs %1 | grep -c sleep
+kill %%
+wait 2>/dev/null
+
+#### wait-returns-signal-status-of-killed
+sleep 3 &
+p=$!
+kill -9 $p
+wait $p
+echo "st=$?"
+
+#### background-subshell-exit-status-via-wait
+{ sleep 0.1; exit 42; } &
+wait $!
+echo "st=$?"
+
+#### background-pipeline-bang-is-last
+sleep 0.1 | (exit 3) &
+wait $!
+echo "st=$?"
+
+#### wait-without-jobs-immediate
+wait
+echo "st=$?"
+
+#### two-waits-same-pid
+(exit 5) & p=$!
+wait $p; echo "a=$?"
+wait $p; echo "b=$?"

@@ -284,9 +284,8 @@ x="a b
 c d"
 for w in $x; do echo "[$w]"; done
 
-#### ifs-in-read-colon
-IFS=: read -r a b c <<< "x:y:z:w"
-echo "$a|$b|$c"
+#### ifs-read-line-continuation-without-r
+printf 'a\\\nb c\n' | { read x y; echo "[$x][$y]"; }
 
 #### ifs-read-last-var-keeps-rest-and-separators
 IFS=: read -r a b <<< "1:2:3:"
@@ -296,9 +295,9 @@ echo "$a|$b"
 IFS=: read -r a b <<< "1:2:"
 echo "$a|$b"
 
-#### ifs-read-whitespace-trimmed
-read -r a b <<< "   x    y   z  "
-echo "[$a][$b]"
+#### ifs-read-into-no-names-keeps-reply
+read <<< "  spaced  "
+echo "[$REPLY]"
 
 #### ifs-read-array-more
 IFS=, read -r -a arr <<< "p,q,,r"
