@@ -29,6 +29,9 @@ func FuzzScript(f *testing.F) {
 		"echo a\nfi\necho b", "echo $((1 +))\necho $((2 *)); echo c", "eval 'echo a\n$((1 +))'",
 		"shopt -s extglob; v=foo; echo ${v##@(f|fo)} ${v/!(o)/X} @(\"a|b\"|$v)", "sleep 9 & kill %1; wait %1",
 		"cat <&-; exec <&-; read x",
+		"for i in 1 2; do if :; then break 0; fi; continue x; done; while break; do :; done; x=$(break 9)",
+		"e='1 +'; echo $(( $e 2 )) $(( $(echo 2*3) - $e 1 )); a=(1); echo ${a[1/0]}", "kill -l 15 TERM 143 99",
+		"f() ( false; return ); f; mkfifo p; chown x p; HOME=; echo {~,x}",
 	} {
 		f.Add(seed)
 	}

@@ -640,7 +640,39 @@ func accessHandler(ctx context.Context, p string, mode interp.AccessMode) error 
 // Internal commands.
 
 var signals = []string{"", "HUP", "INT", "QUIT", "ILL", "TRAP", "ABRT", "BUS", "FPE", "KILL", "USR1",
-	"SEGV", "USR2", "PIPE", "ALRM", "TERM"}
+	"SEGV", "USR2", "PIPE", "ALRM", "TERM", "STKFLT", "CHLD", "CONT", "STOP", "TSTP", "TTIN", "TTOU",
+	"URG", "XCPU", "XFSZ", "VTALRM", "PROF", "WINCH", "IO", "PWR", "SYS"}
+
+// lastEndingSignal is the last signal of 1-15, which all end a process by default: the ones a
+// background job can be sent.
+const lastEndingSignal = 15
+
+// killList is kill -l with arguments: each signal number (or exit status above 128) is printed
+// as its name, each name as its number.
+func killList(hc interp.HandlerContext, args []string) int {
+	status := 0
+	for _, a := range args {
+		if n, err := strconv.Atoi(a); err == nil {
+			if n > 128 {
+				n -= 128
+			}
+			if n == 0 {
+				fmt.Fprintln(hc.Stdout, "EXIT")
+				continue
+			}
+			if n > 0 && n < len(signals) {
+				fmt.Fprintln(hc.Stdout, signals[n])
+				continue
+			}
+		} else if n, ok := signalNumber(a); ok {
+			fmt.Fprintln(hc.Stdout, n)
+			continue
+		}
+		fmt.Fprintf(hc.Stderr, "kill: %s: invalid signal specification\n", a)
+		status = 1
+	}
+	return status
+}
 
 func signalNumber(s string) (int, bool) {
 	if n, err := strconv.Atoi(s); err == nil && n >= 0 && n < 65 {
@@ -670,8 +702,11 @@ func isJobPid(a string) bool {
 func runKill(ctx context.Context, cl *call, hc interp.HandlerContext, args []string) int {
 	args = args[1:]
 	sig := 15
+	if len(args) > 1 && (args[0] == "-l" || args[0] == "-L") {
+		return killList(hc, args[1:])
+	}
 	if len(args) > 0 && (args[0] == "-l" || args[0] == "-L") {
-		for i, n := range signals[1:] {
+		for i, n := range signals[1 : lastEndingSignal+1] {
 			fmt.Fprintf(hc.Stdout, "%2d) SIG%s\n", i+1, n)
 		}
 		return 0
@@ -709,8 +744,12 @@ func runKill(ctx context.Context, cl *call, hc interp.HandlerContext, args []str
 			}
 			return -sig
 		case strings.HasPrefix(a, "%") || isJobPid(a):
-			if sig >= len(signals) { // 1-15 all end a process by default; 0 only checks
-				fmt.Fprintf(hc.Stderr, "kill: %s: background jobs can only be sent signals that end them (not signal %d) in the memory sandbox\n", a, sig)
+			if sig > lastEndingSignal { // 0 only checks
+				name := strconv.Itoa(sig)
+				if sig < len(signals) {
+					name = "SIG" + signals[sig]
+				}
+				fmt.Fprintf(hc.Stderr, "kill: %s: background jobs can only be sent signals that end them (not %s) in the memory sandbox\n", a, name)
 				status = 1
 			} else if hc.SignalJob(a, sig) != 0 {
 				status = 1

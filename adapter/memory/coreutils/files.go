@@ -29,6 +29,21 @@ func init() {
 	register("realpath", realpath)
 	register("mktemp", mktemp)
 	register("chmod", chmod)
+	for name, feature := range unmodelled {
+		register(name, func(e *Env, args []string) int {
+			return e.fail(name, "%s are not supported in the memory sandbox", feature)
+		})
+	}
+}
+
+// unmodelled are the utilities of what the tree does not model: each fails, naming the feature,
+// rather than being a command that is not found.
+var unmodelled = map[string]string{
+	"mkfifo": "FIFOs (named pipes)",
+	"mknod":  "device files and FIFOs",
+	"link":   "hard links",
+	"chown":  "file owners (ownership)",
+	"chgrp":  "file groups (ownership)",
 }
 
 func cat(e *Env, args []string) int {

@@ -30,13 +30,35 @@ func (e ArithmError) Unwrap() error { return e.Err }
 // Arithm evaluates an arithmetic expression. Errors are an [ArithmError],
 // an [UnsetParameterError] under NoUnset, or an error from expanding a word.
 func Arithm(cfg *Config, expr syntax.ArithmExpr) (int, error) {
-	n, err := arithm(cfg, expr)
+	expr, err := cfg.arithmText(expr)
+	n := 0
+	if err == nil {
+		n, err = arithm(cfg, expr)
+	}
 	if err != nil {
 		switch err.(type) {
 		case ArithmError, UnsetParameterError:
 		default:
 			err = ArithmError{err}
 		}
+	}
+	return n, err
+}
+
+// ParamArithmError is an arithmetic error in the index of a parameter expansion, such as
+// ${a[1/0]}: unlike one in $((...)) or ${v:1/0}, Bash exits a non-interactive shell on it.
+type ParamArithmError struct {
+	Err error
+}
+
+func (e ParamArithmError) Error() string { return e.Err.Error() }
+func (e ParamArithmError) Unwrap() error { return e.Err }
+
+// paramArithm is [Arithm] for the index of a parameter expansion.
+func paramArithm(cfg *Config, expr syntax.ArithmExpr) (int, error) {
+	n, err := Arithm(cfg, expr)
+	if _, ok := err.(ArithmError); ok {
+		err = ParamArithmError{err}
 	}
 	return n, err
 }
@@ -143,6 +165,99 @@ func arithm(cfg *Config, expr syntax.ArithmExpr) (int, error) {
 	}
 }
 
+// arithmText does the expansions of an arithmetic expression first, as Bash does, and reads the
+// expression again from the text they make when one of them is more than a single operand: with
+// e=1+2, $(( $e*3 )) is 1+2*3, which is 7, not 9. Each expansion is done once, left to right.
+func (cfg *Config) arithmText(expr syntax.ArithmExpr) (syntax.ArithmExpr, error) {
+	if !arithmHasExpansion(expr) {
+		return expr, nil
+	}
+	reread := false
+	var err error
+	var rebuild func(x syntax.ArithmExpr) syntax.ArithmExpr
+	rebuild = func(x syntax.ArithmExpr) syntax.ArithmExpr {
+		if err != nil {
+			return x
+		}
+		switch x := x.(type) {
+		case *syntax.Word:
+			if !wordHasExpansion(x) {
+				return x
+			}
+			var str string
+			if str, err = Literal(cfg, x); err != nil {
+				return x
+			}
+			if t := strings.TrimLeft(strings.TrimSpace(str), "+-"); t == "" || !isArithmConst(t) {
+				reread = true
+			}
+			return &syntax.Word{Parts: []syntax.WordPart{&syntax.Lit{Value: str}}}
+		case *syntax.BinaryArithm:
+			c := *x
+			c.X = rebuild(x.X)
+			c.Y = rebuild(x.Y)
+			return &c
+		case *syntax.UnaryArithm:
+			c := *x
+			c.X = rebuild(x.X)
+			return &c
+		case *syntax.ParenArithm:
+			c := *x
+			c.X = rebuild(x.X)
+			return &c
+		}
+		return x
+	}
+	expr = rebuild(expr)
+	if err != nil || !reread {
+		return expr, err
+	}
+	var sb strings.Builder
+	if err := syntax.NewPrinter().Print(&sb, &syntax.ArithmExp{X: expr}); err != nil {
+		return nil, err
+	}
+	text := strings.TrimSpace(strings.TrimSuffix(strings.TrimPrefix(sb.String(), "$(("), "))"))
+	if text == "" {
+		return &syntax.Word{Parts: []syntax.WordPart{&syntax.Lit{Value: "0"}}}, nil
+	}
+	expr, err = syntax.NewParser().Arithmetic(strings.NewReader(text))
+	if err != nil || int(expr.End().Offset()) < len(text) {
+		return nil, fmt.Errorf("%s: syntax error in expression", text)
+	}
+	return expr, nil
+}
+
+// arithmHasExpansion reports whether an arithmetic expression holds an expansion such as $x,
+// ${x}, $(cmd) or $((...)), as opposed to names and constants only.
+func arithmHasExpansion(expr syntax.ArithmExpr) bool {
+	switch x := expr.(type) {
+	case *syntax.Word:
+		return wordHasExpansion(x)
+	case *syntax.BinaryArithm:
+		return arithmHasExpansion(x.X) || arithmHasExpansion(x.Y)
+	case *syntax.UnaryArithm:
+		return arithmHasExpansion(x.X)
+	case *syntax.ParenArithm:
+		return arithmHasExpansion(x.X)
+	}
+	return false
+}
+
+func wordHasExpansion(w *syntax.Word) bool {
+	for _, part := range w.Parts {
+		switch part := part.(type) {
+		case *syntax.Lit:
+		case *syntax.ParamExp:
+			if part.Dollar.IsValid() {
+				return true
+			}
+		default:
+			return true
+		}
+	}
+	return false
+}
+
 // arithmString evaluates the string value of an operand like Bash does:
 // an integer constant, the name of a variable, or an expression,
 // as when a variable holds "1+2" and is used as in $((x * 2)).
@@ -168,7 +283,7 @@ func (cfg *Config) arithmString(str string) (int, error) {
 		return cfg.arithmString(vr.String())
 	}
 	expr, err := syntax.NewParser().Arithmetic(strings.NewReader(str))
-	if w, ok := expr.(*syntax.Word); err != nil || ok && w.Lit() == str {
+	if w, ok := expr.(*syntax.Word); err != nil || ok && w.Lit() == str || int(expr.End().Offset()) < len(str) {
 		// Not an expression, like "@" or "a b".
 		return 0, fmt.Errorf("%s: syntax error in expression", str)
 	}

@@ -457,7 +457,7 @@ func (cfg *Config) wordField(wps []syntax.WordPart, ql quoteLevel) ([]fieldPart,
 		case *syntax.Lit:
 			s := wp.Value
 			if i == 0 && ql == quoteNone {
-				if prefix, rest := cfg.expandUser(s, len(wps) > 1); prefix != "" {
+				if prefix, rest, ok := cfg.expandUser(s, len(wps) > 1); ok {
 					// TODO: return two separate fieldParts,
 					// like in wordFields?
 					s = prefix + rest
@@ -631,7 +631,7 @@ func (cfg *Config) wordFields(wps []syntax.WordPart) ([][]fieldPart, error) {
 				s := wp.Value
 				if inParam {
 					if i == 0 {
-						if prefix, rest := cfg.expandUser(s, len(wps) > 1); prefix != "" {
+						if prefix, rest, ok := cfg.expandUser(s, len(wps) > 1); ok {
 							curField = append(curField, fieldPart{quote: quoteSingle, val: prefix})
 							s = rest
 						}
@@ -650,8 +650,10 @@ func (cfg *Config) wordFields(wps []syntax.WordPart) ([][]fieldPart, error) {
 					continue
 				}
 				if i == 0 {
-					prefix, rest := cfg.expandUser(s, len(wps) > 1)
-					if prefix != "" {
+					prefix, rest, ok := cfg.expandUser(s, len(wps) > 1)
+					if ok {
+						// Like Bash, an empty home directory is an empty
+						// word, not none.
 						curField = append(curField, fieldPart{
 							quote: quoteSingle,
 							val:   prefix,
@@ -690,34 +692,73 @@ func (cfg *Config) wordFields(wps []syntax.WordPart) ([][]fieldPart, error) {
 				// per element; the first and last elements join the text
 				// around them, as in "-$@-".
 				lists := 0
-				for _, part := range wp.Parts {
-					pe, _ := part.(*syntax.ParamExp)
-					elems, err := cfg.quotedElemFields(pe)
-					if err != nil {
-						return err
-					}
-					if elems == nil {
-						allowEmpty = true
-						wfield, err := cfg.wordField([]syntax.WordPart{part}, quoteDouble)
+				// addQuoted adds the parts of a double-quoted word; inWord
+				// says they are the word of a "${x:-word}", which Bash
+				// expands as if in double quotes: its single quotes are
+				// literal, and a "$@" in it gives its fields.
+				var addQuoted func(parts []syntax.WordPart, inWord bool) error
+				addQuoted = func(parts []syntax.WordPart, inWord bool) error {
+					for _, part := range parts {
+						if inWord {
+							switch part := part.(type) {
+							case *syntax.SglQuoted:
+								curField = append(curField, fieldPart{quote: quoteDouble, val: "'" + part.Value + "'"})
+								continue
+							case *syntax.DblQuoted:
+								if err := addQuoted(part.Parts, true); err != nil {
+									return err
+								}
+								continue
+							case *syntax.Lit:
+								curField = append(curField, fieldPart{quote: quoteDouble, val: dblQuotedLit(part.Value)})
+								continue
+							}
+						}
+						pe, _ := part.(*syntax.ParamExp)
+						if pe != nil {
+							word, ok, err := cfg.paramExpWord(pe)
+							if err != nil {
+								return err
+							}
+							if ok && word != nil {
+								allowEmpty = true
+								if err := addQuoted(word.Parts, true); err != nil {
+									return err
+								}
+								continue
+							}
+						}
+						elems, err := cfg.quotedElemFields(pe)
 						if err != nil {
 							return err
 						}
-						for _, part := range wfield {
-							part.quote = quoteDouble
-							curField = append(curField, part)
+						if elems == nil {
+							allowEmpty = true
+							wfield, err := cfg.wordField([]syntax.WordPart{part}, quoteDouble)
+							if err != nil {
+								return err
+							}
+							for _, part := range wfield {
+								part.quote = quoteDouble
+								curField = append(curField, part)
+							}
+							continue
 						}
-						continue
-					}
-					lists++
-					for i, elem := range elems {
-						if i > 0 {
-							flush()
+						lists++
+						for i, elem := range elems {
+							if i > 0 {
+								flush()
+							}
+							curField = append(curField, fieldPart{
+								quote: quoteDouble,
+								val:   elem,
+							})
 						}
-						curField = append(curField, fieldPart{
-							quote: quoteDouble,
-							val:   elem,
-						})
 					}
+					return nil
+				}
+				if err := addQuoted(wp.Parts, false); err != nil {
+					return err
 				}
 				if lists == 0 {
 					allowEmpty = true
@@ -886,6 +927,22 @@ func (cfg *Config) unquotedElemFields(pe *syntax.ParamExp) ([]string, bool) {
 	return elems, ok
 }
 
+// dblQuotedLit is the text of a literal inside double quotes: a backslash
+// quotes only $, `, ", \ and, in the word of ${x:-word}, }.
+func dblQuotedLit(s string) string {
+	if !strings.Contains(s, "\\") {
+		return s
+	}
+	var sb strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+1 < len(s) && strings.IndexByte("$`\"\\}", s[i+1]) >= 0 {
+			i++
+		}
+		sb.WriteByte(s[i])
+	}
+	return sb.String()
+}
+
 // quotedElemFields returns the list of elements resulting from a quoted
 // parameter expansion that should be treated especially, like "${foo[@]}".
 // The result is nil for any other parameter expansion.
@@ -1001,17 +1058,17 @@ func (cfg *Config) sliceElems(pe *syntax.ParamExp, elems []string, indexes []int
 	return elems
 }
 
-func (cfg *Config) expandUser(field string, moreFields bool) (prefix, rest string) {
+func (cfg *Config) expandUser(field string, moreFields bool) (prefix, rest string, ok bool) {
 	name, ok := strings.CutPrefix(field, "~")
 	if !ok {
 		// No tilde prefix to expand, e.g. "foo".
-		return "", field
+		return "", field, false
 	}
 	i := strings.IndexByte(name, '/')
 	if i < 0 && moreFields {
 		// There is a tilde prefix, but followed by more fields, e.g. "~'foo'".
 		// We only proceed if an unquoted slash was found in this field, e.g. "~/'foo'".
-		return "", field
+		return "", field, false
 	}
 	if i >= 0 {
 		rest = name[i:]
@@ -1024,15 +1081,15 @@ func (cfg *Config) expandUser(field string, moreFields bool) (prefix, rest strin
 		// to use cfg.Env, and we always want to check "HOME" first.
 
 		if vr := cfg.Env.Get("HOME"); vr.IsSet() {
-			return vr.String(), rest
+			return vr.String(), rest, true
 		}
 
 		if runtime.GOOS == "windows" {
 			if vr := cfg.Env.Get("USERPROFILE"); vr.IsSet() {
-				return vr.String(), rest
+				return vr.String(), rest, true
 			}
 		}
-		return "", field
+		return "", field, false
 	}
 
 	// "~+" and "~-" are the current and previous directories.
@@ -1044,29 +1101,29 @@ func (cfg *Config) expandUser(field string, moreFields bool) (prefix, rest strin
 		}
 		vr := cfg.Env.Get(dir)
 		if vr.IsSet() {
-			return vr.String(), rest
+			return vr.String(), rest, true
 		}
-		return "", field
+		return "", field, false
 	}
 
 	// Not the current user; try via "HOME <name>", otherwise fall back to
 	// os/user. There isn't a way to lookup user home dirs without cgo.
 
 	if vr := cfg.Env.Get("HOME " + name); vr.IsSet() {
-		return vr.String(), rest
+		return vr.String(), rest, true
 	}
 
 	if cfg.UserHomeDir != nil {
 		if dir, ok := cfg.UserHomeDir(name); ok && dir != "" {
-			return dir, rest
+			return dir, rest, true
 		}
-		return "", field
+		return "", field, false
 	}
 	u, err := user.Lookup(name)
 	if err != nil {
-		return "", field
+		return "", field, false
 	}
-	return u.HomeDir, rest
+	return u.HomeDir, rest, true
 }
 
 func findAllIndex(pat, name string, n int) [][]int {

@@ -289,6 +289,13 @@ func (cfg *Config) paramExp(pe *syntax.ParamExp) (string, error) {
 			fallthrough
 		case syntax.ErrorUnsetOrNull:
 			if str == "" {
+				if arg == "" && pe.Exp.Word == nil {
+					// Like Bash, ${x?} and ${x:?} have a message of their own.
+					arg = "parameter not set"
+					if op == syntax.ErrorUnsetOrNull {
+						arg = "parameter null or not set"
+					}
+				}
 				return "", UnsetParameterError{
 					Node:    pe,
 					Message: arg,
@@ -731,7 +738,7 @@ func (cfg *Config) varInd(vr Variable, idx syntax.ArithmExpr) (string, bool, err
 		case "*", "@":
 			return vr.Str, vr.IsSet(), nil
 		}
-		n, err := Arithm(cfg, idx)
+		n, err := paramArithm(cfg, idx)
 		if err != nil {
 			return "", false, err
 		}
@@ -743,7 +750,7 @@ func (cfg *Config) varInd(vr Variable, idx syntax.ArithmExpr) (string, bool, err
 		case "*", "@":
 			return strings.Join(vr.List, " "), vr.IsSet(), nil
 		}
-		i, err := Arithm(cfg, idx)
+		i, err := paramArithm(cfg, idx)
 		if err != nil {
 			return "", false, err
 		}

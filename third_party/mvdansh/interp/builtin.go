@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -345,13 +346,24 @@ func (r *Runner) builtin(ctx context.Context, pos syntax.Pos, name string, args 
 		case 0:
 			*enclosing = 1
 		case 1:
-			if n, err := strconv.Atoi(args[0]); err == nil {
-				*enclosing = n
-				break
+			n, err := strconv.Atoi(args[0])
+			if err != nil {
+				// Like Bash, a count that is not a number ends the shell.
+				exit = failf(128, "%s: %s: numeric argument required\n", name, args[0])
+				exit.exiting = true
+				return exit
 			}
-			fallthrough
+			if n < 1 {
+				// Like Bash, a count below one is an error which leaves every enclosing loop.
+				r.breakEnclosing = math.MaxInt
+				return failf(1, "%s: %s: loop count out of range\n", name, args[0])
+			}
+			*enclosing = n
 		default:
-			return failf(2, "usage: %s [n]\n", name)
+			// Like Bash, too many arguments end the shell.
+			exit = failf(1, "%s: too many arguments\n", name)
+			exit.exiting = true
+			return exit
 		}
 	case "pwd":
 		evalSymlinks := false
@@ -717,6 +729,9 @@ func (r *Runner) builtin(ctx context.Context, pos syntax.Pos, name string, args 
 		}
 		switch len(args) {
 		case 0:
+			// Like Bash, the status is the last command's.
+			exit.code = r.lastExit.code
+			exit.err = r.lastExit.err
 		case 1:
 			n, err := strconv.Atoi(args[0])
 			if err != nil {
@@ -1702,6 +1717,12 @@ func (r *Runner) jobsBuiltin(args []string) exitStatus {
 	if specs := fp.args(); len(specs) > 0 {
 		list = nil
 		for _, spec := range specs {
+			// A subshell's table holds its parent's jobs too, as its
+			// listing does.
+			if bg := jobInTable(jobs, spec); bg != nil {
+				list = append(list, bg)
+				continue
+			}
 			bg, code := r.findBgProc("jobs", spec)
 			if bg == nil {
 				exit.code = min(code, 1)
@@ -1737,6 +1758,33 @@ func (r *Runner) jobsBuiltin(args []string) exitStatus {
 
 // findBgProc finds the background shell that a wait argument names, a pid
 // or a job spec, or reports why there is none and the status for it.
+// jobInTable finds a job spec (%N, %%, %+, %-) in a job table, or returns nil.
+func jobInTable(jobs []*bgProc, arg string) *bgProc {
+	spec, ok := strings.CutPrefix(arg, "%")
+	if !ok || len(jobs) == 0 {
+		return nil
+	}
+	switch spec {
+	case "", "%", "+":
+		return jobs[len(jobs)-1]
+	case "-":
+		if len(jobs) > 1 {
+			return jobs[len(jobs)-2]
+		}
+		return jobs[0]
+	}
+	n, err := strconv.Atoi(spec)
+	if err != nil {
+		return nil
+	}
+	for _, bg := range jobs {
+		if bg.job == n {
+			return bg
+		}
+	}
+	return nil
+}
+
 func (r *Runner) findBgProc(builtin, arg string) (*bgProc, uint8) {
 	spec, isJob := strings.CutPrefix(arg, "%")
 	if !isJob {

@@ -68,6 +68,9 @@ func (r *Runner) fillExpandConfig(ctx context.Context) {
 			}
 			r2 := r.subshell(false)
 			r2.stdout = w
+			// Like Bash, a break or continue in a command substitution inside a loop
+			// ends the substitution's commands, not the loop.
+			r2.inLoop = r.inLoop
 			if !r.opts[optInheritErrExit] {
 				// Like Bash, command substitutions don't inherit errexit.
 				r2.opts[optErrExit] = false
@@ -207,7 +210,13 @@ func (r *Runner) expandErr(err error) {
 	fmt.Fprintln(r.stderr, errMsg)
 	_, unsetParam := errors.AsType[expand.UnsetParameterError](err)
 	_, arithm := errors.AsType[expand.ArithmError](err)
+	_, paramArithm := errors.AsType[expand.ParamArithmError](err)
 	switch {
+	case paramArithm:
+		// Like Bash, an arithmetic error in the index of a parameter
+		// expansion exits the shell.
+		r.exit.code = 1
+		r.exit.exiting = true
 	case unsetParam:
 		// Like Bash, a non-interactive shell exits on an unset parameter,
 		// with status 127 when it runs a command string.
@@ -335,6 +344,11 @@ func (r *Runner) errf(format string, a ...any) {
 func (r *Runner) stop(ctx context.Context) bool {
 	// Some traps trigger on exit, so we do want those to run.
 	if !r.handlingTrap && (r.exit.returning || r.exit.exiting || r.exit.aborting) {
+		return true
+	}
+	if r.breakEnclosing > 0 || r.contnEnclosing > 0 {
+		// A break or continue skips the rest of the loop's body,
+		// also inside the compound commands that hold it.
 		return true
 	}
 	if err := ctx.Err(); err != nil {
@@ -628,10 +642,17 @@ func (r *Runner) cmd(ctx context.Context, cm syntax.Command) {
 		}
 	case *syntax.WhileClause:
 		for !r.stop(ctx) {
-			oldNoErrExit := r.noErrExit
-			r.noErrExit = true
+			oldNoErrExit, oldInLoop := r.noErrExit, r.inLoop
+			r.noErrExit, r.inLoop = true, true
 			r.stmts(ctx, cm.Cond)
-			r.noErrExit = oldNoErrExit
+			r.noErrExit, r.inLoop = oldNoErrExit, oldInLoop
+			// Like Bash, break and continue also work in the loop's condition.
+			if done, broken := r.loopControl(!oldInLoop); done {
+				if broken {
+					break
+				}
+				continue
+			}
 
 			stop := r.exit.ok() == cm.Until
 			r.exit.clear()
@@ -1754,16 +1775,32 @@ func (r *Runner) loopStmtsBroken(ctx context.Context, stmts []*syntax.Stmt) bool
 	defer func() { r.inLoop = oldInLoop }()
 	for _, stmt := range stmts {
 		r.stmt(ctx, stmt)
-		if r.contnEnclosing > 0 {
-			r.contnEnclosing--
-			return r.contnEnclosing > 0
-		}
-		if r.breakEnclosing > 0 {
-			r.breakEnclosing--
-			return true
+		if done, broken := r.loopControl(!oldInLoop); done {
+			return broken
 		}
 	}
 	return false
+}
+
+// loopControl takes one loop's level off a pending break or continue, reporting whether there
+// was one, and whether the loop is to end. Like Bash, a count above the number of enclosing
+// loops ends at the outermost one: a break leaves it, a continue resumes it.
+func (r *Runner) loopControl(outermost bool) (done, broken bool) {
+	if r.contnEnclosing > 0 {
+		r.contnEnclosing--
+		if outermost {
+			r.contnEnclosing = 0
+		}
+		return true, r.contnEnclosing > 0
+	}
+	if r.breakEnclosing > 0 {
+		r.breakEnclosing--
+		if outermost {
+			r.breakEnclosing = 0
+		}
+		return true, true
+	}
+	return false, false
 }
 
 func (r *Runner) call(ctx context.Context, pos syntax.Pos, args []string) {

@@ -153,3 +153,89 @@ echo $(( -7 / 2 )) $(( -7 % 2 ))
 
 #### arith-string-var-expr
 e='1 + 2 * 3'; echo $((e)) $(( e * 2 ))
+
+#### div-by-zero-message-and-status
+echo $((1/0))
+echo "st=$?"
+
+#### div-by-zero-next-line-runs
+echo $((1/0))
+echo next
+
+#### div-by-zero-in-arith-command
+(( 1/0 ))
+echo "st=$?"
+
+#### bad-token-in-expression
+echo $(( 1 + * 2 ))
+echo next
+
+#### missing-operand
+echo $(( 4 + ))
+echo next
+
+#### unbalanced-paren-in-expression
+x=$(( (1+2 ))
+echo next
+
+#### assignment-to-constant
+(( 3 = 4 ))
+echo "st=$?"
+
+#### string-with-space-in-arith
+x="1 2"
+echo $((x))
+echo next
+
+#### exponent-negative-is-error
+echo $(( 2 ** -1 ))
+echo next
+
+#### exponent-large-wraps
+echo $(( 2 ** 63 ))
+
+#### modulo-negative
+echo $(( -7 % 3 )) $(( 7 % -3 ))
+
+#### shift-operators
+echo $(( 1 << 4 )) $(( 256 >> 2 )) $(( -16 >> 2 ))
+
+#### octal-invalid-digit-message
+echo $(( 019 ))
+echo next
+
+#### hex-invalid-digit
+echo $(( 0xZ ))
+echo next
+
+#### base-37-with-too-big
+echo $(( 37#z ))
+echo next
+
+#### let-returns-1-for-zero
+let x=0
+echo "st=$?"
+
+#### let-syntax-error
+let "1 +"
+echo "st=$?"
+
+#### arith-error-in-for-c-style
+for (( i=0; i<1/0; i++ )); do echo no; done
+echo "st=$?"
+
+#### arith-in-array-subscript-error
+a=(1 2)
+echo "${a[1/0]}"
+echo next
+
+#### unary-plus-minus-chain
+echo $(( - - 3 )) $(( -+-3 )) $(( !0 )) $(( ~0 ))
+
+#### comparison-results
+echo $(( 3 > 2 )) $(( 3 < 2 )) $(( 2 == 2 )) $(( 2 != 2 ))
+
+#### logical-short-circuit-no-side-effect
+i=0
+echo $(( 0 && (i=5) )) $i
+echo $(( 1 || (i=6) )) $i

@@ -294,3 +294,72 @@ echo -ne 'x\n'; echo -n -e 'y\n'
 
 #### echo-double-dash
 echo -- -n
+
+#### printf-dashdash-then-format
+printf -- '%s\n' x
+
+#### printf-d-of-word-status
+printf '%d\n' abc
+echo "st=$?"
+
+#### printf-d-of-leading-number
+printf '%d\n' 12abc
+echo "st=$?"
+
+#### printf-d-of-char-constant
+printf '%d %d\n' "'A" '"B'
+
+#### printf-b-backslash-c-stops-all
+printf '%b|%s\n' 'ab\cde' rest
+echo
+
+#### printf-b-octal-zero-prefix
+printf '%b\n' '\0101\101'
+
+#### printf-format-reused-for-extra-args
+printf '%s=%s\n' a 1 b 2 c
+
+#### printf-percent-q-spaces
+printf '%q\n' 'a b' "it's"
+
+#### printf-v-assigns
+printf -v out '%05d' 42
+echo "$out"
+
+#### printf-precision-star
+printf '%.*s\n' 3 abcdef
+
+#### printf-hex-upper
+printf '%X %#x %o\n' 255 255 8
+
+#### printf-e-float
+printf '%.2f %e\n' 3.14159 12345.678
+
+#### printf-missing-arg-zero
+printf '%d|%s|\n'
+
+#### printf-too-big-number
+printf '%d\n' 99999999999999999999
+echo "st=$?"
+
+#### printf-escape-in-format-only
+printf 'a\tb\n' 
+printf '%s\n' 'a\tb'
+
+#### printf-negative-width
+printf '[%-5s][%5s]\n' ab cd
+
+#### printf-c-first-char
+printf '%c\n' hello
+
+#### printf-invalid-conversion
+printf '%z\n' 1
+echo "st=$?"
+
+#### echo-e-and-E
+echo -e 'a\tb'
+echo -E 'a\tb'
+
+#### echo-n-flag-combined
+echo -ne 'x\n'
+echo -- -n

@@ -214,3 +214,151 @@ f; cat f.out
 #### fd-while-redirect
 printf '1\n2\n' > n
 while read x; do echo "n$x"; done < n
+
+#### exec-fd3-write-then-cat
+exec 3>out.txt
+echo one >&3
+echo two 1>&3
+exec 3>&-
+cat out.txt
+
+#### exec-fd3-append-mode
+echo zero > f
+exec 3>>f
+echo one >&3
+exec 3>&-
+cat f
+
+#### exec-fd-read-lines-in-loop
+printf 'a\nb\nc\n' > in
+exec 4<in
+while read -r -u 4 l; do echo "got $l"; done
+exec 4<&-
+
+#### exec-fd-read-one-line-at-a-time
+printf '1\n2\n3\n' > in
+exec 5<in
+read -r x <&5
+read -r y <&5
+echo "$x $y"
+cat <&5
+
+#### varname-fd-is-10-or-more
+exec {fd}>f
+[ "$fd" -ge 10 ] && echo ok
+echo hi >&$fd
+exec {fd}>&-
+cat f
+
+#### varname-fd-read-more
+echo content > f
+exec {rfd}<f
+read -r line <&$rfd
+echo "$line"
+exec {rfd}<&-
+
+#### read-write-fd-on-new-file
+exec 3<>rw.txt
+echo hello >&3
+exec 3>&-
+cat rw.txt
+
+#### read-write-fd-reads-existing
+printf 'abc\n' > rw.txt
+exec 3<>rw.txt
+read -r l <&3
+echo "$l"
+exec 3>&-
+
+#### fd-closed-write-error-status
+exec 3>&-
+echo hi >&3
+echo "st=$?"
+
+#### fd-dup-to-stdout-in-subshell
+( exec 3>&1; echo via3 >&3 )
+
+#### fd-redirect-stderr-to-fd3-to-file
+exec 3>err.txt
+ls /nonexistent-dir 2>&3
+exec 3>&-
+[ -s err.txt ] && echo has-error
+
+#### fd-swap-through-3
+{ echo out; echo err >&2; } 3>&1 1>&2 2>&3 2>/dev/null
+echo "st=$?"
+
+#### fd-in-while-loop-redirect-input
+printf 'x\ny\n' > in
+while read -r a <&3; do echo "[$a]"; done 3<in
+
+#### fd-on-brace-group-output
+{ echo a >&4; echo b >&4; } 4>g
+cat g
+
+#### fd-numbers-above-9
+exec 12>f12
+echo twelve >&12
+exec 12>&-
+cat f12
+
+#### fd-duplicate-input-from-heredoc
+exec 3<<EOF
+from heredoc
+EOF
+cat <&3
+
+#### fd-move-with-dash
+exec 3>f
+exec 4>&3-
+echo via4 >&4
+echo x >&3 2>/dev/null || echo closed3
+exec 4>&-
+cat f
+
+#### fd-dev-fd-3
+exec 3>f
+echo hi > /dev/fd/3
+exec 3>&-
+cat f
+
+#### fd-inherited-by-function
+w() { echo "in w" >&3; }
+exec 3>f
+w
+exec 3>&-
+cat f
+
+#### fd-redirection-order-matters
+ls /nonexistent 2>&1 >/dev/null | grep -c . 
+
+#### exec-stdout-to-file-then-restore
+exec 3>&1
+exec >log.txt
+echo into-log
+exec 1>&3 3>&-
+echo back
+cat log.txt
+
+#### exec-stderr-to-stdout
+exec 2>&1
+ls /nonexistent-x | wc -l >/dev/null
+echo err-merged >&2
+
+#### fd-read-in-function-with-local-fd
+readfirst() { local l; read -r l <&"$1"; echo "$l"; }
+printf 'q\nr\n' > in
+exec {f}<in
+readfirst "$f"
+readfirst "$f"
+exec {f}<&-
+
+#### fd-close-stdin-for-command
+cat <&- 2>/dev/null
+echo "st=$?"
+
+#### fd-heredoc-on-fd-3-with-read-u
+read -r -u 3 a <<EOF 3<&0
+first
+EOF
+echo "[$a]"

@@ -276,3 +276,117 @@ EOF
 cat <<EOF
 it's "quoted"
 EOF
+
+#### heredoc-tab-strip
+cat <<-END
+	indented
+		twice
+	END
+
+#### heredoc-quoted-delim-no-expansion
+x=1
+cat <<'END'
+$x $(echo no) `echo no`
+END
+
+#### heredoc-partial-quote-delim
+x=1
+cat <<E"N"D
+$x
+END
+
+#### heredoc-backslash-newline-joined
+cat <<END
+a\
+b
+END
+
+#### heredoc-backslash-dollar
+cat <<END
+\$x \\ \a
+END
+
+#### heredoc-two-on-one-line
+cat <<A; cat <<B
+first
+A
+second
+B
+
+#### heredoc-in-function-more
+f() {
+  cat <<END
+in $1
+END
+}
+f arg
+
+#### heredoc-to-while-read
+while read -r l; do echo "[$l]"; done <<END
+one
+two
+END
+
+#### heredoc-with-command-subst
+cat <<END
+$(echo inner)
+END
+
+#### heredoc-into-variable-more
+v=$(cat <<END
+multi
+line
+END
+)
+echo "$v"
+
+#### heredoc-in-pipeline
+cat <<END | tr a-z A-Z
+shout
+END
+
+#### herestring-with-var-and-newline
+v="a b"
+cat <<< "$v"
+wc -l <<< "x"
+
+#### heredoc-empty-body
+cat <<END
+END
+echo "st=$?"
+
+#### heredoc-delimiter-with-trailing-space-not-end
+cat <<END
+END 
+END
+
+#### heredoc-in-while-loop-body
+for i in 1 2; do
+  cat <<END
+item $i
+END
+done
+
+#### heredoc-with-tab-strip-and-expansion
+v=val
+cat <<-END
+	v=$v
+	END
+
+#### heredoc-redirect-to-file-more
+cat > f <<END
+line1
+END
+cat f
+
+#### heredoc-as-function-input
+f() { while read -r l; do echo "f:$l"; done; }
+f <<END
+a
+b
+END
+
+#### heredoc-with-arith-and-escapes
+cat <<END
+sum=$((2+3)) \`not\` \$HOME
+END

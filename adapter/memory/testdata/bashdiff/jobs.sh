@@ -363,3 +363,205 @@ sleep 5 & sleep 5 & kill $(jobs -p); wait; echo done
 
 #### wait-n-order
 (sleep 0.2; exit 1) & (sleep 0.05; exit 2) & wait -n; echo first=$?; wait -n; echo second=$?
+
+#### wait-n-first-finished-status
+(sleep 0.5; exit 3) &
+(sleep 0.1; exit 5) &
+wait -n
+echo "st=$?"
+wait
+
+#### wait-pid-of-finished-job-status
+(exit 7) &
+p=$!
+sleep 0.1
+wait $p
+echo "st=$?"
+
+#### wait-all-then-status-zero
+(exit 3) &
+(exit 4) &
+wait
+echo "st=$?"
+
+#### bang-is-last-of-pipeline
+echo x | (exit 2) &
+wait $!
+echo "st=$?"
+
+#### jobs-count-two-running
+sleep 1 & sleep 1 &
+jobs | wc -l
+kill %1 %2
+wait 2>/dev/null
+echo done
+
+#### pipestatus-of-false-true
+false | true
+echo "${PIPESTATUS[@]}"
+
+#### pipestatus-copied-before-reset
+true | false | true
+ps=("${PIPESTATUS[@]}")
+echo "${ps[*]} ${#ps[@]}"
+
+#### pipestatus-after-if
+if false | true; then echo t; fi
+echo "${PIPESTATUS[@]}"
+
+#### pipestatus-in-function
+f() { false | false | true; echo "${PIPESTATUS[@]}"; }
+f
+
+#### pipestatus-with-exit-codes
+(exit 3) | (exit 4) | (exit 5)
+echo "${PIPESTATUS[0]} ${PIPESTATUS[1]} ${PIPESTATUS[2]}"
+
+#### pipestatus-after-subshell
+( exit 9 )
+echo "${PIPESTATUS[@]}"
+
+#### pipestatus-after-builtin-failure
+cd /nonexistent 2>/dev/null
+echo "${PIPESTATUS[@]}"
+
+#### wait-for-background-pipeline-status
+false | true &
+wait $!
+echo "st=$?"
+
+#### background-job-reads-nothing-from-stdin
+cat &
+wait
+echo done
+
+#### bang-different-for-two-jobs
+true & a=$!
+true & b=$!
+[ "$a" != "$b" ] && echo differ
+wait
+
+#### wait-n-with-pid-list
+(sleep 0.5; exit 1) & p1=$!
+(sleep 0.1; exit 2) & p2=$!
+wait -n $p1 $p2
+echo "st=$?"
+wait
+
+#### wait-n-p-variable-names-pid
+(sleep 0.1; exit 4) & p=$!
+wait -n -p got
+echo "st=$? same=$([ "$got" = "$p" ] && echo y)"
+
+#### jobs-status-done-after-finish
+true &
+sleep 0.1
+jobs >/dev/null
+jobs
+echo end
+
+#### wait-percent-job-status
+(sleep 0.1; exit 6) &
+wait %1
+echo "st=$?"
+
+#### wait-percent-nonexistent
+wait %3
+echo "st=$?"
+
+#### bang-after-subshell-bg
+( echo in-bg ) &
+wait "$!"
+echo "st=$?"
+
+#### background-in-loop-collect-statuses
+for i in 1 2 3; do (exit $i) & pids+=($!); done
+for p in "${pids[@]}"; do wait "$p"; echo "$?"; done
+
+#### background-function-status
+f() { return 3; }
+f &
+wait $!
+echo "st=$?"
+
+#### kill-background-sleep-status
+sleep 5 &
+kill $!
+wait $!
+echo "st=$?"
+
+#### kill-term-named
+sleep 5 &
+kill -TERM $!
+wait $!
+echo "st=$?"
+
+#### kill-l-number
+kill -l 15
+kill -l TERM
+kill -l 143
+kill -l 99
+echo "st=$?"
+
+#### pipestatus-after-while-loop-pipeline
+printf 'a\n' | while read -r l; do :; done
+echo "${PIPESTATUS[@]}"
+
+#### pipestatus-with-not
+! false | false
+echo "$? ${PIPESTATUS[@]}"
+
+#### pipestatus-in-subshell-separate
+(false | true; echo "${PIPESTATUS[@]}")
+echo "${PIPESTATUS[@]}"
+
+#### pipestatus-assignment-local
+f() { true | false; local s=("${PIPESTATUS[@]}"); echo "${s[@]}"; }
+f
+
+#### wait-on-non-child-pid
+wait 999999
+echo "st=$?"
+
+#### bang-in-double-quotes
+sleep 0 &
+[[ "$!" =~ ^[0-9]+$ ]] && echo numeric
+wait
+
+#### jobs-l-has-pid
+sleep 1 &
+jobs -l | grep -c "$!"
+kill %1
+wait 2>/dev/null
+
+#### jobs-percent-spec-output
+sleep 1 &
+jobs %1 | grep -c sleep
+kill %%
+wait 2>/dev/null
+
+#### wait-returns-signal-status-of-killed
+sleep 3 &
+p=$!
+kill -9 $p
+wait $p
+echo "st=$?"
+
+#### background-subshell-exit-status-via-wait
+{ sleep 0.1; exit 42; } &
+wait $!
+echo "st=$?"
+
+#### background-pipeline-bang-is-last
+sleep 0.1 | (exit 3) &
+wait $!
+echo "st=$?"
+
+#### wait-without-jobs-immediate
+wait
+echo "st=$?"
+
+#### two-waits-same-pid
+(exit 5) & p=$!
+wait $p; echo "a=$?"
+wait $p; echo "b=$?"

@@ -293,3 +293,71 @@ set -- "a b" c; for x in "$*"; do echo "[$x]"; done
 
 #### seq-loop
 for i in $(seq 3); do echo -n $i; done; echo
+
+#### while-read-last-line-without-newline
+printf 'a\nb' | while read -r l || [ -n "$l" ]; do echo "[$l]"; done
+
+#### for-over-empty-list
+for x in; do echo no; done
+echo "st=$?"
+
+#### for-over-glob-no-match
+for f in *.nomatch; do echo "$f"; done
+
+#### while-false-status-zero
+while false; do :; done
+echo "st=$?"
+
+#### until-counter
+i=0
+until [ $i -ge 3 ]; do i=$((i+1)); done
+echo $i
+
+#### loop-status-is-last-body-command
+for i in 1 2; do false; done
+echo "st=$?"
+
+#### nested-loop-break-inner-only
+for i in 1 2; do for j in a b c; do [ $j = b ] && break; echo $i$j; done; done
+
+#### c-style-multiple-vars
+for ((i=0, j=10; i<3; i++, j--)); do echo "$i $j"; done
+
+#### c-style-empty-parts-more
+i=0
+for ((;;)); do ((i++ >= 2)) && break; done
+echo $i
+
+#### while-with-pipeline-condition
+printf '1\n2\n' > in
+while read -r n && [ "$n" != 2 ]; do echo "$n"; done < in
+
+#### loop-over-array-with-spaces
+a=("x y" z)
+for e in "${a[@]}"; do echo "[$e]"; done
+
+#### loop-over-seq-output
+for i in $(seq 3); do printf '%s,' "$i"; done; echo
+
+#### loop-modifying-list-var
+l="a b"
+for x in $l; do l="c"; echo $x; done
+
+#### loop-var-keeps-last-value
+for v in 1 2 3; do :; done
+echo $v
+
+#### loop-in-function-return-more
+f() { for i in 1 2 3; do [ $i = 2 ] && return 7; done; }
+f
+echo "st=$?"
+
+#### while-read-from-command-subst-herestring
+while IFS=, read -r a b; do echo "$b-$a"; done <<< "1,2
+3,4"
+
+#### case-fallthrough-and-continue
+for w in a b; do case $w in a) echo A ;& b) echo B ;; esac; done
+
+#### case-test-next
+case ab in a*) echo one ;;& *b) echo two ;; esac

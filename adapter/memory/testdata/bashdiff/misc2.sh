@@ -304,3 +304,99 @@ echo 'echo sourced $1' > s.sh; . ./s.sh arg; source s.sh two
 
 #### exit-in-source
 echo 'return 3' > r.sh; . ./r.sh; echo st=$?
+
+#### getopts-loop
+set -- -a -b val rest
+while getopts ab: o; do case $o in a) echo A ;; b) echo "B=$OPTARG" ;; esac; done
+shift $((OPTIND-1))
+echo "$@"
+
+#### getopts-invalid-option
+set -- -x
+getopts a o 2>/dev/null
+echo "$o st=$?"
+
+#### local-shadows-and-restores
+v=g
+f() { local v=l; echo $v; }
+f
+echo $v
+
+#### local-without-value-is-unset-in-bash
+v=g
+f() { local v; echo "[${v-unset}]"; }
+f
+
+#### mapfile-lines
+printf 'a\nb\n' > in
+mapfile -t arr < in
+echo "${#arr[@]} ${arr[1]}"
+
+#### read-d-empty-nul
+printf 'a\0b\0' | while IFS= read -r -d '' x; do echo "[$x]"; done
+
+#### trap-exit-runs-on-exit
+trap 'echo bye' EXIT
+echo hi
+exit 3
+
+#### trap-err-with-set-e
+set -e
+trap 'echo err-trap' ERR
+false
+echo no
+
+#### set-e-in-and-list-not-exit
+set -e
+false && true
+echo still
+
+#### set-e-cmdsubst-assignment-exit
+set -e
+x=$(false)
+echo no
+
+#### set-o-pipefail-status
+set -o pipefail
+false | true
+echo "st=$?"
+
+#### string-length-unicode
+v="héllo"
+echo ${#v}
+
+#### arithmetic-for-string-compare
+a=abc b=abd
+[[ $a < $b ]] && echo less
+
+#### declare-i-arith
+declare -i n=2+3
+n+=1
+echo $n
+
+#### array-append-and-length
+a=(1)
+a+=(2 3)
+echo ${#a[@]} "${a[-1]}"
+
+#### assoc-array-keys
+declare -A m=([x]=1 [y]=2)
+for k in "${!m[@]}"; do echo "$k=${m[$k]}"; done | sort
+
+#### unset-array-element
+a=(1 2 3)
+unset 'a[1]'
+echo "${#a[@]} ${a[*]} ${!a[*]}"
+
+#### command-subst-strips-trailing-newlines
+x=$(printf 'a\n\n\n')
+echo "[$x]"
+
+#### eval-with-quotes
+eval 'x="a b"'
+echo "$x"
+
+#### shift-too-many
+set -- a
+shift 2
+echo "st=$? $#"

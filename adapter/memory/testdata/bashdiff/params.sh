@@ -356,3 +356,190 @@ echo "${name:-$(echo ran >&2; echo other)}"
 out=${name:=$(touch made)}
 echo "$out"
 ls made 2>/dev/null || echo "no file"
+
+#### default-colon-vs-no-colon-empty
+e=
+echo "[${e-d}] [${e:-d}]"
+
+#### default-unset
+unset u
+echo "[${u-d}] [${u:-d}]"
+
+#### alternate-set-empty
+e=
+echo "[${e+alt}] [${e:+alt}]"
+
+#### assign-default-sets
+unset u
+: "${u:=val}"
+echo "$u"
+
+#### assign-default-positional-error-more
+set --
+echo "${1:=x}"
+echo "st=$?"
+
+#### error-message-custom
+unset u
+( : "${u:?custom message}" ) 2>&1 | sed 's/.*: //'
+
+#### error-no-colon-empty-ok
+e=
+echo "[${e?msg}]"
+
+#### default-with-nested-expansion
+unset a
+b=B
+echo "${a:-${b}x}"
+
+#### default-with-command-substitution
+unset a
+echo "${a:-$(echo cs)}"
+
+#### default-word-tilde
+unset a
+HOME=/h
+echo ${a:-~/x}
+
+#### default-quoted-star-in-word
+unset a
+echo "${a:-*}"
+
+#### alternate-with-quotes
+v=1
+echo ${v:+"a b"}
+for w in ${v:+"a b" c}; do echo "[$w]"; done
+
+#### default-array-at
+unset arr
+arr=()
+echo "[${arr[@]:-empty}]"
+
+#### length-of-unset-under-nounset
+set -u
+echo "${#nope}"
+echo after
+
+#### default-under-nounset-ok
+set -u
+echo "${nope:-fine}"
+
+#### substring-negative-offset
+v=abcdef
+echo "${v: -2}" "${v:1:2}" "${v:(-3):2}"
+
+#### substring-length-negative
+v=abcdef
+echo "${v:1:-1}"
+
+#### case-modification
+v=hello
+echo "${v^}" "${v^^}" "${v,,}"
+
+#### indirect-expansion-more
+n=target target=value
+echo "${!n}"
+
+#### prefix-names-more
+ab1=1 ab2=2
+echo ${!ab*}
+
+#### positional-slice-from-2
+set -- a b c d
+echo "${@:2}" "${@:2:2}" "${*: -1}"
+
+#### positional-count-and-last
+set -- x y z
+echo "$# ${!#}"
+
+#### array-slice-and-count
+a=(p q r s)
+echo "${a[@]:1:2}" "${#a[@]}" "${#a[1]}"
+
+#### nounset-empty-array-expansion
+set -u
+a=()
+echo "[${a[@]}]"
+echo ok
+
+#### nounset-positional-at-empty
+set -u
+set --
+echo "[$@]" "[$*]"
+
+#### string-replace-in-array-all
+a=(one two three)
+echo "${a[@]/o/0}"
+
+#### prefix-strip-in-array
+a=(x.c y.c)
+echo "${a[@]%.c}"
+
+#### upper-first-each-array
+a=(ab cd)
+echo "${a[@]^}"
+
+#### default-for-array-element
+a=()
+echo "${a[0]:-none}"
+
+#### length-of-positional
+set -- abc de
+echo "${#1} ${#2} ${#@}"
+
+#### default-with-at-inside-quotes
+set -- "a b" c
+unset x
+for w in "${x:-"$@"}"; do echo "[$w]"; done
+
+#### default-with-at-unquoted
+set -- "a b" c
+unset x
+for w in ${x:-"$@"}; do echo "[$w]"; done
+
+#### default-single-quotes-inside-double
+unset x
+echo "${x:-'q'}"
+echo ${x:-'q r'}
+
+#### default-escaped-brace
+unset x
+echo "${x:-\}}" ${x:-a\}b}
+
+#### default-dollar-star-ifs
+set -- a b
+IFS=:
+unset x
+echo "${x:-$*}"
+
+#### alternate-quoted-at
+set -- 1 2
+v=set
+for w in "${v:+"$@"}"; do echo "[$w]"; done
+
+#### assign-default-in-arith
+unset n
+echo $(( ${n:=5} + 1 )) $n
+
+#### error-in-subshell-status
+( : ${nope:?missing} ) 2>/dev/null
+echo "st=$?"
+
+#### error-colon-empty-message-default
+e=
+( : ${e:?} ) 2>&1 | grep -c 'parameter null or not set'
+
+#### nested-default-expansions
+unset a b
+echo "${a:-${b:-deep}}"
+
+#### default-with-glob-char-unquoted
+unset x
+touch gx1 gx2
+echo ${x:-gx*}
+echo "${x:-gx*}"
+
+#### default-word-splitting-with-ifs
+unset x
+IFS=,
+for w in ${x:-a,b}; do echo "[$w]"; done

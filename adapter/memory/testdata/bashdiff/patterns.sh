@@ -249,3 +249,95 @@ echo *.@($e|h) !(*.@(c|h))
 shopt -s extglob
 v=foo.txt
 echo "${v##!(*.txt)}" "${v/!(o)/X}"
+
+#### remove-shortest-prefix-star
+v=a/b/c
+echo "${v#*/}" "${v##*/}"
+
+#### remove-shortest-suffix-star
+v=a/b/c
+echo "${v%/*}" "${v%%/*}"
+
+#### remove-prefix-class
+v=123abc
+echo "${v##[0-9]}" "${v##+([0-9])}"
+
+#### remove-suffix-question
+v=file.tar.gz
+echo "${v%.??}" "${v%.*}" "${v%%.*}"
+
+#### replace-first-and-all
+v=aXbXc
+echo "${v/X/-}" "${v//X/-}"
+
+#### replace-anchor-start-only-at-start
+v=abab
+echo "${v/#ab/X}" "${v/#b/X}"
+
+#### replace-anchor-end-only-at-end
+v=abab
+echo "${v/%ab/X}" "${v/%a/X}"
+
+#### replace-anchor-with-star
+v=hello
+echo "${v/#h*l/X}" "${v/%l*o/Y}"
+
+#### replace-delete-all
+v=a-b-c
+echo "${v//-}"
+
+#### replace-class-all
+v="a1b2c3"
+echo "${v//[0-9]/#}" "${v//[!0-9]/_}"
+
+#### replace-caret-negation
+v="a1b2"
+echo "${v//[^0-9]/}"
+
+#### replace-with-ampersand-literal
+v=abc
+echo "${v/b/&}"
+
+#### remove-quoted-var-pattern-literal
+p='*'
+v='a*b'
+echo "${v#"$p"}" "${v#$p}"
+
+#### dbl-bracket-anchored-whole-string
+v=foobar
+[[ $v == foo ]] && echo whole || echo partial-no
+[[ $v == foo* ]] && echo prefix
+
+#### dbl-bracket-class-close-bracket
+[[ ']' == []] ]] && echo yes || echo no
+[[ 'a' == [!]] ]] && echo yes2 || echo no2
+
+#### dbl-bracket-rhs-var-pattern
+p='f*'
+[[ foo == $p ]] && echo pattern
+[[ foo == "$p" ]] && echo literal || echo not-literal
+
+#### case-star-in-middle
+case abcd in a*d) echo match ;; esac
+
+#### case-escaped-star
+case 'a*' in a\*) echo literal ;; *) echo other ;; esac
+
+#### extglob-at-alternatives-in-case
+shopt -s extglob
+case foo.c in *.@(c|h)) echo source ;; *) echo other ;; esac
+
+#### extglob-not-pattern-in-dbl-bracket
+shopt -s extglob
+[[ abc == !(a*) ]] && echo yes || echo no
+[[ xbc == !(a*) ]] && echo yes2 || echo no2
+
+#### extglob-star-group-remove
+shopt -s extglob
+v="aaab"
+echo "${v##*(a)}"
+
+#### extglob-plus-replace-all
+shopt -s extglob
+v="a   b    c"
+echo "${v//+( )/ }"

@@ -278,3 +278,48 @@ cat < /dev/null; echo st=$?
 
 #### stderr-to-stdout-in-cmdsubst
 x=$(ls /nonexistent 2>&1); [ -n "$x" ] && echo captured
+
+#### redirect-stdout-and-stderr-ampersand
+{ echo out; echo err >&2; } &> both
+sort both
+
+#### redirect-append-both
+echo a &>> log
+echo b &>> log
+cat log
+
+#### redirect-stderr-pipe
+{ echo err >&2; } |& cat
+
+#### redirect-input-from-missing-file
+cat < nope
+echo "st=$?"
+
+#### redirect-to-directory-error
+mkdir -p d
+echo x > d
+echo "st=$?"
+
+#### redirect-noclobber-force
+set -C
+echo a > f
+echo b > f 2>/dev/null || echo refused
+echo c >| f
+cat f
+
+#### redirect-on-compound-while
+i=0
+while [ $i -lt 2 ]; do echo $i; i=$((i+1)); done > out
+cat out
+
+#### redirect-before-command-name
+> f echo hi
+cat f
+
+#### redirect-multiple-outputs-last-wins
+echo hi > a > b
+echo "[$(cat a)] [$(cat b)]"
+
+#### redirect-in-cmdsubst-stderr
+x=$(echo err >&2 2>/dev/null; echo out)
+echo "$x"

@@ -246,3 +246,100 @@ printf '   a  b  \n' | { read x; echo "[$x]"; }
 
 #### ifs-read-noifs
 printf '   a  b  \n' | { IFS= read x; echo "[$x]"; }
+
+#### ifs-colon-empty-fields-kept
+IFS=:
+set -- $(echo "a::b:")
+echo "$#"
+printf '[%s]' "$@"; echo
+
+#### ifs-colon-leading-empty-more
+IFS=:
+x=":a"
+set -- $x
+echo "$# [$1]"
+
+#### ifs-mixed-space-and-comma
+IFS=' ,'
+x="a , b,,c"
+set -- $x
+printf '[%s]' "$@"; echo
+
+#### ifs-unset-is-default
+unset IFS
+x="  a   b  "
+set -- $x
+echo "$#"
+
+#### ifs-empty-no-split-more
+IFS=
+x="a b c"
+set -- $x
+echo "$#"
+
+#### ifs-newline-only-more
+IFS='
+'
+x="a b
+c d"
+for w in $x; do echo "[$w]"; done
+
+#### ifs-read-line-continuation-without-r
+printf 'a\\\nb c\n' | { read x y; echo "[$x][$y]"; }
+
+#### ifs-read-last-var-keeps-rest-and-separators
+IFS=: read -r a b <<< "1:2:3:"
+echo "$a|$b"
+
+#### ifs-read-trailing-single-separator-stripped
+IFS=: read -r a b <<< "1:2:"
+echo "$a|$b"
+
+#### ifs-read-into-no-names-keeps-reply
+read <<< "  spaced  "
+echo "[$REPLY]"
+
+#### ifs-read-array-more
+IFS=, read -r -a arr <<< "p,q,,r"
+echo "${#arr[@]} ${arr[2]}x"
+
+#### ifs-dollar-star-joins-with-first-char
+set -- a b c
+IFS=-:
+echo "$*"
+
+#### ifs-dollar-at-in-word
+set -- a b
+x=pre"$@"post
+echo "$x"
+for w in pre"$@"post; do echo "[$w]"; done
+
+#### ifs-default-value-with-quotes
+unset x
+for w in ${x:-"a b" c}; do echo "[$w]"; done
+
+#### ifs-default-value-unquoted-splits
+unset x
+for w in ${x:-a b}; do echo "[$w]"; done
+
+#### ifs-quoted-default-no-split
+unset x
+for w in "${x:-a b}"; do echo "[$w]"; done
+
+#### ifs-splitting-of-command-substitution
+IFS=,
+for w in $(echo "1,2,3"); do echo "$w"; done
+
+#### ifs-not-applied-to-literals
+IFS=,
+for w in a,b c; do echo "[$w]"; done
+
+#### ifs-backslash-in-read-without-r
+IFS=: read a b <<< 'x\:y:z'
+echo "$a|$b"
+
+#### ifs-tab-separated
+IFS=$'\t'
+x=$'a\t\tb'
+set -- $x
+echo "$#"

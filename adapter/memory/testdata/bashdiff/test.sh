@@ -356,3 +356,107 @@ s='foo.bar'; [[ $s =~ \.bar$ ]] && echo escdot
 
 #### test-spaces-num
 [ ' 3 ' -eq 3 ] 2>/dev/null && echo spaced; echo st=$?
+
+#### dbl-bracket-and-or-precedence
+[[ 1 -eq 1 || 1 -eq 2 && 1 -eq 3 ]] && echo yes || echo no
+
+#### dbl-bracket-not-grouping
+[[ ! ( 1 -eq 2 || 2 -eq 3 ) ]] && echo yes
+
+#### dbl-bracket-string-lt-gt
+[[ a < b ]] && echo lt
+[[ b > a ]] && echo gt
+
+#### dbl-bracket-empty-var-no-quotes
+e=
+[[ $e == "" ]] && echo empty
+[[ -z $e ]] && echo z
+
+#### dbl-bracket-no-word-splitting
+v="a b"
+[[ $v == "a b" ]] && echo same
+
+#### dbl-bracket-regex-capture-groups
+[[ "key=val" =~ ^([a-z]+)=(.*)$ ]] && echo "${BASH_REMATCH[1]} ${BASH_REMATCH[2]}"
+
+#### dbl-bracket-regex-no-match-status
+[[ abc =~ ^x ]]
+echo "st=$?"
+
+#### dbl-bracket-invalid-regex-status
+[[ a =~ ( ]] 2>/dev/null
+echo "st=$?"
+
+#### dbl-bracket-v-set
+x=1
+[[ -v x ]] && echo set
+[[ -v nope ]] || echo unset
+
+#### dbl-bracket-file-tests
+touch f; mkdir -p d
+[[ -f f && -d d && ! -e nope ]] && echo ok
+
+#### dbl-bracket-nt-ot
+touch a
+sleep 0.01
+touch b
+[[ b -nt a ]] && echo newer
+[[ a -ot b ]] && echo older
+
+#### dbl-bracket-arith-operands-in-le
+x=5
+[[ x+1 -le 6 ]] && echo yes
+
+#### single-bracket-missing-close
+[ 1 -eq 1
+echo "st=$?"
+
+#### single-bracket-too-many-args
+[ a b c ]
+echo "st=$?"
+
+#### test-string-equal-single-eq
+test abc = abc && echo eq
+
+#### test-parens-grouping
+[ \( 1 -eq 1 \) -a \( 2 -eq 2 \) ] && echo both
+
+#### dbl-bracket-pattern-with-spaces-quoted
+v="a b c"
+[[ $v == "a b"* ]] && echo yes
+
+#### dbl-bracket-empty-string-test
+[[ "" ]] || echo empty-false
+[[ x ]] && echo nonempty-true
+
+#### dbl-bracket-unset-var-n
+unset u
+[[ -n $u ]] || echo unset-empty
+
+#### dbl-bracket-ampersand-in-regex-var
+re='^a&b$'
+[[ 'a&b' =~ $re ]] && echo yes
+
+#### dbl-bracket-regex-quoted-part-literal
+[[ 'a.c' =~ ^a"."c$ ]] && echo yes
+[[ 'abc' =~ ^a"."c$ ]] || echo no
+
+#### dbl-bracket-numeric-compare-strings
+[[ 10 -gt 9 ]] && echo num
+[[ 10 > 9 ]] || echo str
+
+#### dbl-bracket-multiline
+if [[ -n x &&
+      -n y ]]; then echo ok; fi
+
+#### test-unary-on-operator-string
+[ -n = ] && echo yes
+[ ! -z x ] && echo yes2
+
+#### test-three-arg-not
+[ ! = x ] 2>/dev/null; echo "st=$?"
+[ ! x = y ] && echo neq
+
+#### test-eq-with-spaces-in-var
+n=" 3 "
+[ $n -eq 3 ] && echo yes
