@@ -2,12 +2,16 @@ package cgstat
 
 import (
 	"bytes"
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/sandboxer/sandboxer/adapter"
 )
@@ -123,7 +127,7 @@ func (m *Meter) begin() {
 		m.m.pids = resetPeak(filepath.Join(m.g.V2, "pids.peak"))
 	}
 	if m.m.peak == nil && m.g.Memory != "" {
-		m.m.v1Peak = os.WriteFile(filepath.Join(m.g.Memory, "memory.max_usage_in_bytes"), []byte("0"), 0) == nil
+		m.m.v1Peak = writeSmall(filepath.Join(m.g.Memory, "memory.max_usage_in_bytes"), "0")
 	}
 }
 
@@ -131,11 +135,16 @@ func (m *Meter) begin() {
 // any text: Linux 6.12 for memory.peak), or returns nil where that cannot be done: a peak
 // since the cgroup was made is not the command's.
 func resetPeak(file string) *os.File {
+	if missing(file) {
+		return nil
+	}
 	f, err := os.OpenFile(file, os.O_RDWR, 0)
 	if err != nil {
+		absent(file, err)
 		return nil
 	}
 	if _, err := f.WriteString("reset\n"); err != nil {
+		absent(file, err) // a kernel without per-descriptor peaks
 		f.Close()
 		return nil
 	}
@@ -198,7 +207,7 @@ func cpuUs(g Group) (int64, bool) {
 // scheduler).
 func ioBytes(g Group) (read, written int64, ok bool) {
 	if g.V2 != "" {
-		if data, err := os.ReadFile(filepath.Join(g.V2, "io.stat")); err == nil {
+		if data, err := readSmall(filepath.Join(g.V2, "io.stat")); err == nil {
 			for _, f := range strings.Fields(string(data)) {
 				k, v, found := strings.Cut(f, "=")
 				n, err := strconv.ParseInt(v, 10, 64)
@@ -216,7 +225,7 @@ func ioBytes(g Group) (read, written int64, ok bool) {
 		}
 	}
 	if g.BlkIO != "" {
-		data, err := os.ReadFile(filepath.Join(g.BlkIO, "blkio.throttle.io_service_bytes"))
+		data, err := readSmall(filepath.Join(g.BlkIO, "blkio.throttle.io_service_bytes"))
 		if err != nil {
 			return 0, 0, false
 		}
@@ -243,7 +252,7 @@ func ioBytes(g Group) (read, written int64, ok bool) {
 
 // flatKey reads key's value from a flat-keyed cgroup file ("key value" lines).
 func flatKey(file, key string) (int64, bool) {
-	data, err := os.ReadFile(file)
+	data, err := readSmall(file)
 	if err != nil {
 		return 0, false
 	}
@@ -258,10 +267,85 @@ func flatKey(file, key string) (int64, bool) {
 
 // readInt reads a file holding one integer.
 func readInt(file string) (int64, bool) {
-	data, err := os.ReadFile(file)
+	data, err := readSmall(file)
 	if err != nil {
 		return 0, false
 	}
 	n, err := strconv.ParseInt(string(bytes.TrimSpace(data)), 10, 64)
 	return n, err == nil
+}
+
+// The files a receipt reads are read with the fewest system calls (a command pays for each:
+// open, one read, close), and a file found missing once (a controller the hierarchy does not
+// have, a kernel without per-descriptor peaks) is not looked for again.
+var (
+	absentMu sync.RWMutex
+	absentAt = map[string]bool{}
+)
+
+// missing reports whether file was found missing (or refused) before.
+func missing(file string) bool {
+	absentMu.RLock()
+	defer absentMu.RUnlock()
+	return absentAt[file]
+}
+
+// absent remembers a file that cannot be opened or written for good (not a cgroup being
+// removed: its directory is checked), bounded so that cgroups that come and go cannot grow it.
+func absent(file string, err error) {
+	if !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.EACCES) && !errors.Is(err, unix.EPERM) {
+		return
+	}
+	if _, derr := os.Stat(filepath.Dir(file)); derr != nil {
+		return
+	}
+	absentMu.Lock()
+	defer absentMu.Unlock()
+	if len(absentAt) < 4096 {
+		absentAt[file] = true
+	}
+}
+
+// smallBuf bounds what readSmall reads: cgroup statistics files are a few lines (io.stat and
+// blkio grow with the devices: 16 KiB holds hundreds).
+const smallBuf = 16 << 10
+
+var bufs = sync.Pool{New: func() any { b := make([]byte, smallBuf); return &b }}
+
+// readSmall reads a small kernel file with one read.
+func readSmall(file string) ([]byte, error) {
+	if missing(file) {
+		return nil, fs.ErrNotExist
+	}
+	fd, err := unix.Open(file, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		absent(file, err)
+		return nil, err
+	}
+	defer unix.Close(fd)
+	bp := bufs.Get().(*[]byte)
+	defer bufs.Put(bp)
+	n, err := unix.Read(fd, *bp)
+	if err != nil {
+		return nil, err
+	}
+	return bytes.Clone((*bp)[:n]), nil
+}
+
+// writeSmall writes text to a kernel file, reporting whether it took it.
+func writeSmall(file, text string) bool {
+	if missing(file) {
+		return false
+	}
+	fd, err := unix.Open(file, unix.O_WRONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		absent(file, err)
+		return false
+	}
+	defer unix.Close(fd)
+	_, err = unix.Write(fd, []byte(text))
+	if err != nil {
+		absent(file, err)
+	}
+	return err == nil
 }
