@@ -104,7 +104,59 @@ type Result struct {
 	// Limit names the resource limit that ended the command ("memory": the kernel's OOM killer
 	// in the sandbox's memory limit), or is empty.
 	Limit string
+	// Receipt is what the command cost, as far as the adapter can count it (docs/receipts.md).
+	Receipt Receipt
 }
+
+// Receipt is what one command cost and what it changed in the workspace. A field the adapter
+// cannot count is missing (nil, or omitted in JSON), never a guessed zero; docs/receipts.md says
+// per adapter which fields are exact, which estimated and which missing.
+type Receipt struct {
+	WallUs int64 `json:"wallUs"` // the command's wall time, microseconds
+	// CPUUs is the user and system CPU time, microseconds, of the command and everything it started.
+	CPUUs *int64 `json:"cpuUs,omitempty"`
+	// PeakMemoryBytes is the highest memory use during the command (of its cgroup, or the
+	// sandbox's where the command has none of its own).
+	PeakMemoryBytes *int64 `json:"peakMemoryBytes,omitempty"`
+	// Processes is how many processes the command started, itself included (memory: commands
+	// run; see docs/receipts.md for what each adapter counts).
+	Processes *int64 `json:"processes,omitempty"`
+	// StdoutBytes and StderrBytes count everything the command wrote, bytes past the capture
+	// budget (the Dropped counts) included.
+	StdoutBytes int64 `json:"stdoutBytes"`
+	StderrBytes int64 `json:"stderrBytes"`
+	// DiskReadBytes and DiskWriteBytes are the block I/O of the command's cgroup (memory: bytes
+	// its commands read from and wrote to files).
+	DiskReadBytes  *int64 `json:"diskReadBytes,omitempty"`
+	DiskWriteBytes *int64 `json:"diskWriteBytes,omitempty"`
+	// NetSentBytes and NetReceivedBytes are what went through the sandbox's egress proxy during
+	// the command (missing without a proxy).
+	NetSentBytes     *int64 `json:"netSentBytes,omitempty"`
+	NetReceivedBytes *int64 `json:"netReceivedBytes,omitempty"`
+	// Paths are the workspace paths the call created, changed and deleted, filled by the tool
+	// layer (a stat-based diff of the workspace around the call); nil when it was not taken.
+	Paths *PathChanges `json:"paths,omitempty"`
+}
+
+// PathChanges lists workspace paths (relative, slash-separated, sorted) a call created, changed
+// (size, modification time, mode or link target) and deleted.
+type PathChanges struct {
+	Created []string `json:"created,omitempty"`
+	Changed []string `json:"changed,omitempty"`
+	Deleted []string `json:"deleted,omitempty"`
+	// Skipped says why no diff was taken ("too many files": more than the tool layer's bound;
+	// "unsupported": the sandbox cannot list its files; "error": the listing failed); the lists
+	// are then empty.
+	Skipped string `json:"skipped,omitempty"`
+}
+
+// Empty reports whether nothing was created, changed or deleted.
+func (p PathChanges) Empty() bool {
+	return len(p.Created) == 0 && len(p.Changed) == 0 && len(p.Deleted) == 0
+}
+
+// Int64 returns a pointer to v, for the optional fields of a Receipt.
+func Int64(v int64) *int64 { return &v }
 
 // Truncated reports whether either stream was cut.
 func (r Result) Truncated() bool { return r.StdoutTruncated || r.StderrTruncated }

@@ -63,4 +63,7 @@ func utf8Boundary(p []byte) int {
 func Capture(r *Result, stdout, stderr *CappedBuffer) {
 	r.Stdout, r.StdoutTruncated, r.StdoutDropped = stdout.Result()
 	r.Stderr, r.StderrTruncated, r.StderrDropped = stderr.Result()
+	r.Receipt.StdoutBytes = int64(len(r.Stdout)) + r.StdoutDropped
+	r.Receipt.StderrBytes = int64(len(r.Stderr)) + r.StderrDropped
+	r.Receipt.WallUs = r.Duration.Microseconds()
 }

@@ -147,6 +147,9 @@ type ExecResult struct {
 	Isolation       adapter.Isolation `json:"isolation"`
 	Limit           string            `json:"limit,omitempty"`
 	Encoding        string            `json:"encoding"`
+	// Receipt is what the command cost as the server's adapter measured it (docs/receipts.md);
+	// absent from servers older than receipts.
+	Receipt *adapter.Receipt `json:"receipt,omitempty"`
 }
 
 // StreamLine is one line of a streamed exec: a chunk of output (Stream and Data), or the end
@@ -258,7 +261,7 @@ func ResultOf(res adapter.Result, encoding string, withOutput bool) ExecResult {
 	}
 	out := ExecResult{ExitCode: res.ExitCode, StdoutTruncated: res.StdoutTruncated, StderrTruncated: res.StderrTruncated,
 		StdoutDropped: res.StdoutDropped, StderrDropped: res.StderrDropped, DurationMs: res.Duration.Milliseconds(),
-		Isolation: res.Isolation, Limit: res.Limit, Encoding: encoding}
+		Isolation: res.Isolation, Limit: res.Limit, Encoding: encoding, Receipt: &res.Receipt}
 	if withOutput {
 		out.Stdout, out.Stderr = Encode(res.Stdout, encoding), Encode(res.Stderr, encoding)
 	}
@@ -275,9 +278,17 @@ func (r ExecResult) Result() (adapter.Result, error) {
 	if err != nil {
 		return adapter.Result{}, err
 	}
-	return adapter.Result{Stdout: stdout, Stderr: stderr, ExitCode: r.ExitCode, StdoutTruncated: r.StdoutTruncated,
+	res := adapter.Result{Stdout: stdout, Stderr: stderr, ExitCode: r.ExitCode, StdoutTruncated: r.StdoutTruncated,
 		StderrTruncated: r.StderrTruncated, StdoutDropped: r.StdoutDropped, StderrDropped: r.StderrDropped,
-		Duration: time.Duration(r.DurationMs) * time.Millisecond, Isolation: r.Isolation, Limit: r.Limit}, nil
+		Duration: time.Duration(r.DurationMs) * time.Millisecond, Isolation: r.Isolation, Limit: r.Limit}
+	if r.Receipt != nil { // the server's measurement passes through
+		res.Receipt = *r.Receipt
+	} else {
+		res.Receipt.WallUs = res.Duration.Microseconds()
+		res.Receipt.StdoutBytes = int64(len(stdout)) + r.StdoutDropped
+		res.Receipt.StderrBytes = int64(len(stderr)) + r.StderrDropped
+	}
+	return res, nil
 }
 
 // Err is the error of a refusal's Error: an *errs.Error with its code, message and details.

@@ -59,6 +59,9 @@ type BashResult struct {
 	// the sandbox has no proxy or no connection was made. A sandbox running several commands at
 	// once reports each request under every command running at the time.
 	Network []egress.Decision `json:"network,omitempty"`
+	// Receipt is what the command cost (time, CPU, memory, processes, bytes) and which workspace
+	// paths it created, changed and deleted (docs/receipts.md).
+	Receipt adapter.Receipt `json:"receipt"`
 }
 
 // Text is the combined output: what the agent reads.
@@ -173,15 +176,18 @@ func runBash(ctx context.Context, in BashInput, tc *Context) (any, error) {
 	if proxy != nil {
 		mark = proxy.Mark()
 	}
+	diff := beginPathDiff(ctx, tc)
 	res, err := tc.Sandbox.ExecuteCommand(ctx, cmd)
 	out := bashResult(res)
 	out.NetworkPolicy = networkPolicy
 	if proxy != nil {
 		out.Network, _ = proxy.Since(ctx, mark, networkGrace)
+		addNetwork(&out.Receipt, out.Network)
 		if len(out.Network) == 0 {
 			out.Network = nil
 		}
 	}
+	out.Receipt.Paths = diff.end(ctx)
 	if err != nil {
 		e := errs.As(err)
 		if errors.Is(err, errs.ProcessTimeout) {
@@ -227,6 +233,7 @@ func bashResult(res adapter.Result) BashResult {
 		Enforced:      res.Isolation.Network,
 		Isolation:     res.Isolation,
 		Limit:         res.Limit,
+		Receipt:       res.Receipt,
 	}
 }
 
@@ -240,6 +247,7 @@ func (r BashResult) details() map[string]any {
 		"enforced":      r.Enforced,
 		"isolation":     r.Isolation,
 		"networkPolicy": r.NetworkPolicy,
+		"receipt":       r.Receipt,
 	}
 	if r.Limit != "" {
 		d["limit"] = r.Limit

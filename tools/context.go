@@ -78,6 +78,10 @@ type Context struct {
 	// while it runs (the MCP server turns it into progress notifications); the result is the
 	// same either way.
 	Stdout, Stderr io.Writer
+	// NoPathDiff turns off the stat listing of the workspace before and after each bash call
+	// that fills Receipt.Paths (docs/receipts.md): for workspaces where two walks per call
+	// cost too much, or callers that do not want the paths.
+	NoPathDiff bool
 
 	// Sandbox is where the tools run. Required.
 	Sandbox adapter.Sandbox

@@ -245,6 +245,8 @@ type Sandbox struct {
 	diskLayer       string // diskcap.Layer(diskBytes) once checked in force, else ""
 
 	egress egress.Holder // the proxy of cfg.AllowHosts
+
+	host hostView // where receipts read the container's statistics (receipt.go)
 }
 
 var (

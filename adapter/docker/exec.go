@@ -13,6 +13,7 @@ import (
 	"github.com/sandboxer/sandboxer/adapter"
 	"github.com/sandboxer/sandboxer/adapter/agent"
 	"github.com/sandboxer/sandboxer/adapter/internal/agentproc"
+	"github.com/sandboxer/sandboxer/adapter/internal/cgstat"
 	"github.com/sandboxer/sandboxer/egress"
 	"github.com/sandboxer/sandboxer/errs"
 )
@@ -210,10 +211,19 @@ func (s *Sandbox) ExecuteCommand(ctx context.Context, cmd adapter.Command) (adap
 	if s.isStopped() {
 		return adapter.Result{}, s.errStopped(op)
 	}
-	return agentproc.Execute(ctx, op, cmd, dir, s.env(cmd), s.isolation(), func(ctx context.Context, spec agent.Spec) (int, error) {
+	var meter *cgstat.Meter
+	res, err := agentproc.Execute(ctx, op, cmd, dir, s.env(cmd), s.isolation(), func(ctx context.Context, spec agent.Spec) (int, error) {
+		// The agent starts with a sandbox's first command: the receipt measures the command,
+		// not the agent's start.
+		if _, err := s.agentClient(ctx, op); err != nil {
+			return 0, err
+		}
+		meter = s.meter(ctx)
 		return s.run(ctx, op, rawExec{args: spec.Start.Args, env: spec.Start.Env, wrap: spec.Start.Wrap,
 			stdin: spec.Stdin, stdout: spec.Stdout, stderr: spec.Stderr})
 	})
+	meter.End(&res.Receipt)
+	return res, err
 }
 
 // env is a command's environment: the container's (commandEnv), the proxy's, the sandbox's, the

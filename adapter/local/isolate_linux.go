@@ -24,6 +24,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sandboxer/sandboxer/adapter"
+	"github.com/sandboxer/sandboxer/adapter/internal/cgstat"
 	"github.com/sandboxer/sandboxer/errs"
 )
 
@@ -899,9 +900,21 @@ type helperProcess struct {
 	mu       sync.Mutex // a background process is signalled from other goroutines than the one that finishes it
 	cg       *cgroupDir // nil once finish has put it back in the pool
 	finished bool       // its id may now name another command: signal nothing
+	// meter measures the command from before its start until finish, which ends it into
+	// measured before the cgroup goes back to the pool.
+	meter    *cgstat.Meter
+	measured adapter.Receipt
 }
 
 func (p *helperProcess) exitFile() *os.File { return p.status }
+
+// receipt: what the meter read of the command's cgroup and the helper's pid namespace.
+func (p *helperProcess) receipt(r *adapter.Receipt) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	r.CPUUs, r.PeakMemoryBytes, r.Processes = p.measured.CPUUs, p.measured.PeakMemoryBytes, p.measured.Processes
+	r.DiskReadBytes, r.DiskWriteBytes = p.measured.DiskReadBytes, p.measured.DiskWriteBytes
+}
 
 func (p *helperProcess) wait() (int, error) {
 	kind, value, err := readRecord(p.status)
@@ -932,6 +945,10 @@ func (p *helperProcess) abandon() { p.h.kill() }
 func (p *helperProcess) finish() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.meter != nil {
+		p.meter.End(&p.measured)
+		p.meter = nil
+	}
 	if p.cg != nil {
 		p.pool.put(p.cg)
 		p.cg = nil
@@ -997,6 +1014,7 @@ func (iso *isolation) start(c adapter.Command, prog, dir string, env []string, o
 	}
 	env = append(env, cacheEnv(iso.caches, h.ready.Caches, env)...)
 	req := request{Op: "spawn", Path: prog, Args: c.Args, Env: env, Dir: dir, Cgroup: cg != nil, Init: init}
+	meter := iso.meter(h, cg)
 	err = h.send(&req, files)
 	statusW.Close() // the helper's copy is the only one: its death ends the pipe
 	closeStdin()
@@ -1005,6 +1023,7 @@ func (iso *isolation) start(c adapter.Command, prog, dir string, env []string, o
 		kind, value, err = awaitRecord(h, status)
 	}
 	if err != nil || kind != recStarted {
+		meter.End(&adapter.Receipt{}) // releases what it holds
 		status.Close()
 		if cg != nil {
 			iso.cg.put(cg)
@@ -1018,7 +1037,26 @@ func (iso *isolation) start(c adapter.Command, prog, dir string, env []string, o
 			return nil, is, errs.New(errs.ProcessFailed, "exec", c.Args[0], "the isolation helper could not take the command's descriptors")
 		}
 	}
-	return &helperProcess{h: h, id: req.ID, status: status, cg: cg, pool: iso.cg}, is, nil
+	return &helperProcess{h: h, id: req.ID, status: status, cg: cg, pool: iso.cg, meter: meter}, is, nil
+}
+
+// meter begins the receipt's measurement of a command the helper h is about to start in cg
+// (nil: none): the CPU time (and, with the controllers, memory, pids and I/O) of its own cgroup,
+// and the memory and block I/O of the sandbox's v1 limit cgroups; nil when it has neither.
+func (iso *isolation) meter(h *helperProc, cg *cgroupDir) *cgstat.Meter {
+	var v2 string
+	if cg != nil {
+		v2 = cg.path
+	}
+	var v1 []string
+	if iso.limits != nil && h.limited {
+		v1 = iso.limits.dirs
+	}
+	g := cgstat.Of(v2, v1)
+	if g.Zero() {
+		return nil
+	}
+	return cgstat.Begin(g)
 }
 
 // awaitRecord waits for the first record of a command's status pipe. A helper that leaves it

@@ -34,6 +34,7 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -720,6 +721,9 @@ type process interface {
 	// exitFile is readable once the main process has exited (wait then does not block), or
 	// nil: collect then waits in a goroutine (collectAsync).
 	exitFile() *os.File
+	// receipt fills what was measured of the command (CPU, memory, processes, disk), after
+	// finish.
+	receipt(r *adapter.Receipt)
 }
 
 // groupProcess is a plain host child in its own process group.
@@ -749,6 +753,19 @@ func (p *groupProcess) signal(sig syscall.Signal) {
 func (p *groupProcess) abandon() {} // a plain child's SIGKILL always ends its wait
 
 func (p *groupProcess) exitFile() *os.File { return p.pidfd }
+
+// receipt: the CPU time and peak resident size wait4 reported for the main process, which
+// include those of the descendants it waited for (a shell's commands), not of ones it left.
+func (p *groupProcess) receipt(r *adapter.Receipt) {
+	ps := p.cmd.ProcessState
+	if ps == nil {
+		return
+	}
+	r.CPUUs = adapter.Int64((ps.UserTime() + ps.SystemTime()).Microseconds())
+	if ru, ok := ps.SysUsage().(*syscall.Rusage); ok && ru != nil {
+		r.PeakMemoryBytes = adapter.Int64(maxRSSBytes(ru))
+	}
+}
 
 func (p *groupProcess) finish() {
 	p.mu.Lock()
@@ -862,6 +879,7 @@ func (s *Sandbox) run(ctx context.Context, c adapter.Command, prog, dir string) 
 		res.Limit = s.iso.limitHit(ex.code)
 	}
 	adapter.Capture(&res, stdout, stderr)
+	p.receipt(&res.Receipt)
 	if cause == nil && ex.err != nil {
 		cause = ex.err
 	}
@@ -923,4 +941,13 @@ func findSocket(p string) string {
 		}
 	}
 	return found
+}
+
+// maxRSSBytes is a rusage's peak resident size in bytes: the kernel reports kilobytes, except
+// on Darwin.
+func maxRSSBytes(ru *syscall.Rusage) int64 {
+	if runtime.GOOS == "darwin" || runtime.GOOS == "ios" {
+		return int64(ru.Maxrss)
+	}
+	return int64(ru.Maxrss) * 1024
 }

@@ -30,6 +30,9 @@ type call struct {
 	cancel   context.CancelFunc
 	commands atomic.Int64
 	loops    atomic.Int64
+	// read and written count the bytes the call's commands read from and wrote to tree files
+	// (its receipt's disk bytes).
+	read, written atomic.Int64
 
 	mu   sync.RWMutex // held for reading by tree operations; finish takes it to shut them out
 	done bool
@@ -277,6 +280,9 @@ func (s *Sandbox) execute(ctx context.Context, c adapter.Command, background boo
 	}
 	res := adapter.Result{ExitCode: code, Duration: max(time.Since(start), time.Nanosecond), Isolation: isolation()}
 	adapter.Capture(&res, stdout.buf, stderr.buf)
+	res.Receipt.Processes = adapter.Int64(cl.commands.Load())
+	res.Receipt.DiskReadBytes = adapter.Int64(cl.read.Load())
+	res.Receipt.DiskWriteBytes = adapter.Int64(cl.written.Load())
 	var k killed
 	switch {
 	case cl.fatal() != nil:

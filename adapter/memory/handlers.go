@@ -410,11 +410,15 @@ func (g gatedFS) ReadDir(name string) (d []fs.DirEntry, err error) {
 
 func (g gatedFS) Content(name string) (b []byte, err error) {
 	g.do(&err, func() (e error) { b, e = g.cl.fs.Content(name); return })
+	g.cl.read.Add(int64(len(b)))
 	return b, err
 }
 
 func (g gatedFS) WriteFile(name string, data []byte, perm fs.FileMode) (err error) {
 	g.do(&err, func() error { return g.cl.fs.WriteFile(name, data, perm) })
+	if err == nil {
+		g.cl.written.Add(int64(len(data)))
+	}
 	return err
 }
 
@@ -560,6 +564,7 @@ func (t *treeFile) Write(p []byte) (int, error) {
 	}
 	defer t.cl.leave()
 	n, err := t.File.Write(p)
+	t.cl.written.Add(int64(n))
 	if errors.Is(err, memfs.ErrNoSpace) {
 		_ = t.cl.limit("tree_bytes", "the file tree would exceed %d bytes", t.cl.fs.MaxBytes())
 	}
@@ -571,7 +576,9 @@ func (t *treeFile) Read(p []byte) (int, error) {
 		return 0, os.ErrClosed
 	}
 	defer t.cl.leave()
-	return t.File.Read(p)
+	n, err := t.File.Read(p)
+	t.cl.read.Add(int64(n))
+	return n, err
 }
 
 type nopRWC struct {

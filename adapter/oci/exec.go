@@ -6,6 +6,7 @@ import (
 	"github.com/sandboxer/sandboxer/adapter"
 	"github.com/sandboxer/sandboxer/adapter/agent"
 	"github.com/sandboxer/sandboxer/adapter/internal/agentproc"
+	"github.com/sandboxer/sandboxer/adapter/internal/cgstat"
 	"github.com/sandboxer/sandboxer/egress"
 )
 
@@ -25,9 +26,27 @@ func (s *Sandbox) ExecuteCommand(ctx context.Context, cmd adapter.Command) (adap
 	if s.isStopped() {
 		return adapter.Result{}, s.errStopped(op)
 	}
-	return agentproc.Execute(ctx, op, cmd, dir, s.env(cmd), s.Isolation(), func(ctx context.Context, spec agent.Spec) (int, error) {
+	var meter *cgstat.Meter
+	res, err := agentproc.Execute(ctx, op, cmd, dir, s.env(cmd), s.Isolation(), func(ctx context.Context, spec agent.Spec) (int, error) {
+		// An attached sandbox's agent starts with its first command: the receipt measures the
+		// command, not the agent's start.
+		if !s.isStopped() {
+			if _, err := s.agentClient(ctx, op); err != nil {
+				return 0, err
+			}
+		}
+		meter = cgstat.Begin(s.cgroup())
 		return s.runSpec(ctx, op, spec)
 	})
+	meter.End(&res.Receipt)
+	return res, err
+}
+
+// cgroup is the container's cgroup (its spec's cgroupsPath in each hierarchy), for receipts:
+// found once, it lives as long as the container.
+func (s *Sandbox) cgroup() cgstat.Group {
+	s.cgOnce.Do(func() { s.cg = cgstat.ForPath(cgroupPath(s.rec.ID)) })
+	return s.cg
 }
 
 // env is a command's environment: the base (with the environment of Config.Image, HOME aside),

@@ -22,15 +22,15 @@ func NoJanitor() { noJanitor = true }
 func CgroupFile(id, controller, v1, v2 string) string {
 	mounts, _ := cgroupMounts()
 	for _, m := range mounts {
-		for _, c := range m.controllers {
+		for _, c := range m.Controllers {
 			if c == controller {
-				return filepath.Join(m.dir, cgroupPath(id), v1)
+				return filepath.Join(m.Dir, cgroupPath(id), v1)
 			}
 		}
 	}
 	for _, m := range mounts {
-		if m.v2 {
-			return filepath.Join(m.dir, cgroupPath(id), v2)
+		if m.V2 {
+			return filepath.Join(m.Dir, cgroupPath(id), v2)
 		}
 	}
 	return ""
@@ -97,7 +97,7 @@ func ProbeCgroups() []string {
 	mounts, _ := cgroupMounts()
 	var out []string
 	for _, m := range mounts {
-		found, _ := filepath.Glob(filepath.Join(m.dir, "sandboxer-probe-*"))
+		found, _ := filepath.Glob(filepath.Join(m.Dir, "sandboxer-probe-*"))
 		out = append(out, found...)
 	}
 	return out

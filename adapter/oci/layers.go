@@ -1,7 +1,6 @@
 package oci
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/sandboxer/sandboxer/adapter"
 	"github.com/sandboxer/sandboxer/adapter/agent"
+	"github.com/sandboxer/sandboxer/adapter/internal/cgstat"
 	"github.com/sandboxer/sandboxer/adapter/internal/diskcap"
 	"github.com/sandboxer/sandboxer/errs"
 )
@@ -22,51 +22,11 @@ import (
 // later prune) finds it at the same place of each hierarchy.
 func cgroupPath(id string) string { return "/sandboxer-" + id }
 
-// cgroupMount is one mounted cgroup hierarchy.
-type cgroupMount struct {
-	dir         string
-	v2          bool
-	controllers []string // v1: the controllers of the hierarchy
-}
+// cgroupMount is one mounted cgroup hierarchy; cgroupMounts lists them (shared with the
+// receipts' statistics).
+type cgroupMount = cgstat.Mount
 
-// cgroupMounts lists the cgroup hierarchies mounted in this process's mount namespace.
-func cgroupMounts() ([]cgroupMount, error) {
-	f, err := os.Open("/proc/self/mountinfo")
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	var out []cgroupMount
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		// id parent major:minor root mountpoint options [optional...] - fstype source superoptions
-		pre, post, ok := strings.Cut(sc.Text(), " - ")
-		if !ok {
-			continue
-		}
-		pf, qf := strings.Fields(pre), strings.Fields(post)
-		if len(pf) < 5 || len(qf) < 3 {
-			continue
-		}
-		switch qf[0] {
-		case "cgroup2":
-			out = append(out, cgroupMount{dir: pf[4], v2: true})
-		case "cgroup":
-			var ctrls []string
-			for _, o := range strings.Split(qf[2], ",") {
-				switch o {
-				case "rw", "ro", "relatime", "noatime", "nosuid", "nodev", "noexec", "clone_children", "xattr":
-				default:
-					if !strings.Contains(o, "=") {
-						ctrls = append(ctrls, o)
-					}
-				}
-			}
-			out = append(out, cgroupMount{dir: pf[4], controllers: ctrls})
-		}
-	}
-	return out, sc.Err()
-}
+var cgroupMounts = cgstat.Mounts
 
 // removeCgroups removes the cgroup directories at path in every hierarchy, deepest first: what
 // a runtime leaves behind when a start fails, or when its delete returns before the last process
@@ -79,7 +39,7 @@ func removeCgroups(path string) error {
 	}
 	var errList []error
 	for _, m := range mounts {
-		dir := filepath.Join(m.dir, path)
+		dir := filepath.Join(m.Dir, path)
 		var dirs []string
 		filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 			if err == nil && d.IsDir() {
@@ -122,8 +82,8 @@ func leftoverCgroups(path string) []string {
 	mounts, _ := cgroupMounts()
 	var out []string
 	for _, m := range mounts {
-		if _, err := os.Stat(filepath.Join(m.dir, path)); err == nil {
-			out = append(out, filepath.Join(m.dir, path))
+		if _, err := os.Stat(filepath.Join(m.Dir, path)); err == nil {
+			out = append(out, filepath.Join(m.Dir, path))
 		}
 	}
 	return out
@@ -177,20 +137,20 @@ func cgroupLayers(pid int, cfg Config) []string {
 	// file returns the path of a controller's file for the process, v1 or v2.
 	file := func(ctrl, v1, v2 string) string {
 		for _, m := range mounts {
-			if !m.v2 {
-				for _, c := range m.controllers {
+			if !m.V2 {
+				for _, c := range m.Controllers {
 					if c == ctrl {
 						if p, ok := cg[ctrl]; ok {
-							return filepath.Join(m.dir, p, v1)
+							return filepath.Join(m.Dir, p, v1)
 						}
 					}
 				}
 			}
 		}
 		for _, m := range mounts {
-			if m.v2 {
+			if m.V2 {
 				if p, ok := cg[""]; ok {
-					f := filepath.Join(m.dir, p, v2)
+					f := filepath.Join(m.Dir, p, v2)
 					if _, err := os.Stat(f); err == nil {
 						return f
 					}

@@ -52,6 +52,7 @@ import (
 	"github.com/sandboxer/sandboxer/adapter"
 	"github.com/sandboxer/sandboxer/adapter/agent"
 	"github.com/sandboxer/sandboxer/adapter/internal/agentproc"
+	"github.com/sandboxer/sandboxer/adapter/internal/cgstat"
 	"github.com/sandboxer/sandboxer/adapter/internal/diskcap"
 	"github.com/sandboxer/sandboxer/adapter/rootfs"
 	"github.com/sandboxer/sandboxer/egress"
@@ -524,6 +525,10 @@ type Sandbox struct {
 
 	forkSkipped adapter.CopyReport // set by create for a fork, then only read
 	diskErr     error              // why the workspace is not capped (set by create, then only read)
+
+	// For receipts (cgstat): the container's cgroup, found on its first command.
+	cgOnce sync.Once
+	cg     cgstat.Group
 }
 
 var (

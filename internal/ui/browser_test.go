@@ -106,7 +106,7 @@ func TestBrowser(t *testing.T) {
 	assert.Contains(t, text("#tasks"), "build #0 a2")
 	detail := text("#detail")
 	for _, want := range []string{`"cmd": "go"`, "building", "proxy.example.com", "evil.example", "refused",
-		"not in the allowlist", "sb-1", "main.go", "go.sum"} {
+		"not in the allowlist", "peakMemoryBytes", "52428800", "main.go", "go.sum", "created"} {
 		assert.Contains(t, detail, want)
 	}
 	screenshot(ctx, t, "call")

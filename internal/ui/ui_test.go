@@ -46,7 +46,7 @@ func fixture(t testing.TB) (string, *journal.Journal) {
 	}
 	require.NoError(t, j.RecordBatch(ctx, []journal.Entry{
 		call("run-a", "build", 1, 1, "bash", `{"cmd":"go","args":["build","./..."]}`,
-			`{"output":"building\nok\n","exitCode":0,"network":[{"host":"proxy.example.com","port":443,"allowed":true,"bytesIn":5120,"bytesOut":300},{"host":"evil.example","port":443,"allowed":false,"bytesIn":0,"bytesOut":0,"reason":"not in the allowlist"}],"receipt":{"sandbox":"sb-1","image":"sandboxer-sandbox:latest","paths":["main.go","go.sum"]}}`,
+			`{"output":"building\nok\n","exitCode":0,"network":[{"host":"proxy.example.com","port":443,"allowed":true,"bytesIn":5120,"bytesOut":300},{"host":"evil.example","port":443,"allowed":false,"bytesIn":0,"bytesOut":0,"reason":"not in the allowlist"}],"receipt":{"wallUs":812000,"cpuUs":640000,"peakMemoryBytes":52428800,"stdoutBytes":12,"stderrBytes":0,"netSentBytes":300,"netReceivedBytes":5120,"paths":{"created":["go.sum"],"changed":["main.go"]}}}`,
 			"", true),
 		call("run-a", "build", 1, 2, "write", `{"path":"notes.txt","contentSha256":"ab12","contentBytes":5}`, "",
 			`{"code":"TOOL_PATH_ESCAPE","message":"path escapes the root"}`, true),

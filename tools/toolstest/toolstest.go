@@ -62,6 +62,8 @@ func Run(t *testing.T, newSandbox func(t *testing.T) adapter.Sandbox) {
 		{"Background", s.testBackground},
 		{"ProcessErrors", s.testProcessErrors},
 		{"BackgroundNetworkDenied", s.testBackgroundNetworkDenied},
+		{"Receipt", s.testReceipt},
+		{"ReceiptNothingChanged", s.testReceiptNothingChanged},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -185,6 +185,12 @@ function changedFiles(out) {
     if (!src || typeof src !== "object") continue;
     for (const k of ["paths", "files", "changed", "changedFiles"]) {
       if (Array.isArray(src[k])) return src[k];
+      const p = src[k];
+      if (p && typeof p === "object" && ["created", "changed", "deleted"].some((c) => Array.isArray(p[c]) || p.skipped)) {
+        // A receipt's path diff: {created: [...], changed: [...], deleted: [...], skipped?}.
+        if (p.skipped) return [{path: "(not listed: " + p.skipped + ")"}];
+        return ["created", "changed", "deleted"].flatMap((c) => (p[c] || []).map((path) => ({path, change: c})));
+      }
       if (src[k] && typeof src[k] === "object") return Object.entries(src[k]).map(([path, v]) => ({path, ...(typeof v === "object" ? v : {change: v})}));
     }
   }
@@ -221,8 +227,13 @@ async function showCall(id) {
         el("td", {}, d.allowed ? "allowed" : "refused"), el("td", {class: "num"}, d.bytesIn ?? ""), el("td", {class: "num"}, d.bytesOut ?? ""),
         el("td", {}, d.reason || ""))))));
   }
-  if (out && out.receipt && typeof out.receipt === "object") parts.push(section("Receipt", kvTable(out.receipt)));
-  const files = changedFiles(out);
+  // A failed bash call carries its receipt in the error's details.
+  const withReceipt = out && typeof out === "object" && out.receipt ? out : (err && err.details && err.details.receipt ? err.details : null);
+  if (withReceipt && typeof withReceipt.receipt === "object") {
+    const {paths, ...costs} = withReceipt.receipt;
+    parts.push(section("Receipt", kvTable(costs)));
+  }
+  const files = changedFiles(withReceipt || out);
   if (files && files.length) {
     parts.push(section("Changed files", el("ul", {class: "files mono"}, ...files.map((f) =>
       el("li", {}, typeof f === "string" ? f : (f.path || f.name || JSON.stringify(f)) +

@@ -52,6 +52,10 @@ class ExecResult:
     duration_ms: int = 0
     isolation: Dict[str, Any] = field(default_factory=dict, repr=False)
     limit: str = ""  # a resource limit that ended the command ("memory"), if any
+    # What the command cost as the server's adapter measured it (docs/receipts.md): wallUs,
+    # stdoutBytes, stderrBytes, and cpuUs, peakMemoryBytes, processes, diskReadBytes, ... where
+    # the adapter counts them (a member it cannot count is absent).
+    receipt: Dict[str, Any] = field(default_factory=dict, repr=False)
     raw: Dict[str, Any] = field(default_factory=dict, repr=False)
 
     @property
@@ -72,6 +76,7 @@ class ExecResult:
             duration_ms=int(d.get("durationMs") or 0),
             isolation=d.get("isolation") or {},
             limit=d.get("limit") or "",
+            receipt=d.get("receipt") or {},
             raw=d,
         )
 

@@ -11,6 +11,7 @@ def test_exec_output_and_exit_code(sandbox):
     assert not r.stdout_truncated and not r.stderr_truncated
     assert r.duration_ms >= 0
     assert "network" in r.isolation
+    assert r.receipt["stdoutBytes"] == 4 and r.receipt["stderrBytes"] == 4
 
 
 def test_nonzero_exit_is_data(sandbox):

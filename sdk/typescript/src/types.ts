@@ -147,6 +147,28 @@ export interface ExecResult {
   /** The resource limit that ended the command ("memory"), if one did. */
   limit?: string;
   encoding: Encoding;
+  /** What the command cost, as the server's adapter measured it (docs/receipts.md). */
+  receipt?: Receipt;
+}
+
+/**
+ * What a command cost and what it changed. A member the adapter cannot count is absent, never a
+ * guessed 0 (docs/receipts.md lists, per adapter, what is exact, estimated and missing).
+ */
+export interface Receipt {
+  wallUs: number;
+  cpuUs?: number;
+  peakMemoryBytes?: number;
+  processes?: number;
+  /** Everything the command wrote, bytes past the output limit included. */
+  stdoutBytes: number;
+  stderrBytes: number;
+  diskReadBytes?: number;
+  diskWriteBytes?: number;
+  netSentBytes?: number;
+  netReceivedBytes?: number;
+  /** Workspace paths a bash tool call created, changed and deleted (not on plain exec). */
+  paths?: { created?: string[]; changed?: string[]; deleted?: string[]; skipped?: string };
 }
 
 /** One piece of a streamed command's output. */

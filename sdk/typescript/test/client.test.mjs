@@ -33,6 +33,8 @@ test("exec: a non-zero exit is data, stdout and stderr apart", async (t) => {
   assert.equal(r.stderr, "err\n");
   assert.equal(r.encoding, "utf8");
   assert.equal(typeof r.durationMs, "number");
+  assert.equal(r.receipt.stdoutBytes, 4);
+  assert.equal(r.receipt.stderrBytes, 4);
 });
 
 test("exec: stdin, env, dir, bytes and timeout", async (t) => {
