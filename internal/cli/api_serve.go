@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/sandboxer/sandboxer/internal/telemetry"
 )
 
 // Defaults of `sandboxerd serve` (docs/api.md).
@@ -70,11 +72,19 @@ SIGTERM) it removes them all, and a server that starts removes what a crashed on
 			if err != nil {
 				return usage(err)
 			}
+			m, stopMetrics, err := startMetrics(c, std)
+			if err != nil {
+				ln.Close()
+				return err
+			}
+			defer stopMetrics()
+			opt.Metrics = m
 			return serveAPI(c.Context(), ln, opt, std)
 		}),
 	}
 	addCommonFlags(c.Flags())
 	f := c.Flags()
+	addMetricsFlag(f)
 	f.StringVar(&listen, "listen", DefaultListen, "HOST:PORT or unix:PATH to serve on (anything but loopback or a unix socket needs --tokens and TLS)")
 	f.StringVar(&tokens, "tokens", "", "tokens file (hashes; `sandboxerd serve token add` writes it): callers must present one of its tokens")
 	f.StringVar(&certFile, "tls-cert", "", "TLS certificate file (PEM)")
@@ -183,6 +193,9 @@ func serveAPI(ctx context.Context, ln net.Listener, opt apiOptions, std Streams)
 		return err
 	}
 	defer a.Close()
+	if opt.Metrics != nil {
+		opt.Metrics.Gauge(telemetry.MetricSandboxes, "Sandboxes this process holds open.", nil, a.reg.count)
+	}
 	srv := &http.Server{Handler: a, ReadHeaderTimeout: 10 * time.Second, ErrorLog: opt.Log,
 		BaseContext: func(net.Listener) context.Context { return context.WithoutCancel(ctx) }}
 	fmt.Fprintf(std.Err, "sandboxerd serve: listening on %s\n", ln.Addr())
