@@ -68,21 +68,21 @@ func EnableTracing(endpoint string, getenv func(string) string) error {
 	if !Configured(endpoint, getenv) {
 		return nil
 	}
-	tracing.mu.Lock()
-	defer tracing.mu.Unlock()
-	if tracing.tp != nil {
-		return nil
-	}
 	var opts []otlptracehttp.Option
 	if endpoint != "" {
 		u, err := url.Parse(endpoint)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return fmt.Errorf("otlp-endpoint %q: want a URL like http://127.0.0.1:4318", endpoint)
+			return fmt.Errorf("--otlp-endpoint %q: want the collector's URL, like http://127.0.0.1:4318", endpoint)
 		}
 		if u.Path == "" || u.Path == "/" {
 			u.Path = "/v1/traces"
 		}
 		opts = append(opts, otlptracehttp.WithEndpointURL(u.String()))
+	}
+	tracing.mu.Lock()
+	defer tracing.mu.Unlock()
+	if tracing.tp != nil {
+		return nil
 	}
 	exp, err := otlptracehttp.New(context.Background(), opts...)
 	if err != nil {
