@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"net"
 	"os"
@@ -19,12 +20,14 @@ import (
 	"go.opentelemetry.io/collector/receiver/receivertest"
 
 	"github.com/sandboxer/sandboxer/adapter/local"
+	"github.com/sandboxer/sandboxer/adapter/memory"
 	"github.com/sandboxer/sandboxer/internal/telemetry"
+	"github.com/sandboxer/sandboxer/tools"
 )
 
 // startOTLPReceiver runs the OpenTelemetry Collector's own OTLP receiver (HTTP only) on a
 // loopback port, its traces going to the sink it returns, and gives its base URL.
-func startOTLPReceiver(t *testing.T) (string, *consumertest.TracesSink) {
+func startOTLPReceiver(t testing.TB) (string, *consumertest.TracesSink) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
@@ -133,19 +136,62 @@ func TestTraces(t *testing.T) {
 	assert.NotEmpty(t, get("sandboxer.egress.reason").Str())
 }
 
-// TestTracesOff: without an endpoint nothing is exported and a call's telemetry allocates
-// nothing.
-func TestTracesOff(t *testing.T) {
-	assert.False(t, telemetry.Configured("", func(string) string { return "" }))
-	assert.True(t, telemetry.Configured("", func(k string) string {
-		return map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318"}[k]
-	}))
-	assert.False(t, telemetry.Configured("http://127.0.0.1:4318", func(k string) string {
-		return map[string]string{"OTEL_SDK_DISABLED": "true"}[k]
-	}))
+// TestOTLPEndpointInvalid: an --otlp-endpoint that is not an http(s) URL is a usage error.
+func TestOTLPEndpointInvalid(t *testing.T) {
 	var stderr strings.Builder
 	code := run(context.Background(), []string{"tool", "read", "--root", t.TempDir(), "--journal", "off", "--otlp-endpoint", "ftp://x", "--input", `{"path":"a"}`},
 		Streams{In: strings.NewReader(""), Out: io.Discard, Err: &stderr})
 	assert.Equal(t, 2, code)
 	assert.Contains(t, stderr.String(), "otlp-endpoint")
+}
+
+// BenchmarkCallTelemetry is the cost of telemetry per tool call: the same call (read of a small
+// file on the memory adapter, no journal) with telemetry off, with metrics served, and with
+// spans exported to the Collector's OTLP receiver on loopback (batched: the export runs beside
+// the calls). The differences between the three are what telemetry adds.
+//
+//	go test -run '^$' -bench CallTelemetry -benchmem ./internal/cli/
+func BenchmarkCallTelemetry(b *testing.B) {
+	ctx := context.Background()
+	sb, err := memory.New(memory.Config{})
+	require.NoError(b, err)
+	defer sb.Stop(ctx)
+	require.NoError(b, sb.WriteFile(ctx, "a.txt", []byte("hello")))
+	cl := &caller{base: *tools.NewContext(sb), warn: io.Discard}
+	input := json.RawMessage(`{"path":"a.txt"}`)
+	bench := func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if r := cl.call(ctx, tools.Read, input); !r.OK {
+				b.Fatal(r.Text())
+			}
+		}
+	}
+	b.Run("off", bench)
+	b.Run("metrics", func(b *testing.B) {
+		srv, err := telemetry.ServeMetrics("127.0.0.1:0")
+		require.NoError(b, err)
+		defer srv.Close()
+		bench(b)
+	})
+	b.Run("otlp", func(b *testing.B) {
+		endpoint, sink := startOTLPReceiver(b)
+		require.NoError(b, telemetry.EnableTracing(endpoint, func(string) string { return "" }))
+		bench(b)
+		require.NoError(b, telemetry.Shutdown(ctx))
+		b.ReportMetric(float64(sink.SpanCount()), "spans-received")
+	})
+}
+
+// BenchmarkEnableTracing is what turning tracing on costs a process once: building the OTLP/HTTP
+// exporter and the tracer provider (no connection is made until the first export).
+//
+//	go test -run '^$' -bench EnableTracing -benchmem ./internal/cli/
+func BenchmarkEnableTracing(b *testing.B) {
+	ctx := context.Background()
+	getenv := func(string) string { return "" }
+	for b.Loop() {
+		require.NoError(b, telemetry.EnableTracing("http://127.0.0.1:4318", getenv))
+		require.NoError(b, telemetry.Shutdown(ctx))
+	}
 }
