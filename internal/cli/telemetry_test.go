@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,63 +11,22 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.opentelemetry.io/collector/component/componenttest"
-	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
-	"go.opentelemetry.io/collector/receiver/otlpreceiver"
-	"go.opentelemetry.io/collector/receiver/receivertest"
 
 	"github.com/sandboxer/sandboxer/adapter/local"
 	"github.com/sandboxer/sandboxer/adapter/memory"
 	"github.com/sandboxer/sandboxer/internal/telemetry"
+	"github.com/sandboxer/sandboxer/internal/telemetry/otlptest"
 	"github.com/sandboxer/sandboxer/tools"
 )
-
-// startOTLPReceiver runs the OpenTelemetry Collector's own OTLP receiver (HTTP only) on a
-// loopback port, its traces going to the sink it returns, and gives its base URL.
-func startOTLPReceiver(t testing.TB) (string, *consumertest.TracesSink) {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := ln.Addr().String()
-	ln.Close()
-	f := otlpreceiver.NewFactory()
-	cfg := f.CreateDefaultConfig().(*otlpreceiver.Config)
-	cfg.Protocols.HTTP.GetOrInsertDefault().ServerConfig.NetAddr.Endpoint = addr
-	sink := new(consumertest.TracesSink)
-	r, err := f.CreateTraces(context.Background(), receivertest.NewNopSettings(f.Type()), cfg, sink)
-	require.NoError(t, err)
-	require.NoError(t, r.Start(context.Background(), componenttest.NewNopHost()))
-	t.Cleanup(func() { r.Shutdown(context.Background()) })
-	return "http://" + addr, sink
-}
-
-// spansOf returns the spans the sink holds whose sandboxer.run.id is runID.
-func spansOf(sink *consumertest.TracesSink, runID string) []ptrace.Span {
-	var out []ptrace.Span
-	for _, td := range sink.AllTraces() {
-		for i := 0; i < td.ResourceSpans().Len(); i++ {
-			ss := td.ResourceSpans().At(i).ScopeSpans()
-			for j := 0; j < ss.Len(); j++ {
-				spans := ss.At(j).Spans()
-				for k := 0; k < spans.Len(); k++ {
-					if v, ok := spans.At(k).Attributes().Get("sandboxer.run.id"); ok && v.Str() == runID {
-						out = append(out, spans.At(k))
-					}
-				}
-			}
-		}
-	}
-	return out
-}
 
 // TestTraces: `sandboxer tool bash` with --otlp-endpoint exports the call's span to the
 // Collector's OTLP receiver before the invocation returns, with the journal's position of the
 // call, the tool, the argv, the exit code and error code, and the egress proxy's decisions as
 // events.
 func TestTraces(t *testing.T) {
-	endpoint, sink := startOTLPReceiver(t)
+	endpoint, sink := otlptest.Start(t)
 	t.Cleanup(func() { telemetry.Shutdown(context.Background()) })
 	root, state := t.TempDir(), t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(root, "url.txt"), []byte("http://evil.example/"), 0o600))
@@ -87,7 +45,7 @@ func TestTraces(t *testing.T) {
 	require.Equal(t, 0, code, out)
 
 	// Flushed before run returned: nothing to wait for.
-	spans := spansOf(sink, "trace-run")
+	spans := otlptest.Spans(sink, "trace-run")
 	require.Len(t, spans, 2)
 	failed, ok := spans[0], spans[1]
 	attr := func(s ptrace.Span, k string) pcommon.Value {
@@ -123,7 +81,7 @@ func TestTraces(t *testing.T) {
 	}
 	code, out = tool(`{"cmd":"sh","args":["-c","busybox wget -q -O - \"$(cat url.txt)\""]}`, "--allow-host", "allowed.example", "--run-id", "trace-egress")
 	require.Equal(t, 1, code, out)
-	spans = spansOf(sink, "trace-egress")
+	spans = otlptest.Spans(sink, "trace-egress")
 	require.Len(t, spans, 1)
 	events := spans[0].Events()
 	require.Equal(t, 1, events.Len(), out)
@@ -175,7 +133,7 @@ func BenchmarkCallTelemetry(b *testing.B) {
 		bench(b)
 	})
 	b.Run("otlp", func(b *testing.B) {
-		endpoint, sink := startOTLPReceiver(b)
+		endpoint, sink := otlptest.Start(b)
 		require.NoError(b, telemetry.EnableTracing(endpoint, func(string) string { return "" }))
 		bench(b)
 		require.NoError(b, telemetry.Shutdown(ctx))

@@ -23,6 +23,7 @@ const (
 	MetricEgressDecisions = "sandboxer_egress_decisions_total"
 	MetricSandboxes       = "sandboxer_sandboxes"
 	MetricPoolSandboxes   = "sandboxer_pool_sandboxes"
+	MetricPoolJournals    = "sandboxer_pool_journals"
 )
 
 // CodeOK is the code label of a call that succeeded.
