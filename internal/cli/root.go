@@ -154,7 +154,8 @@ func settingsOf(c *cobra.Command) (Settings, error) {
 	s, err := loadIn(inv, c.Flags())
 	if err == nil {
 		// Tracing is process-wide: the first invocation that asks for it builds the exporter.
-		err = telemetry.EnableTracing(s.OTLPEndpoint, inv.getenv)
+		// The OTEL_* variables are the process's own (they name a resident server and reach it).
+		err = telemetry.EnableTracing(s.OTLPEndpoint, os.Getenv)
 	}
 	return s, usage(err)
 }
