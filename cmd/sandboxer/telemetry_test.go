@@ -1,12 +1,10 @@
 package main_test
 
 import (
-	"context"
 	"io"
 	"net"
 	"net/http"
-	"os"
-	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -43,36 +41,32 @@ func TestTracesExported(t *testing.T) {
 }
 
 // TestServerMetrics: the resident server started with SANDBOXER_SERVER_METRICS_LISTEN serves
-// its calls' counts and its warm pool on that unix socket.
+// its calls' counts and its warm pool there (the unix socket form: internal/telemetry's tests).
 func TestServerMetrics(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	dir, err := os.MkdirTemp("", "sbx-m-")
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	sock := filepath.Join(dir, "metrics.sock")
-	env := []string{"SANDBOXER_SERVER_METRICS_LISTEN=unix:" + sock}
+	addr := ln.Addr().String()
+	ln.Close()
+	env := []string{"SANDBOXER_SERVER_METRICS_LISTEN=" + addr}
 	r := e.run("", env, "tool", "bash", "--input", `{"cmd":"echo","args":["hi"]}`)
 	require.Equal(t, 0, r.code, r.stderr)
 	r = e.run("", env, "tool", "read", "--input", `{"path":"missing.txt"}`)
 	require.Equal(t, 1, r.code, r.stderr)
 	require.Len(t, e.servers(), 1)
 
-	client := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-		return (&net.Dialer{}).DialContext(ctx, "unix", sock)
-	}}}
-	resp, err := client.Get("http://sandboxer/metrics")
+	resp, err := http.Get("http://" + addr + "/metrics")
 	require.NoError(t, err, e.serverLog())
-	body, err := io.ReadAll(resp.Body)
-	resp.Body.Close()
+	defer resp.Body.Close()
+	scraped, err := io.ReadAll(resp.Body)
 	require.NoError(t, err)
-	text := string(body)
-	for _, line := range []string{
-		`sandboxer_tool_calls_total{code="OK",tool="bash"} 1`,
-		`sandboxer_tool_calls_total{code="TOOL_NOT_FOUND",tool="read"} 1`,
-		`sandboxer_pool_journals 1`,
-	} {
-		assert.Contains(t, text, line+"\n")
+	text := string(scraped)
+	want := `sandboxer_tool_calls_total{code="OK",tool="bash"} 1
+sandboxer_tool_calls_total{code="TOOL_NOT_FOUND",tool="read"} 1
+sandboxer_pool_journals 1`
+	for line := range strings.Lines(want) {
+		assert.Contains(t, text, strings.TrimSuffix(line, "\n")+"\n")
 	}
 	assert.Regexp(t, `(?m)^sandboxer_pool_sandboxes\{pool="warm"\} [0-9]+$`, text)
 }
