@@ -14,8 +14,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-
-	"github.com/sandboxer/sandboxer/internal/telemetry"
 )
 
 // Defaults of `sandboxerd serve` (docs/api.md).
@@ -193,9 +191,6 @@ func serveAPI(ctx context.Context, ln net.Listener, opt apiOptions, std Streams)
 		return err
 	}
 	defer a.Close()
-	if opt.Metrics != nil {
-		opt.Metrics.Gauge(telemetry.MetricSandboxes, "Sandboxes this process holds open.", nil, a.reg.count)
-	}
 	srv := &http.Server{Handler: a, ReadHeaderTimeout: 10 * time.Second, ErrorLog: opt.Log,
 		BaseContext: func(net.Listener) context.Context { return context.WithoutCancel(ctx) }}
 	fmt.Fprintf(std.Err, "sandboxerd serve: listening on %s\n", ln.Addr())

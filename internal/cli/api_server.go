@@ -75,6 +75,9 @@ func newAPIServer(ctx context.Context, opt apiOptions) (*apiServer, error) {
 		return nil, err
 	}
 	a.reg = reg
+	if opt.Metrics != nil {
+		opt.Metrics.Gauge(telemetry.MetricSandboxes, "Sandboxes this process holds open.", nil, reg.count)
+	}
 	a.routes()
 	return a, nil
 }

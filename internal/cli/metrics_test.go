@@ -23,6 +23,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sandboxer/sandboxer/adapter/local"
+	"github.com/sandboxer/sandboxer/api"
+	"github.com/sandboxer/sandboxer/internal/telemetry"
 	"github.com/sandboxer/sandboxer/internal/testenv"
 )
 
@@ -206,4 +208,26 @@ func TestMetricsScrapedByPrometheus(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("mcp did not end")
 	}
+}
+
+// TestServeMetrics: the HTTP API server's metrics count its tool calls and its live sandboxes.
+func TestServeMetrics(t *testing.T) {
+	ms, err := telemetry.ServeMetrics("127.0.0.1:0")
+	require.NoError(t, err)
+	defer ms.Close()
+	ta := newTestAPI(t, nil, func(o *apiOptions) { o.Metrics = ms.Metrics })
+	a := ta.create("", api.CreateRequest{Adapter: "memory"})
+	ta.create("", api.CreateRequest{Adapter: "memory"})
+	status, data := ta.do("POST", "/v1/sandboxes/"+a.ID+"/tools/write", "", map[string]any{"path": "a.txt", "content": "x"})
+	require.Equal(t, http.StatusOK, status, "%s", data)
+
+	resp, err := http.Get("http://" + ms.Addr().String() + "/metrics")
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	scraped, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	assert.Contains(t, string(scraped), "\nsandboxer_sandboxes 2\n")
+	assert.Contains(t, string(scraped), "\n"+`sandboxer_tool_calls_total{code="OK",tool="write"} 1`+"\n")
+	status, data = ta.do("DELETE", "/v1/sandboxes/"+a.ID, "", nil)
+	require.Less(t, status, 300, "%s", data)
 }
