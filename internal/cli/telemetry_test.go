@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/sandboxer/sandboxer/adapter/local"
 	"github.com/sandboxer/sandboxer/adapter/memory"
+	"github.com/sandboxer/sandboxer/api"
 	"github.com/sandboxer/sandboxer/internal/telemetry"
 	"github.com/sandboxer/sandboxer/internal/telemetry/otlptest"
 	"github.com/sandboxer/sandboxer/tools"
@@ -74,6 +76,24 @@ func TestTraces(t *testing.T) {
 	_, hasErr := ok.Attributes().Get("error.type")
 	assert.False(t, hasErr)
 	assert.Equal(t, ptrace.StatusCodeUnset, ok.Status().Code())
+
+	// A caller's W3C trace context (the HTTP API's traceparent header) makes the call's span its
+	// child.
+	ta := newTestAPI(t, nil)
+	sb := ta.create("", api.CreateRequest{Adapter: "memory"})
+	req, err := http.NewRequest("POST", ta.srv.URL+"/v1/sandboxes/"+sb.ID+"/tools/read", strings.NewReader(`{"path":"none"}`))
+	require.NoError(t, err)
+	req.Header.Set("traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
+	req.Header.Set("Sandboxer-Run-Id", "trace-api")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.NoError(t, telemetry.Flush(context.Background()))
+	spans = otlptest.Spans(sink, "trace-api")
+	require.Len(t, spans, 1)
+	assert.Equal(t, "4bf92f3577b34da6a3ce929d0e0e4736", spans[0].TraceID().String())
+	assert.Equal(t, "00f067aa0ba902b7", spans[0].ParentSpanID().String())
+	assert.Equal(t, "TOOL_NOT_FOUND", attr(spans[0], "error.type").Str())
 
 	// The egress proxy's decisions are the span's events.
 	if !local.Probe().Network {
