@@ -262,6 +262,9 @@ func start(engine string, d *oneshot.ServerDir, name string, env []string) (bool
 	if idle := os.Getenv("SANDBOXER_SERVER_IDLE"); idle != "" {
 		argv = append(argv, "--idle", idle)
 	}
+	if listen := os.Getenv("SANDBOXER_SERVER_METRICS_LISTEN"); listen != "" {
+		argv = append(argv, "--metrics-listen", listen)
+	}
 	_, err = syscall.ForkExec(engine, argv, &syscall.ProcAttr{
 		Dir: "/", Env: env, Files: []uintptr{null.Fd(), logf.Fd(), logf.Fd(), w.Fd()},
 		Sys: &syscall.SysProcAttr{Setsid: true},

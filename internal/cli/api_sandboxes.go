@@ -66,6 +66,13 @@ type apiRegistry struct {
 	closeOne sync.Once
 }
 
+// count is how many sandboxes the server holds (a metrics gauge).
+func (r *apiRegistry) count() float64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return float64(len(r.boxes))
+}
+
 // serveStateDir is where a server keeps its sandboxes' records.
 func serveStateDir(s Settings) string { return filepath.Join(s.StateDir, "serve") }
 

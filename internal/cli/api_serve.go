@@ -70,11 +70,19 @@ SIGTERM) it removes them all, and a server that starts removes what a crashed on
 			if err != nil {
 				return usage(err)
 			}
+			m, stopMetrics, err := startMetrics(c, std)
+			if err != nil {
+				ln.Close()
+				return err
+			}
+			defer stopMetrics()
+			opt.Metrics = m
 			return serveAPI(c.Context(), ln, opt, std)
 		}),
 	}
 	addCommonFlags(c.Flags())
 	f := c.Flags()
+	addMetricsFlag(f)
 	f.StringVar(&listen, "listen", DefaultListen, "HOST:PORT or unix:PATH to serve on (anything but loopback or a unix socket needs --tokens and TLS)")
 	f.StringVar(&tokens, "tokens", "", "tokens file (hashes; `sandboxerd serve token add` writes it): callers must present one of its tokens")
 	f.StringVar(&certFile, "tls-cert", "", "TLS certificate file (PEM)")

@@ -17,6 +17,7 @@ import (
 
 	"github.com/sandboxer/sandboxer/api"
 	"github.com/sandboxer/sandboxer/errs"
+	"github.com/sandboxer/sandboxer/internal/telemetry"
 	"github.com/sandboxer/sandboxer/journal"
 )
 
@@ -36,6 +37,8 @@ type apiOptions struct {
 	// MaxTTL caps what any request asks.
 	TTL, Idle, MaxTTL time.Duration
 	Log               *log.Logger
+	// Metrics, when served (--metrics-listen), get the server's gauges.
+	Metrics *telemetry.Metrics
 }
 
 type apiServer struct {
@@ -72,6 +75,9 @@ func newAPIServer(ctx context.Context, opt apiOptions) (*apiServer, error) {
 		return nil, err
 	}
 	a.reg = reg
+	if opt.Metrics != nil {
+		opt.Metrics.Gauge(telemetry.MetricSandboxes, "Sandboxes this process holds open.", nil, reg.count)
+	}
 	a.routes()
 	return a, nil
 }

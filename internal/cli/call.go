@@ -15,6 +15,7 @@ import (
 
 	"github.com/sandboxer/sandboxer/api"
 	"github.com/sandboxer/sandboxer/errs"
+	"github.com/sandboxer/sandboxer/internal/telemetry"
 	"github.com/sandboxer/sandboxer/journal"
 	"github.com/sandboxer/sandboxer/tools"
 )
@@ -268,10 +269,13 @@ func (c *caller) call(ctx context.Context, t *tools.Tool, input json.RawMessage,
 	tc.Seq, begun = c.begin(jctx, e)
 	warning := c.resumeWarning(jctx)
 
+	end := telemetry.StartCall(ctx, telemetry.Call{RunID: c.pos.RunID, NodeID: c.pos.NodeID, Iteration: c.pos.Iteration,
+		Attempt: c.pos.Attempt, Seq: tc.Seq, Tool: meta.Name, Input: input})
 	res, stack, err := callTool(ctx, t, input, &tc)
 	if err != nil && ctx.Err() != nil && errors.Is(err, context.Canceled) {
 		err = cancelled(ctx, err)
 	}
+	end(res, err)
 	finished := time.Now()
 
 	var reply Reply

@@ -79,6 +79,9 @@ const (
 	keyRemoteTTL     = "remote-ttl"
 	keyRemoteIdle    = "remote-idle-timeout"
 	tokenVar         = "SANDBOXER_TOKEN"
+	// keyOTLPEndpoint is where tool call spans are exported (internal/telemetry); the
+	// OTEL_EXPORTER_OTLP_* variables configure it too.
+	keyOTLPEndpoint = "otlp-endpoint"
 )
 
 var knownKeys = map[string]bool{
@@ -90,6 +93,7 @@ var knownKeys = map[string]bool{
 	keyKubeconfig: true, keyKubeContext: true, keyNamespace: true, keyKubeImage: true, keyKubeAgentImage: true,
 	keyImagePullPolicy: true, keyRuntimeClass: true,
 	keyURL: true, keyTokenFile: true, keyRemoteCA: true, keyRemoteAdapter: true, keyRemoteTTL: true, keyRemoteIdle: true,
+	keyOTLPEndpoint: true,
 }
 
 // imagePullPolicies are the values of --image-pull-policy (a pod's imagePullPolicy).
@@ -190,6 +194,9 @@ type Settings struct {
 	RemoteURL, RemoteCA, RemoteAdapter string
 	RemoteTTL, RemoteIdle              time.Duration
 	ConfigFile                         string // the file that was read, if any
+	// OTLPEndpoint is the OpenTelemetry collector tool call spans are exported to (its base URL,
+	// http://127.0.0.1:4318); "" leaves it to the OTEL_EXPORTER_OTLP_* variables.
+	OTLPEndpoint string
 
 	// remoteToken is the server's token (token-file, else SANDBOXER_TOKEN): unexported, so that
 	// no printing of the settings shows it. tokenFile is the file it was read from (absolute),
@@ -266,6 +273,7 @@ func addCommonFlags(f *pflag.FlagSet) {
 	addRunscPlatformFlag(f)
 	addKubernetesFlags(f)
 	addRemoteFlags(f)
+	f.String(keyOTLPEndpoint, "", "export a span per tool call over OTLP/HTTP to this collector (http://127.0.0.1:4318; default the OTEL_EXPORTER_OTLP_ENDPOINT variable, else no export; docs/observability.md)")
 }
 
 // addRemoteFlags declares the remote adapter's flags (sandbox commands and doctor).
@@ -375,6 +383,7 @@ func loadIn(inv invocation, flags *pflag.FlagSet) (Settings, error) {
 	s.RunID = v.GetString(keyRunID)
 	s.NodeID = v.GetString(keyNodeID)
 	s.Sandbox = v.GetString(keySandbox)
+	s.OTLPEndpoint = v.GetString(keyOTLPEndpoint)
 	s.Store = v.GetString(keyStore)
 	if s.Runtime = v.GetString(keyRuntime); s.Runtime != "" && !slices.Contains(oci.Runtimes, s.Runtime) {
 		return Settings{}, fmt.Errorf("--%s %q: want one of %v", keyRuntime, s.Runtime, oci.Runtimes)

@@ -17,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
+	"github.com/sandboxer/sandboxer/internal/telemetry"
 	"github.com/sandboxer/sandboxer/tools"
 )
 
@@ -48,11 +49,19 @@ completed) and the server exits 0.`,
 				return err
 			}
 			ctx := c.Context()
+			m, stopMetrics, err := startMetrics(c, std)
+			if err != nil {
+				return err
+			}
+			defer stopMetrics()
 			sess, cl, done, err := openCaller(ctx, s, std.Err, false)
 			if err != nil {
 				return err
 			}
 			defer done()
+			if m != nil {
+				m.Gauge(telemetry.MetricSandboxes, "Sandboxes this process holds open.", nil, func() float64 { return 1 })
+			}
 			// A call's reply does not wait for its journal row to be completed: the row is
 			// running until then, and every row is completed before the server exits.
 			cl.finishLater = true
@@ -89,6 +98,7 @@ completed) and the server exits 0.`,
 		}),
 	}
 	addCommonFlags(c.Flags())
+	addMetricsFlag(c.Flags())
 	c.Flags().Int(keyMCPMaxMessage, DefaultMCPMaxMessageBytes,
 		fmt.Sprintf("longest message read, in bytes (%d..%d); a longer one gets an error reply and is skipped", MCPMaxMessageBytesMin, MCPMaxMessageBytesMax))
 	return c
@@ -123,7 +133,7 @@ func newMCPServer(cl *caller, extra ...*tools.Tool) *mcp.Server {
 					tc.Stdout, tc.Stderr = p.stream("stdout"), p.stream("stderr")
 				})
 			}
-			reply := cl.call(ctx, t, req.Params.Arguments, with...)
+			reply := cl.call(telemetry.Remote(ctx, telemetry.MetaGetter(req.Params.Meta)), t, req.Params.Arguments, with...)
 			structured, err := json.Marshal(reply)
 			if err != nil {
 				return nil, err

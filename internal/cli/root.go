@@ -15,8 +15,11 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/sandboxer/sandboxer/internal/telemetry"
 )
 
 // Streams are the standard streams of one invocation.
@@ -59,14 +62,31 @@ func exit(code int) error { return &exitError{code: code} }
 func Main(args []string, std Streams) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	return run(ctx, args, std)
+	code := run(ctx, args, std)
+	sctx, cancel := context.WithTimeout(context.Background(), telemetryFlushTimeout)
+	defer cancel()
+	if err := telemetry.Shutdown(sctx); err != nil {
+		fmt.Fprintf(std.Err, "sandboxer: warning: traces: %v\n", err)
+	}
+	return code
 }
+
+// telemetryFlushTimeout bounds how long an invocation waits, at its end, for its spans to reach
+// the OTLP collector.
+const telemetryFlushTimeout = 5 * time.Second
 
 // run runs the CLI in ctx, which ends the invocation when it is cancelled.
 func run(ctx context.Context, args []string, std Streams) int {
 	root := newRoot(std)
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
+	// The invocation's spans are sent before it returns: a short-lived process loses none, and
+	// the resident server's client sees its call exported when its call ends.
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), telemetryFlushTimeout)
+	if ferr := telemetry.Flush(fctx); ferr != nil {
+		fmt.Fprintf(std.Err, "sandboxer: warning: traces: %v\n", ferr)
+	}
+	cancel()
 	if err == nil {
 		return 0
 	}
@@ -130,7 +150,13 @@ func exactArgs(n int) cobra.PositionalArgs {
 }
 
 func settingsOf(c *cobra.Command) (Settings, error) {
-	s, err := loadIn(invocationOf(c.Context()), c.Flags())
+	inv := invocationOf(c.Context())
+	s, err := loadIn(inv, c.Flags())
+	if err == nil {
+		// Tracing is process-wide: the first invocation that asks for it builds the exporter.
+		// The OTEL_* variables are the process's own (they name a resident server and reach it).
+		err = telemetry.EnableTracing(s.OTLPEndpoint, os.Getenv)
+	}
 	return s, usage(err)
 }
 

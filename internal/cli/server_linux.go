@@ -22,6 +22,7 @@ import (
 
 	"github.com/sandboxer/sandboxer/internal/inherited"
 	"github.com/sandboxer/sandboxer/internal/oneshot"
+	"github.com/sandboxer/sandboxer/internal/telemetry"
 )
 
 // DefaultServerIdle is how long the resident server waits for a call before it ends.
@@ -31,7 +32,7 @@ const DefaultServerIdle = 5 * time.Minute
 // the one-shot calls of the fronts of one environment (internal/oneshot) on their descriptors,
 // keeps their journals open and their local sandboxes' helpers warm, and ends when idle.
 func newServerCmd(std Streams) *cobra.Command {
-	var dir, name string
+	var dir, name, metricsListen string
 	var idle time.Duration
 	c := &cobra.Command{
 		Use:    "server",
@@ -39,12 +40,13 @@ func newServerCmd(std Streams) *cobra.Command {
 		Hidden: true,
 		Args:   exactArgs(0),
 		RunE: runE(func(c *cobra.Command, _ []string) error {
-			return runServer(c.Context(), dir, name, idle, std)
+			return runServer(c.Context(), dir, name, idle, metricsListen, std)
 		}),
 	}
 	c.Flags().StringVar(&dir, "dir", "", "directory of the socket (the front's)")
 	c.Flags().StringVar(&name, "name", "", "the server's name (the front's hash of engine and environment)")
 	c.Flags().DurationVar(&idle, "idle", DefaultServerIdle, "end after this long without a call")
+	c.Flags().StringVar(&metricsListen, flagMetricsListen, "", "serve Prometheus metrics on this loopback HOST:PORT or unix:PATH (the front's SANDBOXER_SERVER_METRICS_LISTEN)")
 	return c
 }
 
@@ -56,7 +58,7 @@ func newServerCmd(std Streams) *cobra.Command {
 // the front's own caller's, which a server outliving the call must not hold. Then it checks the
 // directory's path (oneshot.OpenServerDir, as the front did) and reaches its files only through
 // the directory opened, never following a link.
-func runServer(ctx context.Context, dir, name string, idle time.Duration, std Streams) error {
+func runServer(ctx context.Context, dir, name string, idle time.Duration, metricsListen string, std Streams) error {
 	var keep []int
 	// Descriptor 3 is the front's pipe. It is kept and wrapped only when it is one: an *os.File
 	// of a descriptor that is not open would close whatever gets that number later.
@@ -113,6 +115,16 @@ func runServer(ctx context.Context, dir, name string, idle time.Duration, std St
 	same := func() bool { st, err := d.Lstat(sock); return err == nil && st.Dev == mine.Dev && st.Ino == mine.Ino }
 	srv := &server{key: key, warm: newWarmth(), log: slog.New(slog.NewTextHandler(std.Err, nil)), last: time.Now()}
 	srv.ctx, srv.cancel = context.WithCancel(context.Background())
+	if metricsListen != "" {
+		// A bad address or a port in use is logged: the server serves its calls without metrics.
+		if ms, err := telemetry.ServeMetrics(metricsListen); err != nil {
+			srv.log.Error("metrics", "err", err)
+		} else {
+			defer ms.Close()
+			srv.warm.gauges(ms.Metrics)
+			srv.log.Info("metrics", "listen", ms.Addr().String())
+		}
+	}
 	tell(oneshot.Ready)
 	// The server holds descriptors for every call and every sandbox (journals, helpers, agents'
 	// links and direct streams): its soft RLIMIT_NOFILE is already raised to the hard limit (less

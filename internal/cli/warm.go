@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sandboxer/sandboxer/adapter/local"
+	"github.com/sandboxer/sandboxer/internal/telemetry"
 	"github.com/sandboxer/sandboxer/journal"
 )
 
@@ -194,6 +195,19 @@ func (w *warmth) close() {
 		wj.j.Close()
 		delete(w.journals, key)
 	}
+}
+
+// gauges adds the warm pool's sizes to m (idle sandboxes and open journals).
+func (w *warmth) gauges(m *telemetry.Metrics) {
+	size := func(n func() int) func() float64 {
+		return func() float64 {
+			w.mu.Lock()
+			defer w.mu.Unlock()
+			return float64(n())
+		}
+	}
+	m.Gauge(telemetry.MetricPoolSandboxes, "Sandboxes kept ready in a pool, by pool.", map[string]string{"pool": "warm"}, size(func() int { return len(w.idle) }))
+	m.Gauge(telemetry.MetricPoolJournals, "Journals the resident server keeps open.", nil, size(func() int { return len(w.journals) }))
 }
 
 func stopSandbox(sb *local.Sandbox) {

@@ -57,7 +57,9 @@ func Dir(getenv func(string) string, uid int) string {
 // reads from its own environment: where its files are (HOME, XDG_*, TMPDIR), the programs it runs
 // (PATH: ripgrep, the OCI runtimes, the Go toolchain that builds the agent, with GO* and CGO_*),
 // the daemons and clusters it talks to (DOCKER_*, KUBECONFIG, KUBERNETES_*, the proxies, the
-// certificates), ripgrep's configuration, the locale and the Go runtime's settings. A command in a
+// certificates), ripgrep's configuration, the locale, the Go runtime's settings and
+// OpenTelemetry's (OTEL_*: where spans go; the SDK reads them from the process's own
+// environment, internal/telemetry). A command in a
 // sandbox never sees the host's environment. Only these name a server (Name), and a server
 // runs with only these (ServerEnv): any other variable, which callers often set per call (an id,
 // a tool's randomized offset), neither starts another server nor reaches one.
@@ -65,7 +67,7 @@ var (
 	engineVars = []string{"PATH", "HOME", "USER", "LOGNAME", "TMPDIR", "TZ", "LANG", "LANGUAGE",
 		"KUBECONFIG", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "ALL_PROXY", "http_proxy",
 		"https_proxy", "no_proxy", "all_proxy", "SSL_CERT_FILE", "SSL_CERT_DIR", "RIPGREP_CONFIG_PATH"}
-	enginePrefixes = []string{"XDG_", "LC_", "DOCKER_", "KUBERNETES_", "GO", "CGO_"}
+	enginePrefixes = []string{"XDG_", "LC_", "DOCKER_", "KUBERNETES_", "GO", "CGO_", "OTEL_"}
 )
 
 // PerCall says whether an environment entry travels with each call rather than naming the
