@@ -58,7 +58,7 @@ func (a *apiServer) callTool(w http.ResponseWriter, r *http.Request) error {
 	// As over MCP, the reply does not wait for its journal row's completion: the row is
 	// "running" meanwhile, and every row is completed before the server exits.
 	cl := &caller{base: *tc, pos: pos, j: a.j, jw: a.jw, warn: a.opt.Log.Writer(), finishLater: true}
-	writeJSON(w, http.StatusOK, cl.call(telemetry.Remote(r.Context(), r.Header.Get), tool, input))
+	writeJSON(w, http.StatusOK, cl.call(telemetry.FromHeader(r.Context(), r.Header), tool, input))
 	return nil
 }
 

@@ -133,7 +133,7 @@ func newMCPServer(cl *caller, extra ...*tools.Tool) *mcp.Server {
 					tc.Stdout, tc.Stderr = p.stream("stdout"), p.stream("stderr")
 				})
 			}
-			reply := cl.call(telemetry.Remote(ctx, telemetry.MetaGetter(req.Params.Meta)), t, req.Params.Arguments, with...)
+			reply := cl.call(telemetry.FromMeta(ctx, req.Params.Meta), t, req.Params.Arguments, with...)
 			structured, err := json.Marshal(reply)
 			if err != nil {
 				return nil, err

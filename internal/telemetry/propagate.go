@@ -2,6 +2,7 @@ package telemetry
 
 import (
 	"context"
+	"net/http"
 
 	"go.opentelemetry.io/otel/propagation"
 )
@@ -13,20 +14,29 @@ func (g getter) Get(key string) string { return g(key) }
 func (getter) Set(string, string)      {}
 func (getter) Keys() []string          { return []string{"traceparent", "tracestate"} }
 
-// Remote returns ctx with the caller's span, when get finds a valid W3C traceparent (and
-// tracestate): the call's span is then its child, in the caller's trace. get looks a key up
-// ("traceparent", "tracestate"; "" when absent). Without tracing it returns ctx untouched.
-func Remote(ctx context.Context, get func(key string) string) context.Context {
-	if tracer.Load() == nil {
-		return ctx
-	}
+// remote returns ctx with the caller's span, when get finds a valid W3C traceparent (and
+// tracestate): the call's span is then its child, in the caller's trace.
+func remote(ctx context.Context, get func(key string) string) context.Context {
 	return propagation.TraceContext{}.Extract(ctx, getter(get))
 }
 
-// MetaGetter looks W3C trace context keys up in an MCP request's _meta (string values only).
-func MetaGetter(meta map[string]any) func(string) string {
-	return func(key string) string {
+// FromHeader is ctx with the span of an HTTP request's traceparent and tracestate headers, if
+// valid. Without tracing it returns ctx at once.
+func FromHeader(ctx context.Context, h http.Header) context.Context {
+	if tracer.Load() == nil {
+		return ctx
+	}
+	return remote(ctx, h.Get)
+}
+
+// FromMeta is ctx with the span of an MCP request's _meta traceparent and tracestate (string
+// values), if valid. Without tracing it returns ctx at once.
+func FromMeta(ctx context.Context, meta map[string]any) context.Context {
+	if tracer.Load() == nil {
+		return ctx
+	}
+	return remote(ctx, func(key string) string {
 		s, _ := meta[key].(string)
 		return s
-	}
+	})
 }

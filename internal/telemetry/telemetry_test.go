@@ -140,18 +140,18 @@ func TestServeMetricsUnix(t *testing.T) {
 	assert.Nil(t, metrics.Load())
 }
 
-// Remote takes the caller's W3C trace context from an MCP request's _meta when tracing is on,
+// FromMeta takes the caller's W3C trace context from an MCP request's _meta when tracing is on,
 // and leaves the context alone otherwise.
-func TestRemote(t *testing.T) {
+func TestFromMeta(t *testing.T) {
 	meta := map[string]any{"traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", "progressToken": 1}
 	ctx := context.Background()
-	assert.Equal(t, ctx, Remote(ctx, MetaGetter(meta)), "tracing off")
+	assert.Equal(t, ctx, FromMeta(ctx, meta), "tracing off")
 
 	require.NoError(t, EnableTracing("http://127.0.0.1:1", func(string) string { return "" }))
 	defer Shutdown(ctx)
-	sc := trace.SpanContextFromContext(Remote(ctx, MetaGetter(meta)))
+	sc := trace.SpanContextFromContext(FromMeta(ctx, meta))
 	assert.True(t, sc.IsRemote())
 	assert.Equal(t, "4bf92f3577b34da6a3ce929d0e0e4736", sc.TraceID().String())
 	assert.Equal(t, "00f067aa0ba902b7", sc.SpanID().String())
-	assert.False(t, trace.SpanContextFromContext(Remote(ctx, MetaGetter(map[string]any{"traceparent": 7}))).IsValid())
+	assert.False(t, trace.SpanContextFromContext(FromMeta(ctx, map[string]any{"traceparent": 7})).IsValid())
 }
