@@ -71,6 +71,17 @@ func TestTraces(t *testing.T) {
 	assert.Contains(t, failed.Status().Message(), "exited with code 3")
 	assert.NotContains(t, failed.Status().Message(), "hi", "the output stays out of the span")
 
+	// The receipt: what each command wrote, and (the stat diff) no workspace path changed.
+	assert.EqualValues(t, len("hi\n"), attr(failed, "sandboxer.receipt.stdout_bytes").Int())
+	assert.EqualValues(t, len("hello world\n"), attr(ok, "sandboxer.receipt.stdout_bytes").Int())
+	assert.Positive(t, attr(ok, "sandboxer.receipt.wall_us").Int())
+	assert.EqualValues(t, 0, attr(ok, "sandboxer.receipt.paths.created").Int())
+	code, out = tool(`{"cmd":"sh","args":["-c","echo new > made.txt"]}`, "--run-id", "trace-receipt")
+	require.Equal(t, 0, code, out)
+	spans = otlptest.Spans(sink, "trace-receipt")
+	require.Len(t, spans, 1)
+	assert.EqualValues(t, 1, attr(spans[0], "sandboxer.receipt.paths.created").Int(), "made.txt")
+
 	assert.Equal(t, []any{"echo", "hello", "world"}, attr(ok, "process.command_args").Slice().AsRaw())
 	assert.EqualValues(t, 0, attr(ok, "process.exit.code").Int())
 	_, hasErr := ok.Attributes().Get("error.type")

@@ -22,6 +22,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/sandboxer/sandboxer/adapter"
 	"github.com/sandboxer/sandboxer/egress"
 	"github.com/sandboxer/sandboxer/errs"
 	"github.com/sandboxer/sandboxer/tools"
@@ -195,6 +196,7 @@ type outcome struct {
 	message  string
 	exitCode int // -1: none (not bash, or the command did not run to an exit)
 	network  []egress.Decision
+	receipt  *adapter.Receipt // bash: what the command cost and changed
 }
 
 func outcomeOf(res *tools.Result, err error) outcome {
@@ -206,6 +208,9 @@ func outcomeOf(res *tools.Result, err error) outcome {
 			o.exitCode = n
 		}
 		o.network, _ = e.Details["network"].([]egress.Decision)
+		if r, ok := e.Details["receipt"].(adapter.Receipt); ok {
+			o.receipt = &r
+		}
 		return o
 	}
 	if res == nil {
@@ -213,9 +218,9 @@ func outcomeOf(res *tools.Result, err error) outcome {
 	}
 	switch v := res.Value.(type) {
 	case tools.BashResult:
-		o.exitCode, o.network = v.ExitCode, v.Network
+		o.exitCode, o.network, o.receipt = v.ExitCode, v.Network, &v.Receipt
 	case *tools.BashResult:
-		o.exitCode, o.network = v.ExitCode, v.Network
+		o.exitCode, o.network, o.receipt = v.ExitCode, v.Network, &v.Receipt
 	}
 	return o
 }
@@ -238,6 +243,9 @@ func endSpan(span trace.Span, o outcome) {
 	if o.exitCode >= 0 {
 		span.SetAttributes(attribute.Int("process.exit.code", o.exitCode))
 	}
+	if o.receipt != nil {
+		span.SetAttributes(receiptAttributes(*o.receipt)...)
+	}
 	for _, d := range o.network {
 		kv := []attribute.KeyValue{
 			attribute.String("server.address", d.Host),
@@ -256,4 +264,41 @@ func endSpan(span trace.Span, o outcome) {
 		span.SetStatus(codes.Error, o.message)
 	}
 	span.End()
+}
+
+// receiptAttributes are a call's receipt (docs/receipts.md) as span attributes: the measurements
+// the adapter had (a missing one is left out) and how many workspace paths were created, changed
+// and deleted (the paths themselves stay in the journal).
+func receiptAttributes(r adapter.Receipt) []attribute.KeyValue {
+	kv := []attribute.KeyValue{
+		attribute.Int64("sandboxer.receipt.wall_us", r.WallUs),
+		attribute.Int64("sandboxer.receipt.stdout_bytes", r.StdoutBytes),
+		attribute.Int64("sandboxer.receipt.stderr_bytes", r.StderrBytes),
+	}
+	for _, m := range []struct {
+		key string
+		v   *int64
+	}{
+		{"sandboxer.receipt.cpu_us", r.CPUUs},
+		{"sandboxer.receipt.peak_memory_bytes", r.PeakMemoryBytes},
+		{"sandboxer.receipt.processes", r.Processes},
+		{"sandboxer.receipt.disk_read_bytes", r.DiskReadBytes},
+		{"sandboxer.receipt.disk_write_bytes", r.DiskWriteBytes},
+		{"sandboxer.receipt.net_sent_bytes", r.NetSentBytes},
+		{"sandboxer.receipt.net_received_bytes", r.NetReceivedBytes},
+	} {
+		if m.v != nil {
+			kv = append(kv, attribute.Int64(m.key, *m.v))
+		}
+	}
+	if p := r.Paths; p != nil {
+		kv = append(kv,
+			attribute.Int("sandboxer.receipt.paths.created", len(p.Created)),
+			attribute.Int("sandboxer.receipt.paths.changed", len(p.Changed)),
+			attribute.Int("sandboxer.receipt.paths.deleted", len(p.Deleted)))
+		if p.Skipped != "" {
+			kv = append(kv, attribute.String("sandboxer.receipt.paths.skipped", p.Skipped))
+		}
+	}
+	return kv
 }
