@@ -49,8 +49,10 @@ func TestCheckpointFromTheCLI(t *testing.T) {
 		return r.code == 0
 	}, time.Minute, 100*time.Millisecond)
 
-	dir := filepath.Join(t.TempDir(), "ck")
-	r = e.run("", nil, "sandbox", "checkpoint", id, dir)
+	// DIR relative to the caller's directory, not the resident server's (that is /).
+	parent := t.TempDir()
+	dir := filepath.Join(parent, "ck")
+	r = e.runIn(parent, nil, "sandbox", "checkpoint", id, "ck")
 	require.Equal(t, 0, r.code, r.stderr)
 	assert.Contains(t, r.stdout, `"checkpoint":"`+dir+`"`)
 	saved, err := os.ReadFile(filepath.Join(dir, "workspace", "count"))
@@ -61,7 +63,7 @@ func TestCheckpointFromTheCLI(t *testing.T) {
 	atCheckpoint, err := strconv.Atoi(f[1])
 	require.NoError(t, err)
 
-	r = e.run("", nil, "sandbox", "create", "--from-checkpoint", dir, "--count", "2")
+	r = e.runIn(parent, nil, "sandbox", "create", "--from-checkpoint", "ck", "--count", "2")
 	require.Equal(t, 0, r.code, r.stderr)
 	var made struct{ IDs []string }
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &made), r.stdout)

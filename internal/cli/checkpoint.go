@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"errors"
-	"path/filepath"
 
 	"github.com/spf13/cobra"
 
@@ -33,7 +32,7 @@ with that memory (open TCP connections are reset). sandboxer doctor says where i
 			if err != nil {
 				return err
 			}
-			dir, err := filepath.Abs(args[1])
+			dir, err := invocationOf(c.Context()).abs(args[1]) // the caller's directory, not a resident server's
 			if err != nil {
 				return usage(err)
 			}
@@ -62,7 +61,7 @@ with that memory (open TCP connections are reset). sandboxer doctor says where i
 // createFromCheckpoint makes count long-lived sandboxes of o from the checkpoint in dir, each
 // independent; on failure none is left.
 func createFromCheckpoint(ctx context.Context, s Settings, dir string, count int) ([]string, error) {
-	abs, err := filepath.Abs(dir)
+	abs, err := invocationOf(ctx).abs(dir)
 	if err != nil {
 		return nil, usage(err)
 	}
