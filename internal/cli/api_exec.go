@@ -54,6 +54,7 @@ func (a *apiServer) callTool(w http.ResponseWriter, r *http.Request) error {
 	tc.RunID, tc.NodeID, tc.Iteration, tc.Attempt = pos.RunID, pos.NodeID, pos.Iteration, pos.Attempt
 	tc.AllowNetwork, tc.AllowHosts = box.s.AllowNetwork, box.s.AllowHosts
 	tc.MaxOutputBytes, tc.Timeout = a.opt.Base.MaxOutputBytes, a.opt.Base.Timeout
+	tc.NoPathDiff = a.opt.Base.NoPathDiff
 	tc.IdempotencyKey = r.Header.Get("Idempotency-Key")
 	// As over MCP, the reply does not wait for its journal row's completion: the row is
 	// "running" meanwhile, and every row is completed before the server exits.

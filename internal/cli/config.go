@@ -58,6 +58,7 @@ const (
 	keyROBind         = "ro-bind"
 	keyRWBind         = "rw-bind"
 	keyNoCaches       = "no-caches"
+	keyNoPathDiff     = "no-path-diff"
 	keyMCPMaxMessage  = "mcp-max-message-bytes"
 	keyRuntime        = "runtime"
 	keyRunscPlatform  = "runsc-platform"
@@ -89,7 +90,7 @@ var knownKeys = map[string]bool{
 	keyTimeout: true, keyJournal: true, keyJournalKey: true, keyStateDir: true, keyRunID: true, keyNodeID: true,
 	keyIteration: true, keyAttempt: true, keySandbox: true, keyStore: true, keySyncMaxFile: true,
 	keyIsolation: true, keyRequireIso: true, keyMemory: true, keyPids: true, keyCPUs: true, keyDisk: true,
-	keyROBind: true, keyRWBind: true, keyNoCaches: true, keyMCPMaxMessage: true, keyRuntime: true, keyRunscPlatform: true, keyAllowHosts: true, keyDisableLayers: true,
+	keyROBind: true, keyRWBind: true, keyNoCaches: true, keyNoPathDiff: true, keyMCPMaxMessage: true, keyRuntime: true, keyRunscPlatform: true, keyAllowHosts: true, keyDisableLayers: true,
 	keyKubeconfig: true, keyKubeContext: true, keyNamespace: true, keyKubeImage: true, keyKubeAgentImage: true,
 	keyImagePullPolicy: true, keyRuntimeClass: true,
 	keyURL: true, keyTokenFile: true, keyRemoteCA: true, keyRemoteAdapter: true, keyRemoteTTL: true, keyRemoteIdle: true,
@@ -175,6 +176,9 @@ type Settings struct {
 	// NoCaches shows a local sandbox's commands none of the caller's build and module caches
 	// (local.Config.NoCaches).
 	NoCaches bool
+	// NoPathDiff leaves the workspace paths a bash call created, changed and deleted out of its
+	// receipt (tools.Context.NoPathDiff): two stat walks of the workspace a call are saved.
+	NoPathDiff bool
 	// MCPMaxMessageBytes is the longest message `sandboxer mcp` reads (a longer one gets an
 	// error reply and is skipped).
 	MCPMaxMessageBytes int
@@ -269,6 +273,7 @@ func addCommonFlags(f *pflag.FlagSet) {
 	f.StringArray(keyROBind, nil, "local adapter: a host path commands also see, read-only (repeatable; refused when it holds a unix socket)")
 	f.StringArray(keyRWBind, nil, "local adapter: a host directory commands may also write (repeatable; refused when it holds a unix socket)")
 	f.Bool(keyNoCaches, false, "local adapter: show commands none of the caller's build and module caches (Go, pip, npm, cargo), which they otherwise read copy-on-write")
+	f.Bool(keyNoPathDiff, false, "leave the workspace paths a bash call created, changed and deleted out of its receipt (saves two stat walks of the workspace a call; docs/receipts.md)")
 	f.String(keyRuntime, oci.Runc, "OCI runtime of the oci adapter: "+strings.Join(oci.Runtimes, "|"))
 	addRunscPlatformFlag(f)
 	addKubernetesFlags(f)
@@ -418,6 +423,11 @@ func loadIn(inv invocation, flags *pflag.FlagSet) (Settings, error) {
 	s.MCPMaxMessageBytes = DefaultMCPMaxMessageBytes
 	if has(keyNoCaches) {
 		if s.NoCaches, err = boolSetting(v, keyNoCaches); err != nil {
+			return Settings{}, err
+		}
+	}
+	if has(keyNoPathDiff) {
+		if s.NoPathDiff, err = boolSetting(v, keyNoPathDiff); err != nil {
 			return Settings{}, err
 		}
 	}

@@ -211,6 +211,7 @@ func newCaller(s Settings, sess *session, jo *journalOpening, warn io.Writer) (*
 	tc := tools.NewContext(sess.Sandbox)
 	tc.RunID, tc.NodeID, tc.Iteration, tc.Attempt = s.RunID, s.NodeID, s.Iteration, s.Attempt
 	tc.AllowNetwork, tc.MaxOutputBytes, tc.Timeout = s.AllowNetwork, s.MaxOutputBytes, s.Timeout
+	tc.NoPathDiff = s.NoPathDiff
 	tc.AllowHosts = sess.allowHosts(s)
 	cl := &caller{
 		base: *tc,
