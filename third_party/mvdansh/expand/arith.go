@@ -221,7 +221,7 @@ func (cfg *Config) arithmText(expr syntax.ArithmExpr) (syntax.ArithmExpr, error)
 		return &syntax.Word{Parts: []syntax.WordPart{&syntax.Lit{Value: "0"}}}, nil
 	}
 	expr, err = syntax.NewParser().Arithmetic(strings.NewReader(text))
-	if err != nil || int(expr.End().Offset()) < len(text) {
+	if err != nil || expr == nil || int(expr.End().Offset()) < len(text) {
 		return nil, fmt.Errorf("%s: syntax error in expression", text)
 	}
 	return expr, nil
@@ -283,8 +283,8 @@ func (cfg *Config) arithmString(str string) (int, error) {
 		return cfg.arithmString(vr.String())
 	}
 	expr, err := syntax.NewParser().Arithmetic(strings.NewReader(str))
-	if w, ok := expr.(*syntax.Word); err != nil || ok && w.Lit() == str || int(expr.End().Offset()) < len(str) {
-		// Not an expression, like "@" or "a b".
+	if w, ok := expr.(*syntax.Word); err != nil || expr == nil || ok && w.Lit() == str || int(expr.End().Offset()) < len(str) {
+		// Not an expression, like "@", "a b" or "#0".
 		return 0, fmt.Errorf("%s: syntax error in expression", str)
 	}
 	return arithm(cfg, expr)

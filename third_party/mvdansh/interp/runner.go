@@ -686,7 +686,8 @@ func (r *Runner) cmd(ctx context.Context, cm syntax.Command) {
 
 					line, err := r.readLine(ctx, true)
 					if err != nil {
-						r.errf("\n")
+						// Like Bash, the newline after the end of the input goes to stdout.
+						r.out("\n")
 						r.exit.code = 1
 						break
 					}

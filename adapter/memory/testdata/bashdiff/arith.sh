@@ -266,3 +266,69 @@ unset c; ((c++)); echo $c
 
 #### assign-in-condition
 if (( (n = 3) > 2 )); then echo "n=$n"; fi
+
+#### arith-pre-post-increment-order
+i=5
+echo $((i++ + ++i)) $i
+
+#### arith-compound-assign-ops
+x=10
+(( x += 5, x -= 3, x *= 2, x /= 4, x %= 4 ))
+echo $x
+
+#### arith-bit-ops-assign
+x=6
+(( x &= 3, x |= 8, x ^= 1 ))
+echo $x
+
+#### arith-shift-assign-more
+x=1
+(( x <<= 3 ))
+echo $x
+
+#### arith-nested-ternary
+a=5
+echo $(( a > 3 ? a > 4 ? 2 : 1 : 0 ))
+
+#### arith-assign-in-ternary-branch
+a=0
+(( 1 ? (a = 3) : (a = 4) ))
+echo $a
+
+#### arith-comma-value-last
+echo $(( (1, 2, 3) ))
+
+#### arith-unary-not-on-var
+v=0
+echo $(( !v )) $(( !!5 ))
+
+#### arith-dollar-paren-inside-arith
+echo $(( $(( 2 + 3 )) * 2 ))
+
+#### arith-whitespace-and-newlines
+echo $((
+  1 +
+  2
+))
+
+#### arith-negative-modulo-and-division
+echo $(( -7 / 2 )) $(( -7 % 2 ))
+
+#### arith-let-multiple-args
+let a=1 b=a+1 c=b*3
+echo $a $b $c
+
+#### arith-let-quoted-spaces
+let "x = 2 * 3"
+echo $x
+
+#### arith-cmd-status-of-zero
+(( 0 ))
+echo "st=$?"
+(( -1 ))
+echo "st=$?"
+
+#### arith-array-index-expression
+a=(10 20 30)
+i=1
+echo $(( a[i+1] + a[0] ))

@@ -361,3 +361,38 @@ for w in a b; do case $w in a) echo A ;& b) echo B ;; esac; done
 
 #### case-test-next
 case ab in a*) echo one ;;& *b) echo two ;; esac
+
+#### for-with-semicolon-newline-forms-more
+for i in a b
+do
+  echo $i
+done
+for j in c; do echo $j; done
+
+#### while-read-multiple-fields
+printf 'k1 v1\nk2 v2\n' | while read -r k v; do echo "$v=$k"; done
+
+#### for-in-dollar-at
+set -- "x y" z
+for a in "$@"; do echo "[$a]"; done
+for a; do echo "<$a>"; done
+
+#### loop-with-redirect-and-pipe
+for i in 3 1 2; do echo $i; done | sort | tr '\n' ' '
+echo
+
+#### while-arith-condition
+i=0
+while (( i < 3 )); do echo $i; (( i++ )); done
+
+#### until-with-break-status
+until false; do break; done
+echo "st=$?"
+
+#### nested-function-loop-continue
+f() { for x in 1 2 3; do [ $x = 2 ] && continue; echo $x; done; }
+f
+
+#### select-with-no-input
+select x in a b; do echo "$x"; done < /dev/null 2>/dev/null
+echo "st=$?"

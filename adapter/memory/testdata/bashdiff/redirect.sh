@@ -323,3 +323,50 @@ echo "[$(cat a)] [$(cat b)]"
 #### redirect-in-cmdsubst-stderr
 x=$(echo err >&2 2>/dev/null; echo out)
 echo "$x"
+
+#### redirect-fd-to-fd-then-file
+{ echo o; echo e >&2; } 2>&1 > f | cat
+cat f
+
+#### redirect-heredoc-and-output-same-command
+cat <<END > out
+body
+END
+cat out
+
+#### redirect-input-and-output-same-file-truncates
+echo data > f
+cat < f > f
+wc -c < f
+
+#### redirect-append-then-read
+echo 1 >> f
+echo 2 >> f
+wc -l < f
+
+#### redirect-subshell-output
+( echo a; echo b ) > f
+cat f
+
+#### redirect-function-definition-with-redirect
+f() { echo in-f; } > f.out
+f
+cat f.out
+
+#### redirect-glob-target-single-match
+touch only1.log
+echo x > only*.log
+cat only1.log
+
+#### redirect-empty-var-target
+t=
+echo x > $t
+echo "st=$?"
+
+#### redirect-stdin-from-dev-null
+cat < /dev/null
+echo "st=$?"
+
+#### redirect-close-stdout-error
+echo hi >&-
+echo "st=$?"

@@ -460,3 +460,42 @@ if [[ -n x &&
 #### test-eq-with-spaces-in-var
 n=" 3 "
 [ $n -eq 3 ] && echo yes
+
+#### dbl-bracket-regex-with-spaces-in-var
+re='a b'
+[[ 'xa bx' =~ $re ]] && echo yes
+
+#### dbl-bracket-regex-bracket-class
+[[ 'a1' =~ ^[[:alpha:]][[:digit:]]$ ]] && echo yes
+
+#### dbl-bracket-regex-rematch-cleared-on-fail
+[[ ab =~ (a) ]]
+[[ ab =~ (z) ]]
+echo "[${BASH_REMATCH[0]}] ${#BASH_REMATCH[@]}"
+
+#### dbl-bracket-eq-is-pattern-not-regex
+[[ 'a.c' == a?c ]] && echo glob
+[[ 'abc' == a.c ]] || echo not-regex
+
+#### dbl-bracket-lt-locale-independent-ascii
+[[ B < a ]] && echo upper-first || echo lower-first
+
+#### dbl-bracket-int-compare-with-negative
+[[ -5 -lt -2 ]] && echo yes
+
+#### dbl-bracket-o-option
+set -o noglob
+[[ -o noglob ]] && echo on
+[[ -o nosuchopt ]] || echo "st=$?"
+
+#### dbl-bracket-compound-in-if-elif
+x=3
+if [[ $x -lt 2 ]]; then echo small; elif [[ $x -lt 5 && $x != 4 ]]; then echo mid; fi
+
+#### dbl-bracket-word-with-glob-no-expansion
+touch zz1
+[[ zz* == zz* ]] && echo literal-lhs
+
+#### dbl-bracket-arith-error-status
+[[ 1/0 -eq 1 ]]
+echo "st=$?"
