@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/sandboxer/sandboxer/adapter"
 	"github.com/sandboxer/sandboxer/egress"
 	"github.com/sandboxer/sandboxer/errs"
 	"github.com/sandboxer/sandboxer/tools"
@@ -83,14 +84,15 @@ func TestConfigured(t *testing.T) {
 // The outcome of a call: its code, exit code and egress decisions, from a result or an error.
 func TestOutcome(t *testing.T) {
 	d := []egress.Decision{{Host: "a.example", Port: 443, Allowed: true}, {Host: "b.example", Port: 80, Reason: "not in the allowlist"}}
-	o := outcomeOf(&tools.Result{Value: tools.BashResult{ExitCode: 0, Network: d}}, nil)
-	assert.Equal(t, outcome{exitCode: 0, network: d}, o)
+	o := outcomeOf(&tools.Result{Value: tools.BashResult{ExitCode: 0, Network: d, Receipt: adapter.Receipt{StdoutBytes: 7}}}, nil)
+	assert.Equal(t, outcome{exitCode: 0, network: d, receipt: &adapter.Receipt{StdoutBytes: 7}}, o)
 	o = outcomeOf(&tools.Result{Value: "text"}, nil)
 	assert.Equal(t, outcome{exitCode: -1}, o)
 	e := errs.New(errs.CommandFailed, "bash", "", "command exited with code 2:\nsecret output")
-	e.Details = map[string]any{"exitCode": 2, "network": d}
+	e.Details = map[string]any{"exitCode": 2, "network": d, "receipt": adapter.Receipt{StderrBytes: 3}}
 	o = outcomeOf(nil, e)
 	assert.Equal(t, "TOOL_COMMAND_FAILED", o.code)
+	assert.Equal(t, &adapter.Receipt{StderrBytes: 3}, o.receipt, "a failed call's receipt, from its details")
 	assert.Equal(t, 2, o.exitCode)
 	assert.Equal(t, d, o.network)
 	assert.NotContains(t, o.message, "secret output")
