@@ -1132,18 +1132,13 @@ var cgroupBase = sync.OnceValues(func() (string, error) {
 })
 
 func cgroup2Mount() (string, error) {
-	data, err := os.ReadFile("/proc/self/mountinfo")
+	mounts, err := cgstat.Mounts()
 	if err != nil {
 		return "", err
 	}
-	for _, line := range strings.Split(string(data), "\n") {
-		pre, post, ok := strings.Cut(line, " - ")
-		if !ok || !strings.HasPrefix(post, "cgroup2 ") {
-			continue
-		}
-		f := strings.Fields(pre)
-		if len(f) >= 5 {
-			return f[4], nil
+	for _, m := range mounts {
+		if m.V2 {
+			return m.Dir, nil
 		}
 	}
 	return "", errors.New("cgroup v2 is not mounted")

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/sandboxer/sandboxer/adapter/internal/cgstat"
 )
 
 // A sandbox's resource limits live in cgroups that hold its helpers, so every command (and all
@@ -266,19 +268,14 @@ func v1Limits(v limitValues) (*limitGroups, error) {
 
 // v1Base is this process's cgroup in the v1 hierarchy of controller c.
 func v1Base(c string) (string, error) {
-	mounts, err := os.ReadFile("/proc/self/mountinfo")
+	mounts, err := cgstat.Mounts()
 	if err != nil {
 		return "", err
 	}
 	mnt := ""
-	for _, line := range strings.Split(string(mounts), "\n") {
-		pre, post, ok := strings.Cut(line, " - ")
-		f, g := strings.Fields(pre), strings.Fields(post)
-		if !ok || len(f) < 5 || len(g) < 3 || g[0] != "cgroup" {
-			continue
-		}
-		if slices.Contains(strings.Split(g[2], ","), c) {
-			mnt = f[4]
+	for _, m := range mounts {
+		if !m.V2 && slices.Contains(m.Controllers, c) {
+			mnt = m.Dir
 			break
 		}
 	}
