@@ -89,12 +89,11 @@ func EnableTracing(endpoint string, getenv func(string) string) error {
 	if err != nil {
 		return fmt.Errorf("OTLP exporter: %w", err)
 	}
-	res, err := resource.Merge(resource.Default(), resource.NewSchemaless(attribute.String("service.name", ServiceName)))
-	if err != nil {
-		res = resource.Default()
-	}
-	if getenv("OTEL_SERVICE_NAME") != "" {
-		res = resource.Default() // the SDK's default reads OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES
+	res := resource.Default() // it reads OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES
+	if getenv("OTEL_SERVICE_NAME") == "" {
+		if named, err := resource.Merge(res, resource.NewSchemaless(attribute.String("service.name", ServiceName))); err == nil {
+			res = named
+		}
 	}
 	tracing.tp = sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
 	t := tracing.tp.Tracer("github.com/sandboxer/sandboxer")
